@@ -1,0 +1,91 @@
+#include "cli.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <limits>
+
+#include "attn/error.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+// A validator that accepts a decimal integer in [lo, hi] and says which one it wanted otherwise.
+template <typename Int>
+CLI::Validator integer_in(Int lo, Int hi, const std::string& allowed) {
+  return CLI::Validator(
+      [lo, hi, allowed](std::string& text) -> std::string {
+        Int value{};
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (text.empty() || ec == std::errc::invalid_argument || ptr != end) {
+          if (ec == std::errc::result_out_of_range || (ptr == end && !text.empty())) {
+            return fmt::format("'{}' is out of range: allowed {}", text, allowed);
+          }
+          return fmt::format("'{}' is not an integer: allowed {}", text, allowed);
+        }
+        if (ec == std::errc::result_out_of_range || value < lo || value > hi) {
+          return fmt::format("{} is out of range: allowed {}", text, allowed);
+        }
+        return {};
+      },
+      allowed);
+}
+
+CLI::Validator dimension() {
+  return integer_in<std::int64_t>(1, kMaxDimension,
+                                  fmt::format("1..{} (wider is not sensible here)", kMaxDimension));
+}
+
+}  // namespace
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("sentence", o.config.sentence, "The sentence to trace")
+      ->capture_default_str();
+  app.add_option("--seed", o.config.seed, "torch.manual_seed before the embedding and the weights")
+      ->check(integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(),
+                                        "an integer in [0, 2^64)"))
+      ->capture_default_str();
+  app.add_option("--vocab-size", o.config.vocab_size,
+                 "Rows of nn.Embedding(vocab-size, d-in); at least the sentence's distinct words")
+      ->check(integer_in<std::int64_t>(1, kMaxVocabSize, fmt::format("1..{}", kMaxVocabSize)))
+      ->capture_default_str();
+  app.add_option("--d-in", o.config.d_in, "Embedding width d_in")
+      ->check(dimension())
+      ->capture_default_str();
+  app.add_option("--d-kq", o.config.d_kq, "Width d_q = d_k of queries and keys")
+      ->check(dimension())
+      ->capture_default_str();
+  app.add_option("--d-v", o.config.d_v, "Width d_v of values and context vectors")
+      ->check(dimension())
+      ->capture_default_str();
+  app.add_option("--query", o.query,
+                 "Print the path of the N-th token (1-based) instead of the whole trace")
+      ->check(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(),
+                                       "a token number 1..T"));
+  app.add_option("--key", o.key,
+                 "With --query: the key whose dot product is written out (default 4, the "
+                 "walkthrough's ω₂₄, or T if T < 4)")
+      ->check(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(),
+                                       "a token number 1..T"));
+  app.add_option("--precision", o.text.precision, "Decimals printed, as torch.set_printoptions")
+      ->check(integer_in<int>(0, 8, "0..8"))
+      ->capture_default_str();
+  app.add_option("--torch-kernel", o.kernel,
+                 "PyTorch CPU kernels to reproduce: avx2 (x86 default) or default (non-AVX2, ARM)")
+      ->check(CLI::IsMember({"avx2", "default"}))
+      ->capture_default_str();
+}
+
+std::string run(Options& o) {
+  o.config.kernel = parse_kernel(o.kernel);
+  if (o.key && !o.query) throw Error("--key " + std::to_string(*o.key) + " needs --query");
+  const Trace trace = run_trace(o.config);
+  if (o.query) {
+    return render_query_path(trace, *o.query, o.key.value_or(default_path_key(trace)), o.text);
+  }
+  return render_text(trace, o.text);
+}
+
+}  // namespace attn::cli

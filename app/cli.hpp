@@ -1,0 +1,33 @@
+#pragma once
+
+// The command line: options -> a TraceConfig -> the library -> stdout.
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "attn/render_text.hpp"
+#include "attn/trace.hpp"
+
+namespace attn::cli {
+
+// Exit codes, as docs/cli.md documents them.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInvalid = 2;  // invalid input or usage
+
+struct Options {
+  TraceConfig config;
+  TextOptions text;
+  std::string kernel = "avx2";
+  std::optional<std::int64_t> query;  // 1-based
+  std::optional<std::int64_t> key;    // 1-based; the key of the written-out dot product
+};
+
+// Adds every option of the tool to `app`, writing into `options`.
+void add_options(CLI::App& app, Options& options);
+
+// Runs the parsed options and returns the text to print. Throws attn::Error for bad input.
+std::string run(Options& options);
+
+}  // namespace attn::cli

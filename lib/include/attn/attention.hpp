@@ -1,0 +1,41 @@
+#pragma once
+
+// The steps of scaled dot-product attention, one function per step of the lesson, in float32
+// with the operation order that reproduces PyTorch's results on these shapes.
+
+#include "attn/matrix.hpp"
+#include "attn/torch_random.hpp"
+
+namespace attn {
+
+// a @ b with naive left-to-right float32 accumulation, acc = fl(acc + fl(a_ik * b_kj)), as the
+// reference BLAS that Debian's PyTorch links computes it.
+// Requires: a.cols() == b.rows(). Returns: (a.rows(), b.cols()).
+Matrix matmul(const Matrix& a, const Matrix& b);
+
+// Q = X W_q (and K = X W_k, V = X W_v): x (T, d_in) @ w (d_in, d_out) -> (T, d_out).
+// Requires: x.cols() == w.rows(). Throws Error naming both shapes otherwise.
+Matrix project(const Matrix& x, const Matrix& w);
+
+// ω = Q Kᵀ: q (T_q, d_k), k (T_k, d_k) -> (T_q, T_k).
+// Requires: q.cols() == k.cols(). Throws Error naming both shapes otherwise.
+Matrix omega_scores(const Matrix& q, const Matrix& k);
+
+// ω / √d_k, a float32 division by (float)sqrt(d_k) as PyTorch's `omega / d_k**0.5`.
+// Requires: d_k >= 1.
+Matrix scale(const Matrix& omega, Eigen::Index d_k);
+
+// softmax(s, dim=-1) row by row: m = max, e_j = exp(s_j - m), a sequential sum, then
+// e_j * (1 / sum), as PyTorch's CPU kernel. exp is torch_expf for the kernel flavour.
+// Returns: the same shape; every row sums to 1 within rounding.
+Matrix softmax_rows(const Matrix& scores, TorchKernel kernel);
+
+// Z = A V: a (T_q, T_k) @ v (T_k, d_v) -> (T_q, d_v).
+// Requires: a.cols() == v.rows(). Throws Error naming both shapes otherwise.
+Matrix context_vectors(const Matrix& a, const Matrix& v);
+
+// torch.exp on one float: SLEEF's expf_u10 (as PyTorch's AVX2 kernels vectorise it) for kAvx2,
+// the C library's expf for kDefault.
+float torch_expf(float x, TorchKernel kernel);
+
+}  // namespace attn

@@ -1,0 +1,35 @@
+#pragma once
+
+// The text renderer: a trace as a person reads it, in PyTorch's tensor([...]) style.
+
+#include <cstdint>
+#include <string>
+
+#include "attn/trace.hpp"
+
+namespace attn {
+
+struct TextOptions {
+  int precision = 4;  // decimals, as torch.set_printoptions(precision=...); 0..8
+};
+
+// The whole trace: settings, dictionary, token ids, then every step with a header (number, id,
+// title, equation, shape) and its values, rows labelled with their tokens.
+std::string render_text(const Trace& trace, const TextOptions& options);
+
+// One token's path through the trace, as the walkthrough follows x⁽²⁾: its embedding, query,
+// key and value, the dot product ω_qk written out term by term, ω for every key, the weights
+// and the context vector. `query` and `key` are 1-based.
+// Requires: 1 <= query <= T and 1 <= key <= T. Throws Error naming the value otherwise.
+std::string render_query_path(const Trace& trace, std::int64_t query, std::int64_t key,
+                              const TextOptions& options);
+
+// The key whose dot product the query path writes out when none is chosen: the walkthrough's
+// omega_24 = query_2.dot(keys[4]) indexes keys from 0, so it is the 5th token's key: 5, or the
+// last token in a sentence of fewer than 5 words.
+std::int64_t default_path_key(const Trace& trace);
+
+// Python's repr of the dictionary: {'Life': 0, 'dessert': 1, ...}.
+std::string dictionary_repr(const Vocabulary& vocabulary);
+
+}  // namespace attn

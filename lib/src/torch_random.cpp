@@ -1,0 +1,272 @@
+#include "attn/torch_random.hpp"
+
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <string>
+
+#include "attn/error.hpp"
+
+namespace attn {
+
+std::string_view kernel_name(TorchKernel kernel) {
+  return kernel == TorchKernel::kAvx2 ? "avx2" : "default";
+}
+
+TorchKernel parse_kernel(std::string_view name) {
+  if (name == "avx2") return TorchKernel::kAvx2;
+  if (name == "default") return TorchKernel::kDefault;
+  throw Error("torch kernel '" + std::string(name) + "' is not known: allowed are avx2, default");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The engine (ATen/core/MT19937RNGEngine.h).
+
+TorchGenerator::TorchGenerator(std::uint64_t seed) {
+  state_[0] = static_cast<std::uint32_t>(seed & 0xFFFFFFFFu);
+  for (std::uint32_t j = 1; j < 624; ++j) {
+    state_[j] = 1812433253u * (state_[j - 1] ^ (state_[j - 1] >> 30)) + j;
+  }
+  left_ = 1;  // the twist happens lazily, on the first draw
+  next_ = 0;
+}
+
+void TorchGenerator::twist() {
+  constexpr std::uint32_t kMatrixA = 0x9908B0DFu;
+  auto mix_bits = [](std::uint32_t u, std::uint32_t v) {
+    return (u & 0x80000000u) | (v & 0x7FFFFFFFu);
+  };
+  // The low bit of v, not of the mixed word, chooses the xor.
+  auto twist_word = [&](std::uint32_t u, std::uint32_t v) {
+    return (mix_bits(u, v) >> 1) ^ ((v & 1u) ? kMatrixA : 0u);
+  };
+  left_ = 624;
+  next_ = 0;
+  for (int i = 0; i < 623; ++i) {
+    state_[i] = state_[(i + 397) % 624] ^ twist_word(state_[i], state_[i + 1]);
+  }
+  state_[623] = state_[396] ^ twist_word(state_[623], state_[0]);
+}
+
+std::uint32_t TorchGenerator::random() {
+  if (--left_ == 0) twist();
+  std::uint32_t y = state_[next_++];
+  y ^= y >> 11;
+  y ^= (y << 7) & 0x9D2C5680u;
+  y ^= (y << 15) & 0xEFC60000u;
+  y ^= y >> 18;
+  return y;
+}
+
+std::uint64_t TorchGenerator::random64() {
+  const std::uint64_t hi = random();
+  const std::uint64_t lo = random();
+  return (hi << 32) | lo;
+}
+
+void TorchGenerator::discard(std::uint64_t count) {
+  while (count > 0) {
+    // Draws that are possible before the next twist.
+    const std::uint64_t before_twist = left_ - 1;
+    if (count <= before_twist) {
+      left_ -= static_cast<std::uint32_t>(count);
+      next_ += static_cast<std::uint32_t>(count);
+      return;
+    }
+    count -= before_twist;
+    // The draw that twists: twist() resets left_ and next_, then the draw takes state_[0].
+    twist();
+    next_ = 1;
+    --count;
+  }
+}
+
+float TorchGenerator::uniform01() {
+  // Exact: a 24-bit integer times a power of two.
+  return static_cast<float>(random() & 0x00FFFFFFu) * 0x1.0p-24f;
+}
+
+double TorchGenerator::uniform01_double() {
+  return static_cast<double>(random64() & ((std::uint64_t{1} << 53) - 1)) * 0x1.0p-53;
+}
+
+Matrix torch_rand(TorchGenerator& gen, Eigen::Index rows, Eigen::Index cols) {
+  Matrix m(rows, cols);  // (rows, cols), filled in memory order
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = gen.uniform01();
+  return m;
+}
+
+void uniform_(std::span<float> out, TorchGenerator& gen, double from, double to,
+              TorchKernel kernel) {
+  const float lo = static_cast<float>(from);
+  const float hi = static_cast<float>(to);
+  const float range = hi - lo;
+  for (float& v : out) {
+    const float x = gen.uniform01();
+    // AVX2: GCC contracts the kernel's x * range + from into one fma; the default kernel does not.
+    v = kernel == TorchKernel::kAvx2 ? std::fma(x, range, lo) : x * range + lo;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Box-Muller of normal_fill_16_AVX2: Cephes log and sincos from ATen's avx_mathfun.h, with the
+// fma placement that GCC 12 produces for that header at -O2 -mfma (exhaustively verified).
+
+namespace {
+
+float bits_to_float(std::uint32_t bits) { return std::bit_cast<float>(bits); }
+std::uint32_t float_to_bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+
+float cephes_log(float x) {
+  x = std::fmax(x, FLT_MIN);
+  const std::uint32_t xb = float_to_bits(x);
+  const int e_i = static_cast<int>(xb >> 23) - 127;
+  const float m = bits_to_float((xb & ~0x7F800000u) | float_to_bits(0.5f));  // in [0.5, 1)
+  float e = static_cast<float>(e_i) + 1.0f;
+  float tmp = 0.0f;
+  if (m < 0.707106781186547524f) {
+    tmp = m;
+    e = e - 1.0f;
+  }
+  float v = (m - 1.0f) + tmp;
+  const float z = v * v;
+  float y = 7.0376836292E-2f;
+  y = std::fma(y, v, -1.1514610310E-1f);
+  y = std::fma(y, v, 1.1676998740E-1f);
+  y = std::fma(y, v, -1.2420140846E-1f);
+  y = std::fma(y, v, 1.4249322787E-1f);
+  y = std::fma(y, v, -1.6668057665E-1f);
+  y = std::fma(y, v, 2.0000714765E-1f);
+  y = std::fma(y, v, -2.4999993993E-1f);
+  y = std::fma(y, v, 3.3333331174E-1f);
+  y = y * v;
+  y = std::fma(y, z, e * -2.12194440e-4f);
+  y = std::fma(z, -0.5f, y);
+  v = v + y;
+  v = std::fma(e, 0.693359375f, v);
+  return v;
+}
+
+struct SinCos {
+  float sin;
+  float cos;
+};
+
+SinCos cephes_sincos(float theta) {
+  std::uint32_t sign_sin = float_to_bits(theta) & 0x80000000u;
+  float x = std::fabs(theta);
+  int j = static_cast<int>(std::trunc(x * 1.27323954473516f));  // 4 / pi
+  j = (j + 1) & ~1;
+  const float yq = static_cast<float>(j);
+  sign_sin ^= static_cast<std::uint32_t>(j & 4) << 29;
+  const std::uint32_t sign_cos = static_cast<std::uint32_t>(~(j - 2) & 4) << 29;
+  const bool poly = (j & 2) == 0;
+  x = std::fma(yq, -0.78515625f, x);
+  x = std::fma(yq, -2.4187564849853515625e-4f, x);
+  x = std::fma(yq, -3.77489497744594108e-8f, x);
+  const float z = x * x;
+  float yc = std::fma(2.443315711809948E-5f, z, -1.388731625493765E-3f);
+  yc = std::fma(yc, z, 4.166664568298827E-2f);
+  yc = yc * z;
+  yc = std::fma(yc, z, -(z * 0.5f));
+  yc = yc + 1.0f;
+  float ys = std::fma(-1.9515295891E-4f, z, 8.3321608736E-3f);
+  ys = std::fma(ys, z, -1.6666654611E-1f);
+  ys = ys * z;
+  ys = std::fma(ys, x, x);
+  const float s = poly ? ys : yc;
+  const float c = poly ? yc : ys;
+  return {bits_to_float(float_to_bits(s) ^ sign_sin), bits_to_float(float_to_bits(c) ^ sign_cos)};
+}
+
+}  // namespace
+
+void normal_fill_16(std::span<float, 16> block, float mean, float std, TorchKernel kernel) {
+  for (int j = 0; j < 8; ++j) {
+    const float u1 = 1.0f - block[j];  // (0, 1]: the radius
+    const float u2 = block[j + 8];     // [0, 1): the angle
+    if (kernel == TorchKernel::kAvx2) {
+      const float radius = std::sqrt(-2.0f * cephes_log(u1));
+      const SinCos sc = cephes_sincos(6.28318548f * u2);
+      const float n1 = radius * sc.cos;
+      const float n2 = radius * sc.sin;
+      // The explicit _mm256_fmadd_ps; it also turns a radius of -0 into +0.
+      block[j] = std::fma(n1, std, mean);
+      block[j + 8] = std::fma(n2, std, mean);
+    } else {
+      const float radius = std::sqrt(-2.0f * std::log(u1));
+      // 2 * pi * u2 is computed in double, then rounded to float.
+      const auto theta = static_cast<float>(6.283185307179586 * static_cast<double>(u2));
+      block[j] = radius * std::cos(theta) * std + mean;
+      block[j + 8] = radius * std::sin(theta) * std + mean;
+    }
+  }
+}
+
+namespace {
+
+// at::normal_distribution<double> with the generator's cache: the path for n < 16.
+float normal_small(TorchGenerator& gen, float mean, float std) {
+  double z;
+  if (auto& cache = gen.normal_cache(); cache) {
+    z = *cache;
+    cache.reset();
+  } else {
+    const double u1 = gen.uniform01_double();  // the angle
+    const double u2 = gen.uniform01_double();  // the radius
+    const double r = std::sqrt(-2.0 * std::log(1.0 - u2));
+    const double theta = 2.0 * 3.141592653589793 * u1;
+    cache = r * std::sin(theta);
+    z = r * std::cos(theta);
+  }
+  return static_cast<float>(z * static_cast<double>(std) + static_cast<double>(mean));
+}
+
+}  // namespace
+
+void normal_(std::span<float> out, TorchGenerator& gen, float mean, float std,
+             TorchKernel kernel) {
+  const std::size_t n = out.size();
+  if (n < 16) {
+    for (float& v : out) v = normal_small(gen, mean, std);
+    return;
+  }
+  for (float& v : out) v = gen.uniform01();  // all n uniforms first
+  for (std::size_t start = 0; start + 16 <= n; start += 16) {
+    normal_fill_16(out.subspan(start).first<16>(), mean, std, kernel);
+  }
+  if (n % 16 != 0) {
+    // The tail: 16 fresh uniforms over the last 16 slots, overwriting finished normals.
+    const std::span<float, 16> tail = out.last<16>();
+    for (float& v : tail) v = gen.uniform01();
+    normal_fill_16(tail, mean, std, kernel);
+  }
+}
+
+double kaiming_uniform_bound(std::int64_t fan_in) {
+  // torch.nn.init.kaiming_uniform_(w, a=math.sqrt(5)) with leaky_relu's gain, in Python's order.
+  const double a = std::sqrt(5.0);
+  const double gain = std::sqrt(2.0 / (1.0 + a * a));  // a**2 == 5.000000000000001
+  const double std_dev = gain / std::sqrt(static_cast<double>(fan_in));
+  return std::sqrt(3.0) * std_dev;
+}
+
+Matrix linear_weight(TorchGenerator& gen, Eigen::Index in_features, Eigen::Index out_features,
+                     TorchKernel kernel) {
+  Matrix w(out_features, in_features);  // (out, in), as nn.Linear stores it
+  const double bound = kaiming_uniform_bound(in_features);
+  uniform_(std::span<float>(w.data(), static_cast<std::size_t>(w.size())), gen, -bound, bound,
+           kernel);
+  return w;
+}
+
+Matrix linear_bias(TorchGenerator& gen, Eigen::Index in_features, Eigen::Index out_features,
+                   TorchKernel kernel) {
+  Matrix b(1, out_features);  // (out,)
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+  uniform_(std::span<float>(b.data(), static_cast<std::size_t>(b.size())), gen, -bound, bound,
+           kernel);
+  return b;
+}
+
+}  // namespace attn
