@@ -11,41 +11,40 @@ namespace attn::cli {
 
 namespace {
 
-// A validator that accepts a decimal integer in [lo, hi] and says which one it wanted otherwise.
+// A validator that accepts a decimal integer in [lo, hi] and says what it wanted otherwise.
 template <typename Int>
-CLI::Validator integer_in(Int lo, Int hi, const std::string& allowed) {
+CLI::Validator integer_in(Int lo, Int hi, const std::string& range, const std::string& note = "") {
+  const std::string allowed = range + note;
   return CLI::Validator(
       [lo, hi, allowed](std::string& text) -> std::string {
+        const std::size_t digits_from = (!text.empty() && text[0] == '-') ? 1 : 0;
+        const bool is_integer = text.size() > digits_from &&
+                                text.find_first_not_of("0123456789", digits_from) == std::string::npos;
+        if (!is_integer) return fmt::format("'{}' is not an integer; allowed: {}", text, allowed);
         Int value{};
-        const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (text.empty() || ec == std::errc::invalid_argument || ptr != end) {
-          if (ec == std::errc::result_out_of_range || (ptr == end && !text.empty())) {
-            return fmt::format("'{}' is out of range: allowed {}", text, allowed);
-          }
-          return fmt::format("'{}' is not an integer: allowed {}", text, allowed);
-        }
-        if (ec == std::errc::result_out_of_range || value < lo || value > hi) {
-          return fmt::format("{} is out of range: allowed {}", text, allowed);
+        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc() || value < lo || value > hi) {
+          return fmt::format("{} is out of range; allowed: {}", text, allowed);
         }
         return {};
       },
-      allowed);
+      range);
 }
 
 CLI::Validator dimension() {
-  return integer_in<std::int64_t>(1, kMaxDimension,
-                                  fmt::format("1..{} (wider is not sensible here)", kMaxDimension));
+  return integer_in<std::int64_t>(1, kMaxDimension, fmt::format("1..{}", kMaxDimension),
+                                  " (wider is not sensible for a trace)");
 }
 
 }  // namespace
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("sentence", o.config.sentence, "The sentence to trace")
-      ->capture_default_str();
+  app.add_option("sentence", o.sentence_words,
+                 "The sentence to trace; several words are joined by spaces (default: the "
+                 "walkthrough's sentence)");
   app.add_option("--seed", o.config.seed, "torch.manual_seed before the embedding and the weights")
       ->check(integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(),
-                                        "an integer in [0, 2^64)"))
+                                        "0..2^64-1"))
       ->capture_default_str();
   app.add_option("--vocab-size", o.config.vocab_size,
                  "Rows of nn.Embedding(vocab-size, d-in); at least the sentence's distinct words")
@@ -63,12 +62,12 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--query", o.query,
                  "Print the path of the N-th token (1-based) instead of the whole trace")
       ->check(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(),
-                                       "a token number 1..T"));
+                                       "1..T"));
   app.add_option("--key", o.key,
-                 "With --query: the key whose dot product is written out (default 4, the "
-                 "walkthrough's ω₂₄, or T if T < 4)")
+                 "With --query: the key whose dot product is written out (default 5, the "
+                 "walkthrough's query_2.dot(keys[4]), or T if T < 5)")
       ->check(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(),
-                                       "a token number 1..T"));
+                                       "1..T"));
   app.add_option("--precision", o.text.precision, "Decimals printed, as torch.set_printoptions")
       ->check(integer_in<int>(0, 8, "0..8"))
       ->capture_default_str();
@@ -79,6 +78,13 @@ void add_options(CLI::App& app, Options& o) {
 }
 
 std::string run(Options& o) {
+  if (!o.sentence_words.empty()) {
+    o.config.sentence.clear();
+    for (const std::string& w : o.sentence_words) {
+      if (!o.config.sentence.empty()) o.config.sentence += ' ';
+      o.config.sentence += w;
+    }
+  }
   o.config.kernel = parse_kernel(o.kernel);
   if (o.key && !o.query) throw Error("--key " + std::to_string(*o.key) + " needs --query");
   const Trace trace = run_trace(o.config);

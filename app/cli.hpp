@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "attn/render_text.hpp"
 #include "attn/trace.hpp"
@@ -17,6 +18,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitInvalid = 2;  // invalid input or usage
 
 struct Options {
+  std::vector<std::string> sentence_words;  // the positional arguments, joined by spaces
   TraceConfig config;
   TextOptions text;
   std::string kernel = "avx2";

@@ -50,6 +50,31 @@ float sleef_expf_u10(float d) {
   return u;
 }
 
+// The sum of a softmax row as ATen's vec::reduce_all computes it with 8-lane vectors: rows
+// shorter than a vector are summed in order; longer rows are summed lane by lane (lane j % 8),
+// then the 8 lanes are combined: in order by the default kernel, as a tree of shuffles by AVX2.
+float row_sum(const float* e, Eigen::Index n, TorchKernel kernel) {
+  constexpr Eigen::Index kLanes = 8;
+  if (n == 0) return 0.0f;
+  if (n < kLanes) {
+    float sum = e[0];
+    for (Eigen::Index j = 1; j < n; ++j) sum = sum + e[j];
+    return sum;
+  }
+  float lane[kLanes];
+  for (Eigen::Index l = 0; l < kLanes; ++l) lane[l] = e[l];
+  for (Eigen::Index j = kLanes; j < n; ++j) lane[j % kLanes] = lane[j % kLanes] + e[j];
+  if (kernel == TorchKernel::kDefault) {
+    float sum = lane[0];
+    for (Eigen::Index l = 1; l < kLanes; ++l) sum = sum + lane[l];
+    return sum;
+  }
+  // _mm256_permute2f128_ps (lane l + lane l^4), then shuffles 0x4E (l^2) and 0xB1 (l^1).
+  const float h0 = lane[0] + lane[4], h1 = lane[1] + lane[5];
+  const float h2 = lane[2] + lane[6], h3 = lane[3] + lane[7];
+  return (h0 + h2) + (h1 + h3);
+}
+
 }  // namespace
 
 float torch_expf(float x, TorchKernel kernel) {
@@ -93,12 +118,10 @@ Matrix softmax_rows(const Matrix& scores, TorchKernel kernel) {
   for (Eigen::Index i = 0; i < scores.rows(); ++i) {
     float m = -std::numeric_limits<float>::infinity();
     for (Eigen::Index j = 0; j < scores.cols(); ++j) m = std::fmax(m, scores(i, j));
-    float sum = 0.0f;
     for (Eigen::Index j = 0; j < scores.cols(); ++j) {
       a(i, j) = torch_expf(scores(i, j) - m, kernel);  // e_j = exp(s_j - max)
-      sum = sum + a(i, j);
     }
-    const float inv = 1.0f / sum;
+    const float inv = 1.0f / row_sum(&a(i, 0), a.cols(), kernel);
     for (Eigen::Index j = 0; j < scores.cols(); ++j) a(i, j) = a(i, j) * inv;
   }
   return a;

@@ -25,8 +25,9 @@ Matrix omega_scores(const Matrix& q, const Matrix& k);
 // Requires: d_k >= 1.
 Matrix scale(const Matrix& omega, Eigen::Index d_k);
 
-// softmax(s, dim=-1) row by row: m = max, e_j = exp(s_j - m), a sequential sum, then
-// e_j * (1 / sum), as PyTorch's CPU kernel. exp is torch_expf for the kernel flavour.
+// softmax(s, dim=-1) row by row: m = max, e_j = exp(s_j - m), the sum of the e_j, then
+// e_j * (1 / sum), as PyTorch's CPU kernel (_vec_softmax_lastdim). exp is torch_expf, and the
+// sum is added in the order of ATen's 8-lane reduce_all, for the kernel flavour.
 // Returns: the same shape; every row sums to 1 within rounding.
 Matrix softmax_rows(const Matrix& scores, TorchKernel kernel);
 

@@ -1,0 +1,70 @@
+#include "attn/attention.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "attn/error.hpp"
+#include "support/reference.hpp"
+
+using attn::Matrix;
+using attn::TorchKernel;
+namespace test = attn::test;
+
+TEST_CASE("matmul accumulates left to right in float32") {
+  Matrix a(1, 3), b(3, 1);
+  a << 1e8f, 1.0f, -1e8f;
+  b << 1.0f, 1.0f, 1.0f;
+  // ((1e8 + 1) - 1e8) in float32 is 0: the order is the reference BLAS's.
+  CHECK(attn::matmul(a, b)(0, 0) == 0.0f);
+}
+
+TEST_CASE("shapes that do not fit are refused with both shapes") {
+  const Matrix x = Matrix::Zero(6, 3), w = Matrix::Zero(4, 2);
+  CHECK_THROWS_WITH_AS(attn::project(x, w),
+                       "projection X W: shapes [6, 3] and [4, 2] do not fit together",
+                       attn::Error);
+  CHECK_THROWS_WITH_AS(attn::omega_scores(Matrix::Zero(6, 2), Matrix::Zero(6, 3)),
+                       "scores Q Kᵀ: shapes [6, 2] and [6, 3] do not fit together", attn::Error);
+  CHECK_THROWS_WITH_AS(attn::context_vectors(Matrix::Zero(6, 6), Matrix::Zero(5, 4)),
+                       "context A V: shapes [6, 6] and [5, 4] do not fit together", attn::Error);
+  CHECK_THROWS_AS(attn::scale(Matrix::Zero(2, 2), 0), attn::Error);
+}
+
+TEST_CASE("scale divides by the float square root of d_k") {
+  Matrix omega(1, 1);
+  omega << 1.0f;
+  CHECK(attn::scale(omega, 2)(0, 0) == 1.0f / static_cast<float>(std::sqrt(2.0)));
+}
+
+TEST_CASE("softmax rows: sum to one, stay finite for huge scores, uniform for equal scores") {
+  for (const TorchKernel kernel : test::kKernels) {
+    Matrix s(3, 4);
+    s << 1e30f, -1e30f, 0.0f, 1e30f,  //
+        2.5f, 2.5f, 2.5f, 2.5f,       //
+        -3.0f, 0.0f, 1.0f, 100.0f;
+    const Matrix a = attn::softmax_rows(s, kernel);
+    CHECK(a.allFinite());
+    CHECK(a(0, 0) == 0.5f);
+    CHECK(a(0, 3) == 0.5f);
+    CHECK(a(0, 1) == 0.0f);
+    for (Eigen::Index j = 0; j < 4; ++j) CHECK(a(1, j) == 0.25f);
+    for (Eigen::Index i = 0; i < 3; ++i) CHECK(std::fabs(a.row(i).sum() - 1.0f) <= 1e-6f);
+  }
+}
+
+TEST_CASE("torch_expf is within one ulp of the C library's expf on the softmax's range") {
+  int worst_ulps = 0;
+  for (float x = -103.0f; x <= 0.0f; x += 0.0137f) {
+    const float a = attn::torch_expf(x, TorchKernel::kAvx2);
+    const float b = std::exp(x);
+    const int ulps = std::abs(std::bit_cast<std::int32_t>(a) - std::bit_cast<std::int32_t>(b));
+    worst_ulps = std::max(worst_ulps, ulps);
+  }
+  CHECK(worst_ulps <= 1);
+  CHECK(attn::torch_expf(0.0f, TorchKernel::kAvx2) == 1.0f);
+  CHECK(attn::torch_expf(-200.0f, TorchKernel::kAvx2) == 0.0f);
+  CHECK(attn::torch_expf(std::numeric_limits<float>::infinity(), TorchKernel::kAvx2) ==
+        std::numeric_limits<float>::infinity());
+}

@@ -1,0 +1,64 @@
+#include "attn/tensor_format.hpp"
+
+#include <doctest/doctest.h>
+
+#include <limits>
+
+#include "attn/error.hpp"
+
+using attn::Matrix;
+
+namespace {
+Matrix row(std::initializer_list<float> values) {
+  Matrix m(1, static_cast<Eigen::Index>(values.size()));
+  Eigen::Index j = 0;
+  for (const float v : values) m(0, j++) = v;
+  return m;
+}
+}  // namespace
+
+TEST_CASE("fixed notation, one width for all elements, as PyTorch prints") {
+  Matrix m(2, 2);
+  m << 0.3374f, -0.1778f, 1.8951f, 0.4954f;
+  CHECK(attn::format_tensor(m, 4) ==
+        "tensor([[ 0.3374, -0.1778],\n"
+        "        [ 1.8951,  0.4954]])");
+  CHECK(attn::format_tensor(row({0.5313f, 1.3607f}), 4, true) == "tensor([0.5313, 1.3607])");
+  CHECK(attn::format_tensor(row({0.5313f, 1.3607f}), 2, true) == "tensor([0.53, 1.36])");
+}
+
+TEST_CASE("rounding is of the exact float value: -0.26264992 prints -0.2626") {
+  CHECK(attn::format_tensor(row({-0.26264992f, 1.0001f}), 4, true) == "tensor([-0.2626,  1.0001])");
+}
+
+TEST_CASE("scientific notation when the range is wide or values are tiny or huge") {
+  CHECK(attn::format_tensor(row({1.0f, 2000.5f}), 4, true) == "tensor([1.0000e+00, 2.0005e+03])");
+  CHECK(attn::format_tensor(row({0.00005f, 0.5f}), 4, true) == "tensor([5.0000e-05, 5.0000e-01])");
+  CHECK(attn::format_tensor(row({2e8f, 3e8f}), 2, true) == "tensor([2.00e+08, 3.00e+08])");
+}
+
+TEST_CASE("integer mode for all-integer tensors, with the trailing dot") {
+  CHECK(attn::format_tensor(row({1.0f, 0.0f, -3.0f}), 4, true) == "tensor([ 1.,  0., -3.])");
+  CHECK(attn::format_tensor(row({0.0f, 0.0f}), 4, true) == "tensor([0., 0.])");
+}
+
+TEST_CASE("non-finite values and negative zero") {
+  const float inf = std::numeric_limits<float>::infinity();
+  CHECK(attn::format_tensor(row({0.5f, -inf, std::nanf("")}), 4, true) ==
+        "tensor([0.5000,   -inf,    nan])");
+  CHECK(attn::format_tensor(row({-0.0f, 0.25f}), 4, true) == "tensor([0.0000, 0.2500])");
+}
+
+TEST_CASE("rows wider than 80 columns wrap where PyTorch wraps them") {
+  Matrix m(1, 10);
+  for (Eigen::Index j = 0; j < 10; ++j) m(0, j) = -0.5f;
+  // (80 - 8) / (7 + 2) = 8 elements per line inside a matrix.
+  CHECK(attn::format_tensor(m, 4) ==
+        "tensor([[-0.5000, -0.5000, -0.5000, -0.5000, -0.5000, -0.5000, -0.5000, -0.5000,\n"
+        "         -0.5000, -0.5000]])");
+}
+
+TEST_CASE("precision outside 0..8 is refused") {
+  CHECK_THROWS_WITH_AS(attn::format_tensor(row({1.0f}), 9), "precision 9 is out of range: allowed 0..8",
+                       attn::Error);
+}

@@ -1,0 +1,60 @@
+#include "attn/tokenizer.hpp"
+
+#include <doctest/doctest.h>
+
+#include "attn/error.hpp"
+
+using Words = std::vector<std::string>;
+
+TEST_CASE("the walkthrough's sentence: commas dropped, split on spaces, sorted by code point") {
+  const Words words = attn::tokenize("Life is short, eat dessert first");
+  CHECK(words == Words{"Life", "is", "short", "eat", "dessert", "first"});
+  const attn::Vocabulary vocab = attn::build_vocabulary(words);
+  // Upper case sorts before lower case, as Python's sorted().
+  CHECK(vocab.words() == Words{"Life", "dessert", "eat", "first", "is", "short"});
+  CHECK(attn::encode(vocab, words) == std::vector<std::int64_t>{0, 4, 5, 2, 1, 3});
+}
+
+TEST_CASE("repeated words get one id each, numbered without gaps") {
+  const Words words = attn::tokenize("the cat sat on the mat, the end");
+  const attn::Vocabulary vocab = attn::build_vocabulary(words);
+  CHECK(vocab.words() == Words{"cat", "end", "mat", "on", "sat", "the"});
+  CHECK(attn::encode(vocab, words) == std::vector<std::int64_t>{5, 0, 4, 3, 5, 2, 5, 1});
+}
+
+TEST_CASE("white space as Python's str.split() knows it, in any script") {
+  CHECK(attn::tokenize("  a\tb\nc\r\nd  ") == Words{"a", "b", "c", "d"});
+  CHECK(attn::tokenize("no\u00a0break\u3000ideographic\u2003em") ==
+        Words{"no", "break", "ideographic", "em"});
+  CHECK(attn::tokenize("我 爱 你") == Words{"我", "爱", "你"});
+  CHECK(attn::tokenize("naïve café, résumé") == Words{"naïve", "café", "résumé"});
+  CHECK(attn::tokenize("a,b ,c,") == Words{"ab", "c"});
+  CHECK(attn::tokenize(" , ,, ").empty());
+  CHECK(attn::tokenize("").empty());
+}
+
+TEST_CASE("code point order for non-ASCII words") {
+  const attn::Vocabulary vocab = attn::build_vocabulary({"é", "z", "Z", "我", "a"});
+  CHECK(vocab.words() == Words{"Z", "a", "z", "é", "我"});
+}
+
+TEST_CASE("invalid UTF-8 and control characters are refused with their byte offset") {
+  CHECK_THROWS_WITH_AS(attn::tokenize("ab\xff"),
+                       "the sentence is not valid UTF-8 (byte 2): a sentence must be UTF-8 text",
+                       attn::Error);
+  CHECK_THROWS_WITH_AS(attn::tokenize("\xc3"),
+                       "the sentence is not valid UTF-8 (byte 0): a sentence must be UTF-8 text",
+                       attn::Error);
+  CHECK_THROWS_AS(attn::tokenize("\xc0\xaf"), attn::Error);      // overlong '/'
+  CHECK_THROWS_AS(attn::tokenize("\xed\xa0\x80"), attn::Error);  // a surrogate
+  CHECK_THROWS_WITH_AS(attn::tokenize("a\x1b[31mb"),
+                       "the sentence has a control character (byte 1): only printable text and "
+                       "white space are allowed",
+                       attn::Error);
+}
+
+TEST_CASE("a word that is not in the dictionary") {
+  const attn::Vocabulary vocab({"a"});
+  CHECK(vocab.size() == 1);
+  CHECK_THROWS_WITH_AS(vocab.id("b"), "the word 'b' is not in the dictionary", attn::Error);
+}

@@ -1,0 +1,194 @@
+#include "attn/torch_random.hpp"
+
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <map>
+#include <random>
+#include <span>
+
+#include "attn/embedding.hpp"
+#include "attn/error.hpp"
+#include "support/reference.hpp"
+
+using attn::Matrix;
+using attn::TorchGenerator;
+using attn::TorchKernel;
+namespace test = attn::test;
+
+namespace {
+
+Matrix randn(TorchGenerator& gen, Eigen::Index n, TorchKernel kernel, float mean = 0.0f,
+             float std = 1.0f) {
+  Matrix m(1, n);
+  attn::normal_(std::span<float>(m.data(), static_cast<std::size_t>(n)), gen, mean, std, kernel);
+  return m;
+}
+
+Matrix uniform(TorchGenerator& gen, Eigen::Index n, double from, double to, TorchKernel kernel) {
+  Matrix m(1, n);
+  attn::uniform_(std::span<float>(m.data(), static_cast<std::size_t>(n)), gen, from, to, kernel);
+  return m;
+}
+
+using Recipe = std::function<std::vector<Matrix>(TorchKernel)>;
+
+// Each case of data/reference/<flavour>/rng.json, as the same PyTorch calls written in C++.
+std::map<std::string, Recipe> recipes() {
+  std::map<std::string, Recipe> r;
+  auto seeded = [](std::uint64_t seed, std::function<std::vector<Matrix>(TorchGenerator&, TorchKernel)> f) {
+    return [seed, f](TorchKernel k) {
+      TorchGenerator gen(seed);
+      return f(gen, k);
+    };
+  };
+  r["rand_3x2_3x2_3x4_seed123"] = seeded(123, [](TorchGenerator& g, TorchKernel) {
+    return std::vector<Matrix>{attn::torch_rand(g, 3, 2), attn::torch_rand(g, 3, 2),
+                               attn::torch_rand(g, 3, 4)};
+  });
+  r["rand_2000_seed123"] = seeded(123, [](TorchGenerator& g, TorchKernel) {
+    return std::vector<Matrix>{attn::torch_rand(g, 1, 2000)};
+  });
+  r["rand_4_seed_2p32_plus_123"] = seeded((std::uint64_t{1} << 32) + 123, [](TorchGenerator& g, TorchKernel) {
+    return std::vector<Matrix>{attn::torch_rand(g, 1, 4)};
+  });
+  r["randn_sequence_seed123_1_to_15"] = seeded(123, [](TorchGenerator& g, TorchKernel k) {
+    std::vector<Matrix> out;
+    for (Eigen::Index n = 1; n <= 15; ++n) out.push_back(randn(g, n, k));
+    return out;
+  });
+  r["randn_3_20_3_seed123"] = seeded(123, [](TorchGenerator& g, TorchKernel k) {
+    return std::vector<Matrix>{randn(g, 3, k), randn(g, 20, k), randn(g, 3, k)};
+  });
+  for (const Eigen::Index n : {16, 17, 31, 32, 33, 100, 4097}) {
+    r["randn_" + std::to_string(n) + "_seed123"] = seeded(123, [n](TorchGenerator& g, TorchKernel k) {
+      return std::vector<Matrix>{randn(g, n, k)};
+    });
+  }
+  r["normal_2_3_n100_seed5"] = seeded(5, [](TorchGenerator& g, TorchKernel k) {
+    return std::vector<Matrix>{randn(g, 100, k, 2.0f, 3.0f)};
+  });
+  r["normal_2_3_n7_seed5"] = seeded(5, [](TorchGenerator& g, TorchKernel k) {
+    return std::vector<Matrix>{randn(g, 7, k, 2.0f, 3.0f)};
+  });
+  r["normal_0.1_0.02_n1000_seed9"] = seeded(9, [](TorchGenerator& g, TorchKernel k) {
+    return std::vector<Matrix>{randn(g, 1000, k, 0.1f, 0.02f)};
+  });
+  r["uniform_m1_1_n5000_seed11"] = seeded(11, [](TorchGenerator& g, TorchKernel k) {
+    return std::vector<Matrix>{uniform(g, 5000, -1.0, 1.0, k)};
+  });
+  r["uniform_0.3_7.1_n5000_seed11"] = seeded(11, [](TorchGenerator& g, TorchKernel k) {
+    return std::vector<Matrix>{uniform(g, 5000, 0.3, 7.1, k)};
+  });
+  struct Emb {
+    std::int64_t v, d;
+    std::uint64_t seed;
+    const char* suffix;
+  };
+  for (const Emb e : std::initializer_list<Emb>{
+           {1, 1, 123, ""}, {3, 2, 123, ""}, {5, 3, 123, ""}, {4, 4, 123, ""}, {6, 3, 123, ""},
+           {10, 3, 123, ""}, {7, 5, 123, ""}, {100, 7, 123, ""}, {33, 1, 123, ""},
+           {1000, 17, 123, ""}, {50, 8, 0, ""}, {50, 8, 1, ""}, {50, 8, 42, ""},
+           {50, 8, (std::uint64_t{1} << 32) + 7, ""}, {50, 8, 987654321, ""},
+           {50000, 3, 123, "_digest"}, {1000, 4096, 3, "_digest"}}) {
+    r["embedding_" + std::to_string(e.v) + "x" + std::to_string(e.d) + "_seed" +
+      std::to_string(e.seed) + e.suffix] = [e](TorchKernel k) {
+      return std::vector<Matrix>{attn::embedding_table(e.seed, e.v, e.d, k)};
+    };
+  }
+  for (const auto& [in, out] : {std::pair{3, 2}, {8, 4}, {5, 7}, {768, 64}}) {
+    r["linear_" + std::to_string(in) + "to" + std::to_string(out) + "_x3_nobias_seed123"] =
+        seeded(123, [in, out](TorchGenerator& g, TorchKernel k) {
+          std::vector<Matrix> w;
+          for (int i = 0; i < 3; ++i) w.push_back(attn::linear_weight(g, in, out, k));
+          return w;
+        });
+  }
+  r["linear_6to4_bias_then_4to3_bias_seed123"] = seeded(123, [](TorchGenerator& g, TorchKernel k) {
+    std::vector<Matrix> t;
+    t.push_back(attn::linear_weight(g, 6, 4, k));
+    t.push_back(attn::linear_bias(g, 6, 4, k));
+    t.push_back(attn::linear_weight(g, 4, 3, k));
+    t.push_back(attn::linear_bias(g, 4, 3, k));
+    return t;
+  });
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("mt19937 seeded with 123 gives PyTorch's first draws") {
+  TorchGenerator gen(123);
+  CHECK(gen.random() == 0xb24bcdfeu);
+  CHECK(gen.random() == 0xb6843d6du);
+  CHECK(gen.random() == 0x49406d7eu);
+}
+
+TEST_CASE("the engine equals std::mt19937 seeded with the low 32 bits") {
+  for (const std::uint64_t seed : {std::uint64_t{0}, std::uint64_t{123}, (std::uint64_t{1} << 32) + 5,
+                                   ~std::uint64_t{0}}) {
+    TorchGenerator gen(seed);
+    std::mt19937 ref(static_cast<std::uint32_t>(seed));
+    for (int i = 0; i < 5000; ++i) REQUIRE(gen.random() == ref());
+  }
+}
+
+TEST_CASE("discard(n) leaves the state that n draws leave, across twists") {
+  for (const std::uint64_t skip : {0, 1, 2, 622, 623, 624, 625, 1247, 1248, 1249, 10000, 123457}) {
+    TorchGenerator a(7), b(7);
+    a.random();  // start mid-block too
+    b.random();
+    a.discard(skip);
+    for (std::uint64_t i = 0; i < skip; ++i) b.random();
+    INFO("skip " << skip);
+    for (int i = 0; i < 700; ++i) REQUIRE(a.random() == b.random());
+  }
+}
+
+TEST_CASE("kaiming bound follows Python's double arithmetic") {
+  const double a = std::sqrt(5.0);
+  CHECK(a * a == 5.000000000000001);
+  CHECK(static_cast<float>(attn::kaiming_uniform_bound(3)) == std::bit_cast<float>(0x3f13cd3au));
+  CHECK(static_cast<float>(attn::kaiming_uniform_bound(8)) == std::bit_cast<float>(0x3eb504f3u));
+  CHECK(static_cast<float>(attn::kaiming_uniform_bound(768)) == std::bit_cast<float>(0x3d13cd3au));
+}
+
+TEST_CASE("every generator case matches PyTorch bit for bit, in both kernel flavours") {
+  const auto known = recipes();
+  for (const TorchKernel kernel : test::kKernels) {
+    const test::json ref = test::load_reference(kernel, "rng.json");
+    for (const auto& [name, c] : ref.at("cases").items()) {
+      const std::string what = std::string(attn::kernel_name(kernel)) + " " + name;
+      CAPTURE(what);
+      const auto it = known.find(name);
+      REQUIRE_MESSAGE(it != known.end(), "no C++ recipe for reference case " << name);
+      const std::vector<Matrix> got = it->second(kernel);
+      const test::json& tensors = c.at("tensors");
+      REQUIRE(got.size() == tensors.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const std::string item = what + " tensor " + std::to_string(i);
+        if (tensors[i].contains("sha256_f32le")) {
+          test::check_digest(got[i], tensors[i], item);
+        } else {
+          test::check_bits(got[i], tensors[i], item);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the two flavours agree where PyTorch's kernels agree") {
+  // torch.rand and the small (n < 16) path are the same code in both flavours.
+  TorchGenerator a(9), b(9);
+  CHECK(test::bits_of(randn(a, 15, TorchKernel::kAvx2)) ==
+        test::bits_of(randn(b, 15, TorchKernel::kDefault)));
+  CHECK(test::bits_of(attn::torch_rand(a, 4, 4)) == test::bits_of(attn::torch_rand(b, 4, 4)));
+}
+
+TEST_CASE("kernel names") {
+  CHECK(attn::parse_kernel("avx2") == TorchKernel::kAvx2);
+  CHECK(attn::parse_kernel("default") == TorchKernel::kDefault);
+  CHECK(attn::kernel_name(TorchKernel::kDefault) == "default");
+  CHECK_THROWS_WITH_AS(attn::parse_kernel("neon"),
+                       "torch kernel 'neon' is not known: allowed are avx2, default", attn::Error);
+}
