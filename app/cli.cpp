@@ -75,6 +75,19 @@ void add_options(CLI::App& app, Options& o) {
                  "PyTorch CPU kernels to reproduce: avx2 (x86 default) or default (non-AVX2, ARM)")
       ->check(CLI::IsMember({"avx2", "default"}))
       ->capture_default_str();
+  // An option given twice is an error (check_repeats), not a conversion failure inside CLI11.
+  for (CLI::Option* opt : app.get_options()) {
+    if (!opt->get_positional()) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  }
+}
+
+void check_repeats(const CLI::App& app) {
+  for (const CLI::Option* opt : app.get_options()) {
+    if (!opt->get_positional() && opt->count() > 1) {
+      throw Error(fmt::format("{}: given {} times, once is allowed (see attn-trace --help)",
+                              opt->get_name(), opt->count()));
+    }
+  }
 }
 
 std::string run(Options& o) {

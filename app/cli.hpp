@@ -29,6 +29,9 @@ struct Options {
 // Adds every option of the tool to `app`, writing into `options`.
 void add_options(CLI::App& app, Options& options);
 
+// Refuses an option given more than once. Throws attn::Error naming it.
+void check_repeats(const CLI::App& app);
+
 // Runs the parsed options and returns the text to print. Throws attn::Error for bad input.
 std::string run(Options& options);
 

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
 
   std::string out;
   try {
+    attn::cli::check_repeats(app);
     out = attn::cli::run(options);
   } catch (const attn::Error& e) {
     return fail(e.what());
