@@ -102,7 +102,16 @@ case_error_vocab_smaller_than_words() {
   expect_error "vocabulary size 5 is smaller than the sentence's 6 distinct words: it must be at least 6" --vocab-size 5
 }
 case_error_vocab_zero() {
-  expect_error "--vocab-size: 0 is out of range; allowed: 1..1000000 (see attn-trace --help)" --vocab-size 0
+  expect_error "--vocab-size: 0 is out of range; allowed: 1..1000000000 (see attn-trace --help)" --vocab-size 0
+}
+case_error_vocab_too_large() {
+  expect_error "--vocab-size: 1000000000000 is out of range; allowed: 1..1000000000 (see attn-trace --help)" --vocab-size 1000000000000
+}
+case_large_vocab_and_width_in_64_mb() {
+  # V = 50,000 x d_in = 4,096 is an 800 MB table in PyTorch; the run holds only the sentence's
+  # rows, so it fits in 64 MiB of address space (which bounds its resident memory too).
+  (ulimit -v 65536 && "$binary" --vocab-size 50000 --d-in 4096 --query 2 >"$work/out") &&
+    grep -q "^x⁽²⁾ = X\[2\]: its embedding" "$work/out"
 }
 case_error_seed_negative() {
   expect_error "--seed: -1 is out of range; allowed: 0..2^64-1 (see attn-trace --help)" --seed -1

@@ -19,9 +19,10 @@ inline constexpr std::string_view kWalkthroughSentence = "Life is short, eat des
 // The largest d_in, d_kq and d_v: 8192 is wider than the models the lesson is about, and keeps
 // every weight matrix under 256 MiB.
 inline constexpr std::int64_t kMaxDimension = 8192;
-// The largest vocabulary: its rows are never stored, but the generator runs through all
-// vocab_size * d_in draws before the rows of the last words.
-inline constexpr std::int64_t kMaxVocabSize = 1'000'000;
+// The largest vocabulary. The table is never stored (only the sentence's rows are computed, and
+// the sentence's ids are the first ones), so the limit is one of sense, not of cost: no model has
+// a billion words, and vocab_size * d_in stays far from PyTorch's int64 element count.
+inline constexpr std::int64_t kMaxVocabSize = 1'000'000'000;
 
 // What to compute. The defaults are the walkthrough's.
 struct TraceConfig {
