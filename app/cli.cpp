@@ -18,8 +18,9 @@ CLI::Validator integer_in(Int lo, Int hi, const std::string& range, const std::s
   return CLI::Validator(
       [lo, hi, allowed](std::string& text) -> std::string {
         const std::size_t digits_from = (!text.empty() && text[0] == '-') ? 1 : 0;
-        const bool is_integer = text.size() > digits_from &&
-                                text.find_first_not_of("0123456789", digits_from) == std::string::npos;
+        const bool is_integer =
+            text.size() > digits_from &&
+            text.find_first_not_of("0123456789", digits_from) == std::string::npos;
         if (!is_integer) return fmt::format("'{}' is not an integer; allowed: {}", text, allowed);
         Int value{};
         const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -43,8 +44,7 @@ void add_options(CLI::App& app, Options& o) {
                  "The sentence to trace; several words are joined by spaces (default: the "
                  "walkthrough's sentence)");
   app.add_option("--seed", o.config.seed, "torch.manual_seed before the embedding and the weights")
-      ->check(integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(),
-                                        "0..2^64-1"))
+      ->check(integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(), "0..2^64-1"))
       ->capture_default_str();
   app.add_option("--vocab-size", o.config.vocab_size,
                  "Rows of nn.Embedding(vocab-size, d-in); at least the sentence's distinct words")
@@ -61,13 +61,11 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--query", o.query,
                  "Print the path of the N-th token (1-based) instead of the whole trace")
-      ->check(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(),
-                                       "1..T"));
+      ->check(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1..T"));
   app.add_option("--key", o.key,
                  "With --query: the key whose dot product is written out (default 5, the "
                  "walkthrough's query_2.dot(keys[4]), or T if T < 5)")
-      ->check(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(),
-                                       "1..T"));
+      ->check(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1..T"));
   app.add_option("--precision", o.text.precision, "Decimals printed, as torch.set_printoptions")
       ->check(integer_in<int>(0, 8, "0..8"))
       ->capture_default_str();

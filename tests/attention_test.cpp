@@ -23,8 +23,7 @@ TEST_CASE("matmul accumulates left to right in float32") {
 TEST_CASE("shapes that do not fit are refused with both shapes") {
   const Matrix x = Matrix::Zero(6, 3), w = Matrix::Zero(4, 2);
   CHECK_THROWS_WITH_AS(attn::project(x, w),
-                       "projection X W: shapes [6, 3] and [4, 2] do not fit together",
-                       attn::Error);
+                       "projection X W: shapes [6, 3] and [4, 2] do not fit together", attn::Error);
   CHECK_THROWS_WITH_AS(attn::omega_scores(Matrix::Zero(6, 2), Matrix::Zero(6, 3)),
                        "scores Q Kᵀ: shapes [6, 2] and [6, 3] do not fit together", attn::Error);
   CHECK_THROWS_WITH_AS(attn::context_vectors(Matrix::Zero(6, 6), Matrix::Zero(5, 4)),

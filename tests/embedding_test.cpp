@@ -45,7 +45,8 @@ TEST_CASE("embed computes exactly the table's rows, for every layout of blocks a
 TEST_CASE("the walkthrough's 50,000 x 3 table has PyTorch's sha256") {
   for (const TorchKernel kernel : test::kKernels) {
     const test::json ref = test::load_reference(kernel, "rng.json");
-    const test::json& digest = ref.at("cases").at("embedding_50000x3_seed123_digest").at("tensors")[0];
+    const test::json& digest =
+        ref.at("cases").at("embedding_50000x3_seed123_digest").at("tensors")[0];
     CHECK(test::sha256_f32le(attn::embedding_table(123, 50000, 3, kernel)) ==
           digest.at("sha256_f32le").get<std::string>());
   }
@@ -60,8 +61,8 @@ TEST_CASE("rows of a wide table (1000 x 4096) are streamed without the table, bi
     const auto columns = rows.at("columns").get<Eigen::Index>();
     const Matrix x = attn::embed(3, 1000, 4096, ids, kernel);
     const Matrix first_columns = x.leftCols(columns);
-    test::check_bits(first_columns, test::json{{"bits", rows.at("bits")},
-                                               {"shape", {ids.size(), columns}}},
+    test::check_bits(first_columns,
+                     test::json{{"bits", rows.at("bits")}, {"shape", {ids.size(), columns}}},
                      std::string(attn::kernel_name(kernel)) + " rows 0, 1, 500, 999");
   }
 }

@@ -59,6 +59,6 @@ TEST_CASE("rows wider than 80 columns wrap where PyTorch wraps them") {
 }
 
 TEST_CASE("precision outside 0..8 is refused") {
-  CHECK_THROWS_WITH_AS(attn::format_tensor(row({1.0f}), 9), "precision 9 is out of range: allowed 0..8",
-                       attn::Error);
+  CHECK_THROWS_WITH_AS(attn::format_tensor(row({1.0f}), 9),
+                       "precision 9 is out of range: allowed 0..8", attn::Error);
 }

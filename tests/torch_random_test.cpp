@@ -36,7 +36,8 @@ using Recipe = std::function<std::vector<Matrix>(TorchKernel)>;
 // Each case of data/reference/<flavour>/rng.json, as the same PyTorch calls written in C++.
 std::map<std::string, Recipe> recipes() {
   std::map<std::string, Recipe> r;
-  auto seeded = [](std::uint64_t seed, std::function<std::vector<Matrix>(TorchGenerator&, TorchKernel)> f) {
+  auto seeded = [](std::uint64_t seed,
+                   std::function<std::vector<Matrix>(TorchGenerator&, TorchKernel)> f) {
     return [seed, f](TorchKernel k) {
       TorchGenerator gen(seed);
       return f(gen, k);
@@ -49,9 +50,10 @@ std::map<std::string, Recipe> recipes() {
   r["rand_2000_seed123"] = seeded(123, [](TorchGenerator& g, TorchKernel) {
     return std::vector<Matrix>{attn::torch_rand(g, 1, 2000)};
   });
-  r["rand_4_seed_2p32_plus_123"] = seeded((std::uint64_t{1} << 32) + 123, [](TorchGenerator& g, TorchKernel) {
-    return std::vector<Matrix>{attn::torch_rand(g, 1, 4)};
-  });
+  r["rand_4_seed_2p32_plus_123"] =
+      seeded((std::uint64_t{1} << 32) + 123, [](TorchGenerator& g, TorchKernel) {
+        return std::vector<Matrix>{attn::torch_rand(g, 1, 4)};
+      });
   r["randn_sequence_seed123_1_to_15"] = seeded(123, [](TorchGenerator& g, TorchKernel k) {
     std::vector<Matrix> out;
     for (Eigen::Index n = 1; n <= 15; ++n) out.push_back(randn(g, n, k));
@@ -61,9 +63,8 @@ std::map<std::string, Recipe> recipes() {
     return std::vector<Matrix>{randn(g, 3, k), randn(g, 20, k), randn(g, 3, k)};
   });
   for (const Eigen::Index n : {16, 17, 31, 32, 33, 100, 4097}) {
-    r["randn_" + std::to_string(n) + "_seed123"] = seeded(123, [n](TorchGenerator& g, TorchKernel k) {
-      return std::vector<Matrix>{randn(g, n, k)};
-    });
+    r["randn_" + std::to_string(n) + "_seed123"] = seeded(
+        123, [n](TorchGenerator& g, TorchKernel k) { return std::vector<Matrix>{randn(g, n, k)}; });
   }
   r["normal_2_3_n100_seed5"] = seeded(5, [](TorchGenerator& g, TorchKernel k) {
     return std::vector<Matrix>{randn(g, 100, k, 2.0f, 3.0f)};
@@ -85,12 +86,23 @@ std::map<std::string, Recipe> recipes() {
     std::uint64_t seed;
     const char* suffix;
   };
-  for (const Emb e : std::initializer_list<Emb>{
-           {1, 1, 123, ""}, {3, 2, 123, ""}, {5, 3, 123, ""}, {4, 4, 123, ""}, {6, 3, 123, ""},
-           {10, 3, 123, ""}, {7, 5, 123, ""}, {100, 7, 123, ""}, {33, 1, 123, ""},
-           {1000, 17, 123, ""}, {50, 8, 0, ""}, {50, 8, 1, ""}, {50, 8, 42, ""},
-           {50, 8, (std::uint64_t{1} << 32) + 7, ""}, {50, 8, 987654321, ""},
-           {50000, 3, 123, "_digest"}, {1000, 4096, 3, "_digest"}}) {
+  for (const Emb e : std::initializer_list<Emb>{{1, 1, 123, ""},
+                                                {3, 2, 123, ""},
+                                                {5, 3, 123, ""},
+                                                {4, 4, 123, ""},
+                                                {6, 3, 123, ""},
+                                                {10, 3, 123, ""},
+                                                {7, 5, 123, ""},
+                                                {100, 7, 123, ""},
+                                                {33, 1, 123, ""},
+                                                {1000, 17, 123, ""},
+                                                {50, 8, 0, ""},
+                                                {50, 8, 1, ""},
+                                                {50, 8, 42, ""},
+                                                {50, 8, (std::uint64_t{1} << 32) + 7, ""},
+                                                {50, 8, 987654321, ""},
+                                                {50000, 3, 123, "_digest"},
+                                                {1000, 4096, 3, "_digest"}}) {
     r["embedding_" + std::to_string(e.v) + "x" + std::to_string(e.d) + "_seed" +
       std::to_string(e.seed) + e.suffix] = [e](TorchKernel k) {
       return std::vector<Matrix>{attn::embedding_table(e.seed, e.v, e.d, k)};
@@ -125,8 +137,8 @@ TEST_CASE("mt19937 seeded with 123 gives PyTorch's first draws") {
 }
 
 TEST_CASE("the engine equals std::mt19937 seeded with the low 32 bits") {
-  for (const std::uint64_t seed : {std::uint64_t{0}, std::uint64_t{123}, (std::uint64_t{1} << 32) + 5,
-                                   ~std::uint64_t{0}}) {
+  for (const std::uint64_t seed :
+       {std::uint64_t{0}, std::uint64_t{123}, (std::uint64_t{1} << 32) + 5, ~std::uint64_t{0}}) {
     TorchGenerator gen(seed);
     std::mt19937 ref(static_cast<std::uint32_t>(seed));
     for (int i = 0; i < 5000; ++i) REQUIRE(gen.random() == ref());
@@ -164,6 +176,60 @@ TEST_CASE("every generator case matches PyTorch bit for bit, in both kernel flav
       REQUIRE_MESSAGE(it != known.end(), "no C++ recipe for reference case " << name);
       const std::vector<Matrix> got = it->second(kernel);
       const test::json& tensors = c.at("tensors");
+      REQUIRE(got.size() == tensors.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const std::string item = what + " tensor " + std::to_string(i);
+        if (tensors[i].contains("sha256_f32le")) {
+          test::check_digest(got[i], tensors[i], item);
+        } else {
+          test::check_bits(got[i], tensors[i], item);
+        }
+      }
+    }
+  }
+}
+
+// data/reference/<flavour>/golden_rng_basics.json: the generator cases of the shared PyTorch
+// golden set, under their own names and layout.
+std::map<std::string, Recipe> golden_recipes() {
+  std::map<std::string, Recipe> r = recipes();
+  auto rename = [&r](const std::string& from, const std::string& to) { r[to] = r.at(from); };
+  rename("randn_3_20_3_seed123", "randn_3_then_20_then_3_seed123");
+  rename("linear_768to64_x3_nobias_seed123", "linear_768to64_x3_nobias_seed123_digests");
+  rename("rand_4_seed_2p32_plus_123",
+         "rand_4_seed_2^32+123_(same as seed 123: only low 32 bits used)");
+  r["randn_20_seed123"] = [](TorchKernel k) {
+    TorchGenerator g(123);
+    return std::vector<Matrix>{randn(g, 20, k)};
+  };
+  r["randn_sequence_seed123_n_1_2_3_5_15"] = [](TorchKernel k) {
+    TorchGenerator g(123);
+    std::vector<Matrix> out;
+    for (const Eigen::Index n : {1, 2, 3, 5, 15}) out.push_back(randn(g, n, k));
+    return out;
+  };
+  r["linear_4to3_bias_seed123"] = [](TorchKernel k) {
+    TorchGenerator g(123);
+    Matrix w = attn::linear_weight(g, 4, 3, k);
+    return std::vector<Matrix>{w, attn::linear_bias(g, 4, 3, k)};
+  };
+  return r;
+}
+
+TEST_CASE("every case of the shared golden set matches bit for bit, in both flavours") {
+  const auto known = golden_recipes();
+  for (const TorchKernel kernel : test::kKernels) {
+    const test::json ref = test::load_reference(kernel, "golden_rng_basics.json");
+    for (const auto& [name, c] : ref.at("cases").items()) {
+      const std::string what = std::string(attn::kernel_name(kernel)) + " golden " + name;
+      CAPTURE(what);
+      const auto it = known.find(name);
+      REQUIRE_MESSAGE(it != known.end(), "no C++ recipe for golden case " << name);
+      // A case is a list of tensors, one tensor, or {weight, bias}.
+      test::json tensors = c.is_array()           ? c
+                           : c.contains("weight") ? test::json{c.at("weight"), c.at("bias")}
+                                                  : test::json{c};
+      const std::vector<Matrix> got = it->second(kernel);
       REQUIRE(got.size() == tensors.size());
       for (std::size_t i = 0; i < got.size(); ++i) {
         const std::string item = what + " tensor " + std::to_string(i);

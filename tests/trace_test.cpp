@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "attn/attention.hpp"
+#include "attn/embedding.hpp"
 #include "attn/error.hpp"
 #include "support/reference.hpp"
 
@@ -30,9 +32,8 @@ constexpr float kTolerance = 1e-6f;
 }  // namespace
 
 TEST_CASE("traces equal PyTorch's at every step, in both kernel flavours") {
-  const char* cases[] = {"trace_article.json", "trace_fox_seed7.json",
-                         "trace_repeated_seed42.json", "trace_long_seed2p32.json",
-                         "trace_tiny_seed1.json"};
+  const char* cases[] = {"trace_article.json", "trace_fox_seed7.json", "trace_repeated_seed42.json",
+                         "trace_long_seed2p32.json", "trace_tiny_seed1.json"};
   for (const TorchKernel kernel : test::kKernels) {
     for (const char* file : cases) {
       const test::json ref = test::load_reference(kernel, file);
@@ -64,6 +65,70 @@ TEST_CASE("traces equal PyTorch's at every step, in both kernel flavours") {
   }
 }
 
+TEST_CASE("the shared golden walkthrough: every tensor, the table's digest, the second token") {
+  for (const TorchKernel kernel : test::kKernels) {
+    const test::json ref = test::load_reference(kernel, "golden_article_seed123.json");
+    const std::string what = std::string(attn::kernel_name(kernel)) + " golden article";
+    CAPTURE(what);
+    attn::TraceConfig c;
+    c.kernel = kernel;
+    const attn::Trace trace = attn::run_trace(c);
+    CHECK(trace.ids == ref.at("token_ids").get<std::vector<std::int64_t>>());
+    for (const auto& [word, id] : ref.at("dictionary").items()) {
+      CHECK(trace.vocabulary.id(word) == id.get<std::int64_t>());
+    }
+    test::check_digest(attn::embedding_table(123, 50000, 3, kernel),
+                       ref.at("embedding_weight_digest"), what + " table");
+    const std::pair<const char*, const char*> steps[] = {{"embedded_sentence", "embeddings"},
+                                                         {"W_query", "w_query"},
+                                                         {"W_key", "w_key"},
+                                                         {"W_value", "w_value"},
+                                                         {"queries", "queries"},
+                                                         {"keys", "keys"},
+                                                         {"values", "values"},
+                                                         {"omega", "omega"},
+                                                         {"attention_weights", "attention_weights"},
+                                                         {"context_vectors", "context_vectors"}};
+    for (const auto& [golden, id] : steps) {
+      test::check_bits(trace.step(id).values, ref.at(golden), what + " " + id);
+    }
+    // The walkthrough's second token: x_2 is row 1; omega_24 is query_2 . keys[4].
+    const test::json& second = ref.at("article_second_token");
+    const Matrix omega_24 = trace.step("omega").values.block(1, 4, 1, 1);
+    test::check_bits(omega_24, test::json{{"bits", {second.at("omega_24").at("bits")}}},
+                     what + " omega_24");
+    const Matrix z_2 = trace.step("context_vectors").values.row(1);
+    test::check_bits(z_2, second.at("context_vector_2"), what + " context_vector_2");
+  }
+}
+
+TEST_CASE("the shared golden nn.Linear walkthrough, computed with the library's steps") {
+  for (const TorchKernel kernel : test::kKernels) {
+    const test::json ref = test::load_reference(kernel, "golden_linear_v2_seed123_d3_dout2.json");
+    const std::string what = std::string(attn::kernel_name(kernel)) + " golden linear";
+    CAPTURE(what);
+    attn::TraceConfig c;
+    c.kernel = kernel;
+    const Matrix x = attn::run_trace(c).step("embeddings").values;
+    attn::TorchGenerator gen(123);
+    const Matrix w_q = attn::linear_weight(gen, 3, 2, kernel);  // (out, in)
+    const Matrix w_k = attn::linear_weight(gen, 3, 2, kernel);
+    const Matrix w_v = attn::linear_weight(gen, 3, 2, kernel);
+    test::check_bits(w_q, ref.at("W_query_weight"), what + " W_q");
+    test::check_bits(w_k, ref.at("W_key_weight"), what + " W_k");
+    test::check_bits(w_v, ref.at("W_value_weight"), what + " W_v");
+    // Linear(x) = x @ W.T
+    const Matrix q = attn::project(x, w_q.transpose()), k = attn::project(x, w_k.transpose());
+    const Matrix v = attn::project(x, w_v.transpose());
+    const Matrix omega = attn::omega_scores(q, k);
+    const Matrix a = attn::softmax_rows(attn::scale(omega, 2), kernel);
+    test::check_bits(q, ref.at("queries"), what + " queries");
+    test::check_bits(omega, ref.at("omega"), what + " omega");
+    test::check_bits(a, ref.at("attention_weights"), what + " weights");
+    test::check_bits(attn::context_vectors(a, v), ref.at("context_vectors"), what + " context");
+  }
+}
+
 TEST_CASE("the walkthrough's numbers, as ARCHITECTURE lists them") {
   const attn::Trace trace = attn::run_trace(attn::TraceConfig{});
   const Matrix& omega = trace.step("omega").values;
@@ -87,7 +152,8 @@ TEST_CASE("settings out of range are refused, naming the value and the range") {
   CHECK_THROWS_WITH_AS(attn::run_trace(c), "d_in 0 is out of range: allowed 1..8192", attn::Error);
   c = {};
   c.d_v = attn::kMaxDimension + 1;
-  CHECK_THROWS_WITH_AS(attn::run_trace(c), "d_v 8193 is out of range: allowed 1..8192", attn::Error);
+  CHECK_THROWS_WITH_AS(attn::run_trace(c), "d_v 8193 is out of range: allowed 1..8192",
+                       attn::Error);
   c = {};
   c.vocab_size = 5;
   CHECK_THROWS_WITH_AS(attn::run_trace(c),
@@ -100,7 +166,8 @@ TEST_CASE("settings out of range are refused, naming the value and the range") {
                        "the sentence has no words: give at least one word (commas and white space "
                        "do not count)",
                        attn::Error);
-  CHECK_THROWS_WITH_AS(attn::run_trace({}).step("mask"), "the trace has no step 'mask'", attn::Error);
+  CHECK_THROWS_WITH_AS(attn::run_trace({}).step("mask"), "the trace has no step 'mask'",
+                       attn::Error);
 }
 
 TEST_CASE("V = 50,000 with d_in = 4,096 computes only the sentence's rows") {

@@ -108,7 +108,7 @@ Matrix omega_scores(const Matrix& q, const Matrix& k) {
 Matrix scale(const Matrix& omega, Eigen::Index d_k) {
   if (d_k < 1) throw Error("d_k " + std::to_string(d_k) + " is too small: it must be >= 1");
   const auto root = static_cast<float>(std::sqrt(static_cast<double>(d_k)));  // d_k**0.5
-  Matrix s(omega.rows(), omega.cols());  // (T_q, T_k)
+  Matrix s(omega.rows(), omega.cols());                                       // (T_q, T_k)
   for (Eigen::Index i = 0; i < s.size(); ++i) s.data()[i] = omega.data()[i] / root;
   return s;
 }

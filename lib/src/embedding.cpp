@@ -35,7 +35,8 @@ Matrix embed(std::uint64_t seed, std::int64_t vocab_size, std::int64_t d_in,
   check_shape(vocab_size, d_in);
   for (const std::int64_t id : ids) {
     if (id < 0 || id >= vocab_size) {
-      throw Error("token id " + std::to_string(id) + " is outside the vocabulary: ids must be in 0.." +
+      throw Error("token id " + std::to_string(id) +
+                  " is outside the vocabulary: ids must be in 0.." +
                   std::to_string(vocab_size - 1));
     }
   }

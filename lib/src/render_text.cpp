@@ -126,9 +126,9 @@ namespace {
 void append_preamble(std::string& out, const Trace& trace) {
   const TraceConfig& c = trace.config;
   out += fmt::format("sentence: {}\n", python_str_repr(c.sentence));
-  out += fmt::format(
-      "settings: seed {}, vocab-size {}, d-in {}, d-kq {}, d-v {}, torch-kernel {}\n\n", c.seed,
-      c.vocab_size, c.d_in, c.d_kq, c.d_v, kernel_name(c.kernel));
+  out +=
+      fmt::format("settings: seed {}, vocab-size {}, d-in {}, d-kq {}, d-v {}, torch-kernel {}\n\n",
+                  c.seed, c.vocab_size, c.d_in, c.d_kq, c.d_v, kernel_name(c.kernel));
   out += "dictionary: distinct words in sorted order, numbered from 0\n";
   out += dictionary_repr(trace.vocabulary) + "\n\n";
   out += fmt::format("token ids: the sentence's {} words, each by its dictionary id\n",
@@ -206,8 +206,8 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
        vector_text(omega, qi, p));
   item("α" + w_sub + " = softmax(ω" + w_sub + " / √d_k)", "its attention weights; " + keys,
        vector_text(trace.step("attention_weights").values, qi, p));
-  item(sup("z", query) + " = Σⱼ α" + w_sub + "ⱼ v⁽ʲ⁾",
-       "its context vector", vector_text(trace.step("context_vectors").values, qi, p));
+  item(sup("z", query) + " = Σⱼ α" + w_sub + "ⱼ v⁽ʲ⁾", "its context vector",
+       vector_text(trace.step("context_vectors").values, qi, p));
   return out;
 }
 

@@ -11,13 +11,12 @@ namespace attn {
 
 namespace {
 
-constexpr int kLineWidth = 80;                 // torch's PRINT_OPTS.linewidth
+constexpr int kLineWidth = 80;                   // torch's PRINT_OPTS.linewidth
 constexpr std::string_view kPrefix = "tensor(";  // its width is the indent of every row
 
 // "-0.0000" -> "0.0000": a sign on a printed zero carries no information for a reader.
 std::string drop_negative_zero(std::string s) {
-  if (!s.empty() && s[0] == '-' &&
-      s.find_first_not_of("0.", 1) == s.find_first_of("eE", 1)) {
+  if (!s.empty() && s[0] == '-' && s.find_first_not_of("0.", 1) == s.find_first_of("eE", 1)) {
     s.erase(0, 1);
   }
   return s;
@@ -69,7 +68,8 @@ std::string TensorFormatter::format_unpadded(float value) const {
 
 std::string TensorFormatter::format(float value) const {
   std::string s = format_unpadded(value);
-  if (static_cast<int>(s.size()) < width_) s.insert(0, static_cast<std::size_t>(width_) - s.size(), ' ');
+  if (static_cast<int>(s.size()) < width_)
+    s.insert(0, static_cast<std::size_t>(width_) - s.size(), ' ');
   return s;
 }
 

@@ -224,8 +224,7 @@ float normal_small(TorchGenerator& gen, float mean, float std) {
 
 }  // namespace
 
-void normal_(std::span<float> out, TorchGenerator& gen, float mean, float std,
-             TorchKernel kernel) {
+void normal_(std::span<float> out, TorchGenerator& gen, float mean, float std, TorchKernel kernel) {
   const std::size_t n = out.size();
   if (n < 16) {
     for (float& v : out) v = normal_small(gen, mean, std);

@@ -48,15 +48,15 @@ Trace run_trace(const TraceConfig& config) {
   // Tokenize: words, the dictionary and the ids.
   trace.words = tokenize(config.sentence);
   if (trace.words.empty()) {
-    throw Error("the sentence has no words: give at least one word (commas and white space "
-                "do not count)");
+    throw Error(
+        "the sentence has no words: give at least one word (commas and white space "
+        "do not count)");
   }
   trace.vocabulary = build_vocabulary(trace.words);
   if (trace.vocabulary.size() > config.vocab_size) {
     throw Error("vocabulary size " + std::to_string(config.vocab_size) +
                 " is smaller than the sentence's " + std::to_string(trace.vocabulary.size()) +
-                " distinct words: it must be at least " +
-                std::to_string(trace.vocabulary.size()));
+                " distinct words: it must be at least " + std::to_string(trace.vocabulary.size()));
   }
   trace.ids = encode(trace.vocabulary, trace.words);
   const std::vector<std::string>& tokens = trace.words;
@@ -64,15 +64,15 @@ Trace run_trace(const TraceConfig& config) {
   auto record = [&](std::string id, std::string symbol, std::string title, std::string equation,
                     std::vector<std::string> rows, std::vector<std::string> cols, Matrix m) {
     trace.steps.push_back(Step{std::move(id), std::move(symbol), std::move(title),
-                               std::move(equation), std::nullopt, std::move(rows),
-                               std::move(cols), std::move(m)});
+                               std::move(equation), std::nullopt, std::move(rows), std::move(cols),
+                               std::move(m)});
     return trace.steps.back().values;
   };
 
   // torch.manual_seed(seed); X = nn.Embedding(V, d_in)(ids) -> (T, d_in)
-  const Matrix x = record("embeddings", "X", "embedded sentence", "X = Embedding(V, d_in)(ids)",
-                          tokens, {}, embed(config.seed, config.vocab_size, config.d_in,
-                                            trace.ids, config.kernel));
+  const Matrix x =
+      record("embeddings", "X", "embedded sentence", "X = Embedding(V, d_in)(ids)", tokens, {},
+             embed(config.seed, config.vocab_size, config.d_in, trace.ids, config.kernel));
 
   // torch.manual_seed(seed); W_q, W_k: (d_in, d_kq); W_v: (d_in, d_v), drawn in that order.
   TorchGenerator gen(config.seed);
@@ -92,8 +92,8 @@ Trace run_trace(const TraceConfig& config) {
   const Matrix omega = record("omega", "ω", "unnormalized attention scores", "ω = Q Kᵀ", tokens,
                               tokens, omega_scores(q, k));
   // ω / √d_k -> (T, T)
-  const Matrix scaled = record("scaled_scores", "ω / √d_k", "scaled attention scores",
-                               "ω / √d_k", tokens, tokens, scale(omega, config.d_kq));
+  const Matrix scaled = record("scaled_scores", "ω / √d_k", "scaled attention scores", "ω / √d_k",
+                               tokens, tokens, scale(omega, config.d_kq));
   // A = softmax(ω / √d_k) over each row -> (T, T)
   const Matrix a = record("attention_weights", "A", "attention weights", "A = softmax(ω / √d_k)",
                           tokens, tokens, softmax_rows(scaled, config.kernel));

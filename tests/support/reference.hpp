@@ -36,7 +36,7 @@ std::string sha256_f32le(const Matrix& m);
 // the number of differing elements and the first one.
 void check_bits(const Matrix& actual, const json& expected, const std::string& what);
 
-// Checks a whole tensor against a digest {shape, sha256_f32le, first_values, last_values}.
+// Checks a whole tensor against a digest {shape, sha256_f32le[, first_values, last_values]}.
 void check_digest(const Matrix& actual, const json& digest, const std::string& what);
 
 // Checks |actual - expected| <= tolerance everywhere; on failure reports the worst cell.

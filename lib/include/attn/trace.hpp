@@ -37,11 +37,11 @@ struct TraceConfig {
 
 // One recorded step.
 struct Step {
-  std::string id;        // stable, documented: "omega", "attention_weights", ...
-  std::string symbol;    // the lesson's symbol: "ω"
-  std::string title;     // "unnormalized attention scores"
-  std::string equation;  // "ω = Q Kᵀ"
-  std::optional<int> head;             // set where heads apply (0-based)
+  std::string id;                       // stable, documented: "omega", "attention_weights", ...
+  std::string symbol;                   // the lesson's symbol: "ω"
+  std::string title;                    // "unnormalized attention scores"
+  std::string equation;                 // "ω = Q Kᵀ"
+  std::optional<int> head;              // set where heads apply (0-based)
   std::vector<std::string> row_labels;  // one per row, or empty (rows are indices)
   std::vector<std::string> col_labels;  // one per column, or empty
   Matrix values;                        // float32, row-major
