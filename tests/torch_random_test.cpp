@@ -127,6 +127,59 @@ std::map<std::string, Recipe> recipes() {
   return r;
 }
 
+// data/reference/<flavour>/golden_rng_basics.json: the generator cases of the shared PyTorch
+// golden set, under their own names and layout.
+std::map<std::string, Recipe> golden_recipes() {
+  std::map<std::string, Recipe> r = recipes();
+  auto rename = [&r](const std::string& from, const std::string& to) { r[to] = r.at(from); };
+  rename("randn_3_20_3_seed123", "randn_3_then_20_then_3_seed123");
+  rename("linear_768to64_x3_nobias_seed123", "linear_768to64_x3_nobias_seed123_digests");
+  rename("rand_4_seed_2p32_plus_123",
+         "rand_4_seed_2^32+123_(same as seed 123: only low 32 bits used)");
+  r["randn_20_seed123"] = [](TorchKernel k) {
+    TorchGenerator g(123);
+    return std::vector<Matrix>{randn(g, 20, k)};
+  };
+  r["randn_sequence_seed123_n_1_2_3_5_15"] = [](TorchKernel k) {
+    TorchGenerator g(123);
+    std::vector<Matrix> out;
+    for (const Eigen::Index n : {1, 2, 3, 5, 15}) out.push_back(randn(g, n, k));
+    return out;
+  };
+  r["linear_4to3_bias_seed123"] = [](TorchKernel k) {
+    TorchGenerator g(123);
+    Matrix w = attn::linear_weight(g, 4, 3, k);
+    return std::vector<Matrix>{w, attn::linear_bias(g, 4, 3, k)};
+  };
+  return r;
+}
+
+// Runs every case of a reference file through its C++ recipe and compares each tensor: bits, or
+// a digest for the large ones. `tensors_of` reads one case's list of tensors.
+void check_reference_file(const char* file, const std::map<std::string, Recipe>& known,
+                          const std::function<test::json(const test::json&)>& tensors_of) {
+  for (const TorchKernel kernel : test::kKernels) {
+    const test::json ref = test::load_reference(kernel, file);
+    for (const auto& [name, c] : ref.at("cases").items()) {
+      const std::string what = std::string(attn::kernel_name(kernel)) + " " + file + " " + name;
+      CAPTURE(what);
+      const auto it = known.find(name);
+      REQUIRE_MESSAGE(it != known.end(), "no C++ recipe for reference case " << name);
+      const std::vector<Matrix> got = it->second(kernel);
+      const test::json tensors = tensors_of(c);
+      REQUIRE(got.size() == tensors.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const std::string item = what + " tensor " + std::to_string(i);
+        if (tensors[i].contains("sha256_f32le")) {
+          test::check_digest(got[i], tensors[i], item);
+        } else {
+          test::check_bits(got[i], tensors[i], item);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("mt19937 seeded with 123 gives PyTorch's first draws") {
@@ -166,81 +219,16 @@ TEST_CASE("kaiming bound follows Python's double arithmetic") {
 }
 
 TEST_CASE("every generator case matches PyTorch bit for bit, in both kernel flavours") {
-  const auto known = recipes();
-  for (const TorchKernel kernel : test::kKernels) {
-    const test::json ref = test::load_reference(kernel, "rng.json");
-    for (const auto& [name, c] : ref.at("cases").items()) {
-      const std::string what = std::string(attn::kernel_name(kernel)) + " " + name;
-      CAPTURE(what);
-      const auto it = known.find(name);
-      REQUIRE_MESSAGE(it != known.end(), "no C++ recipe for reference case " << name);
-      const std::vector<Matrix> got = it->second(kernel);
-      const test::json& tensors = c.at("tensors");
-      REQUIRE(got.size() == tensors.size());
-      for (std::size_t i = 0; i < got.size(); ++i) {
-        const std::string item = what + " tensor " + std::to_string(i);
-        if (tensors[i].contains("sha256_f32le")) {
-          test::check_digest(got[i], tensors[i], item);
-        } else {
-          test::check_bits(got[i], tensors[i], item);
-        }
-      }
-    }
-  }
-}
-
-// data/reference/<flavour>/golden_rng_basics.json: the generator cases of the shared PyTorch
-// golden set, under their own names and layout.
-std::map<std::string, Recipe> golden_recipes() {
-  std::map<std::string, Recipe> r = recipes();
-  auto rename = [&r](const std::string& from, const std::string& to) { r[to] = r.at(from); };
-  rename("randn_3_20_3_seed123", "randn_3_then_20_then_3_seed123");
-  rename("linear_768to64_x3_nobias_seed123", "linear_768to64_x3_nobias_seed123_digests");
-  rename("rand_4_seed_2p32_plus_123",
-         "rand_4_seed_2^32+123_(same as seed 123: only low 32 bits used)");
-  r["randn_20_seed123"] = [](TorchKernel k) {
-    TorchGenerator g(123);
-    return std::vector<Matrix>{randn(g, 20, k)};
-  };
-  r["randn_sequence_seed123_n_1_2_3_5_15"] = [](TorchKernel k) {
-    TorchGenerator g(123);
-    std::vector<Matrix> out;
-    for (const Eigen::Index n : {1, 2, 3, 5, 15}) out.push_back(randn(g, n, k));
-    return out;
-  };
-  r["linear_4to3_bias_seed123"] = [](TorchKernel k) {
-    TorchGenerator g(123);
-    Matrix w = attn::linear_weight(g, 4, 3, k);
-    return std::vector<Matrix>{w, attn::linear_bias(g, 4, 3, k)};
-  };
-  return r;
+  check_reference_file("rng.json", recipes(), [](const test::json& c) { return c.at("tensors"); });
 }
 
 TEST_CASE("every case of the shared golden set matches bit for bit, in both flavours") {
-  const auto known = golden_recipes();
-  for (const TorchKernel kernel : test::kKernels) {
-    const test::json ref = test::load_reference(kernel, "golden_rng_basics.json");
-    for (const auto& [name, c] : ref.at("cases").items()) {
-      const std::string what = std::string(attn::kernel_name(kernel)) + " golden " + name;
-      CAPTURE(what);
-      const auto it = known.find(name);
-      REQUIRE_MESSAGE(it != known.end(), "no C++ recipe for golden case " << name);
-      // A case is a list of tensors, one tensor, or {weight, bias}.
-      test::json tensors = c.is_array()           ? c
-                           : c.contains("weight") ? test::json{c.at("weight"), c.at("bias")}
-                                                  : test::json{c};
-      const std::vector<Matrix> got = it->second(kernel);
-      REQUIRE(got.size() == tensors.size());
-      for (std::size_t i = 0; i < got.size(); ++i) {
-        const std::string item = what + " tensor " + std::to_string(i);
-        if (tensors[i].contains("sha256_f32le")) {
-          test::check_digest(got[i], tensors[i], item);
-        } else {
-          test::check_bits(got[i], tensors[i], item);
-        }
-      }
-    }
-  }
+  // A case there is a list of tensors, one tensor, or {weight, bias}.
+  check_reference_file("golden_rng_basics.json", golden_recipes(), [](const test::json& c) {
+    return c.is_array()           ? c
+           : c.contains("weight") ? test::json{c.at("weight"), c.at("bias")}
+                                  : test::json{c};
+  });
 }
 
 TEST_CASE("the two flavours agree where PyTorch's kernels agree") {

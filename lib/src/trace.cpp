@@ -70,9 +70,9 @@ Trace run_trace(const TraceConfig& config) {
   };
 
   // torch.manual_seed(seed); X = nn.Embedding(V, d_in)(ids) -> (T, d_in)
-  const Matrix x =
-      record("embeddings", "X", "embedded sentence", "X = Embedding(V, d_in)(ids)", tokens, {},
-             embed(config.seed, config.vocab_size, config.d_in, trace.ids, config.kernel));
+  const Matrix x = record(
+      "embeddings", "X", "the embedded sentence, one row per token", "X = Embedding(V, d_in)(ids)",
+      tokens, {}, embed(config.seed, config.vocab_size, config.d_in, trace.ids, config.kernel));
 
   // torch.manual_seed(seed); W_q, W_k: (d_in, d_kq); W_v: (d_in, d_v), drawn in that order.
   TorchGenerator gen(config.seed);
@@ -84,9 +84,12 @@ Trace run_trace(const TraceConfig& config) {
                             {}, torch_rand(gen, config.d_in, config.d_v));
 
   // Q = X W_q, K = X W_k: (T, d_kq); V = X W_v: (T, d_v)
-  const Matrix q = record("queries", "Q", "queries", "Q = X W_q", tokens, {}, project(x, w_q));
-  const Matrix k = record("keys", "K", "keys", "K = X W_k", tokens, {}, project(x, w_k));
-  const Matrix v = record("values", "V", "values", "V = X W_v", tokens, {}, project(x, w_v));
+  const Matrix q = record("queries", "Q", "queries, one row per token", "Q = X W_q", tokens, {},
+                          project(x, w_q));
+  const Matrix k =
+      record("keys", "K", "keys, one row per token", "K = X W_k", tokens, {}, project(x, w_k));
+  const Matrix v =
+      record("values", "V", "values, one row per token", "V = X W_v", tokens, {}, project(x, w_v));
 
   // ω = Q Kᵀ -> (T, T); rows are queries, columns keys
   const Matrix omega = record("omega", "ω", "unnormalized attention scores", "ω = Q Kᵀ", tokens,
@@ -95,10 +98,12 @@ Trace run_trace(const TraceConfig& config) {
   const Matrix scaled = record("scaled_scores", "ω / √d_k", "scaled attention scores", "ω / √d_k",
                                tokens, tokens, scale(omega, config.d_kq));
   // A = softmax(ω / √d_k) over each row -> (T, T)
-  const Matrix a = record("attention_weights", "A", "attention weights", "A = softmax(ω / √d_k)",
-                          tokens, tokens, softmax_rows(scaled, config.kernel));
+  const Matrix a =
+      record("attention_weights", "A", "attention weights, each row sums to 1",
+             "A = softmax(ω / √d_k)", tokens, tokens, softmax_rows(scaled, config.kernel));
   // Z = A V -> (T, d_v)
-  record("context_vectors", "Z", "context vectors", "Z = A V", tokens, {}, context_vectors(a, v));
+  record("context_vectors", "Z", "context vectors, one row per token", "Z = A V", tokens, {},
+         context_vectors(a, v));
   return trace;
 }
 
