@@ -40,9 +40,9 @@ CLI::Validator dimension() {
 }  // namespace
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("sentence", o.sentence_words,
-                 "The sentence to trace; several words are joined by spaces (default: the "
-                 "walkthrough's sentence)");
+  app.add_option("sentences", o.sentences,
+                 "The sentence to trace (default: the walkthrough's). Several sentences form a "
+                 "batch, padded to the longest; quote each one");
   app.add_option("--seed", o.config.seed, "torch.manual_seed before the embedding and the weights")
       ->check(integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(), "0..2^64-1"))
       ->capture_default_str();
@@ -53,12 +53,41 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--d-in", o.config.d_in, "Embedding width d_in")
       ->check(dimension())
       ->capture_default_str();
-  app.add_option("--d-kq", o.config.d_kq, "Width d_q = d_k of queries and keys")
+  CLI::Option* d_kq = app.add_option("--d-kq", o.config.d_kq, "Width d_q = d_k of queries and keys")
+                          ->check(dimension())
+                          ->capture_default_str();
+  CLI::Option* d_v =
+      app.add_option("--d-v", o.config.d_v, "Width d_v of values and context vectors")
+          ->check(dimension())
+          ->capture_default_str();
+  app.add_option("--d-out", o.d_out,
+                 "Sets d_kq and d_v to one width d_out, as the split multi-head form has it")
       ->check(dimension())
+      ->excludes(d_kq)
+      ->excludes(d_v);
+  app.add_flag("--causal", o.config.causal,
+               "Causal attention: a token attends only to itself and earlier tokens");
+  app.add_option("--masked-rows", o.masked_rows,
+                 "Weights of a row whose every key is masked: nan (torch.softmax) or zero "
+                 "(scaled_dot_product_attention)")
+      ->check(CLI::IsMember({"nan", "zero"}))
       ->capture_default_str();
-  app.add_option("--d-v", o.config.d_v, "Width d_v of values and context vectors")
-      ->check(dimension())
+  app.add_option("--heads", o.config.heads, "Number of attention heads")
+      ->check(integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads)))
       ->capture_default_str();
+  app.add_option("--multihead", o.multihead,
+                 "With --heads: wrapper (the walkthrough: one module per head, contexts "
+                 "concatenated) or split (course code: one projection split into heads, then W_o)")
+      ->check(CLI::IsMember({"wrapper", "split"}))
+      ->capture_default_str();
+  app.add_option("--init", o.init,
+                 "Weights: rand (torch.rand(d_in, d_out), X W), rand-transposed (torch.rand(d_out, "
+                 "d_in), W x) or linear (nn.Linear(d_in, d_out, bias=False))")
+      ->check(CLI::IsMember({"rand", "rand-transposed", "linear"}))
+      ->capture_default_str();
+  app.add_option("--cross", o.cross,
+                 "Cross-attention: keys and values from this second sentence, queries from the "
+                 "sentence");
   app.add_option("--query", o.query,
                  "Print the path of the N-th token (1-based) instead of the whole trace")
       ->check(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1..T"));
@@ -89,14 +118,13 @@ void check_repeats(const CLI::App& app) {
 }
 
 std::string run(Options& o) {
-  if (!o.sentence_words.empty()) {
-    o.config.sentence.clear();
-    for (const std::string& w : o.sentence_words) {
-      if (!o.config.sentence.empty()) o.config.sentence += ' ';
-      o.config.sentence += w;
-    }
-  }
+  if (!o.sentences.empty()) o.config.sentences = o.sentences;
+  if (o.d_out) o.config.d_kq = o.config.d_v = *o.d_out;
+  o.config.cross = o.cross;
   o.config.kernel = parse_kernel(o.kernel);
+  o.config.init = parse_init(o.init);
+  o.config.multihead = parse_multihead(o.multihead);
+  o.config.masked_rows = parse_masked_rows(o.masked_rows);
   if (o.key && !o.query) throw Error("--key " + std::to_string(*o.key) + " needs --query");
   const Trace trace = run_trace(o.config);
   if (o.query) {

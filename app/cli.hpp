@@ -18,10 +18,15 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitInvalid = 2;  // invalid input or usage
 
 struct Options {
-  std::vector<std::string> sentence_words;  // the positional arguments, joined by spaces
+  std::vector<std::string> sentences;  // the positional arguments: one sentence each
+  std::optional<std::int64_t> d_out;   // sets d_kq and d_v
+  std::optional<std::string> cross;    // the key and value sentence
   TraceConfig config;
   TextOptions text;
   std::string kernel = "avx2";
+  std::string init = "rand";
+  std::string multihead = "wrapper";
+  std::string masked_rows = "nan";
   std::optional<std::int64_t> query;  // 1-based
   std::optional<std::int64_t> key;    // 1-based; the key of the written-out dot product
 };

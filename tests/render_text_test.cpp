@@ -12,7 +12,7 @@ TEST_CASE("the dictionary prints as Python's repr of a dict") {
 
 TEST_CASE("rows carry their token as an aligned label, in any script") {
   attn::TraceConfig c;
-  c.sentence = "我 爱 you";
+  c.sentences = {"我 爱 you"};
   const std::string text = attn::render_text(attn::run_trace(c), {});
   CHECK(text.find("tensor([[-0.1925,  0.0384, -1.1418],   # 我\n") == std::string::npos);
   CHECK(text.find("   # 我\n") != std::string::npos);

@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <bit>
+
 #include "attn/attention.hpp"
 #include "attn/embedding.hpp"
 #include "attn/error.hpp"
@@ -16,7 +19,7 @@ namespace {
 attn::TraceConfig config_of(const test::json& ref, TorchKernel kernel) {
   const test::json& s = ref.at("settings");
   attn::TraceConfig c;
-  c.sentence = s.at("sentence").get<std::string>();
+  c.sentences = {s.at("sentence").get<std::string>()};
   c.seed = s.at("seed").get<std::uint64_t>();
   c.vocab_size = s.at("vocab_size").get<std::int64_t>();
   c.d_in = s.at("d_in").get<std::int64_t>();
@@ -25,6 +28,11 @@ attn::TraceConfig config_of(const test::json& ref, TorchKernel kernel) {
   c.kernel = kernel;
   return c;
 }
+
+// The single-head trace's steps, in order (docs/cli.md lists them).
+const std::vector<std::string> kSingleHeadSteps = {
+    "embeddings", "w_query", "w_key",         "w_value",           "queries",        "keys",
+    "values",     "omega",   "scaled_scores", "attention_weights", "context_vectors"};
 
 // Tolerance for the computed steps (PyTorch's matmul and softmax, reproduced in float32).
 constexpr float kTolerance = 1e-6f;
@@ -41,8 +49,8 @@ TEST_CASE("traces equal PyTorch's at every step, in both kernel flavours") {
       CAPTURE(what);
       const attn::Trace trace = attn::run_trace(config_of(ref, kernel));
 
-      CHECK(trace.words == ref.at("words").get<std::vector<std::string>>());
-      CHECK(trace.ids == ref.at("token_ids").get<std::vector<std::int64_t>>());
+      CHECK(trace.inputs.at(0).words == ref.at("words").get<std::vector<std::string>>());
+      CHECK(trace.inputs.at(0).ids == ref.at("token_ids").get<std::vector<std::int64_t>>());
       std::vector<std::string> dictionary;
       for (const auto& [word, id] : ref.at("dictionary").items()) {
         CHECK(trace.vocabulary.id(word) == id.get<std::int64_t>());
@@ -50,10 +58,10 @@ TEST_CASE("traces equal PyTorch's at every step, in both kernel flavours") {
       }
       CHECK(trace.vocabulary.words().size() == dictionary.size());
 
-      REQUIRE(trace.steps.size() == attn::step_ids().size());
+      REQUIRE(trace.steps.size() == kSingleHeadSteps.size());
       for (std::size_t i = 0; i < trace.steps.size(); ++i) {
         const attn::Step& step = trace.steps[i];
-        CHECK(step.id == attn::step_ids()[i]);
+        CHECK(step.id == kSingleHeadSteps[i]);
         const test::json& expected = ref.at("steps").at(step.id);
         // The generator's outputs are promised bit for bit; the arithmetic within tolerance,
         // and bit for bit as well where PyTorch's reference BLAS and softmax kernel apply.
@@ -73,7 +81,7 @@ TEST_CASE("the shared golden walkthrough: every tensor, the table's digest, the 
     attn::TraceConfig c;
     c.kernel = kernel;
     const attn::Trace trace = attn::run_trace(c);
-    CHECK(trace.ids == ref.at("token_ids").get<std::vector<std::int64_t>>());
+    CHECK(trace.inputs.at(0).ids == ref.at("token_ids").get<std::vector<std::int64_t>>());
     for (const auto& [word, id] : ref.at("dictionary").items()) {
       CHECK(trace.vocabulary.id(word) == id.get<std::int64_t>());
     }
@@ -138,7 +146,7 @@ TEST_CASE("the walkthrough's numbers, as ARCHITECTURE lists them") {
 
 TEST_CASE("the same config gives the same bits") {
   attn::TraceConfig c;
-  c.sentence = "a b c d e f g h i j k l m n o p q";
+  c.sentences = {"a b c d e f g h i j k l m n o p q"};
   c.d_in = 20;
   const attn::Trace a = attn::run_trace(c), b = attn::run_trace(c);
   for (std::size_t i = 0; i < a.steps.size(); ++i) {
@@ -161,7 +169,7 @@ TEST_CASE("settings out of range are refused, naming the value and the range") {
                        "be at least 6",
                        attn::Error);
   c = {};
-  c.sentence = " ,, ";
+  c.sentences = {" ,, "};
   CHECK_THROWS_WITH_AS(attn::run_trace(c),
                        "the sentence has no words: give at least one word (commas and white space "
                        "do not count)",
@@ -177,4 +185,172 @@ TEST_CASE("V = 50,000 with d_in = 4,096 computes only the sentence's rows") {
   CHECK(trace.step("embeddings").values.rows() == 6);
   CHECK(trace.step("embeddings").values.cols() == 4096);
   CHECK(trace.step("context_vectors").values.allFinite());
+}
+
+namespace {
+
+// The settings of a variant reference, as a TraceConfig.
+attn::TraceConfig variant_config(const test::json& ref, TorchKernel kernel) {
+  const test::json& s = ref.at("settings");
+  attn::TraceConfig c;
+  if (s.contains("queries_from")) {
+    c.sentences = {s.at("sentences")[0].get<std::string>()};
+    c.cross = s.at("sentences")[1].get<std::string>();
+  } else if (s.contains("sentences")) {
+    c.sentences = s.at("sentences").get<std::vector<std::string>>();
+  } else {
+    c.sentences = {s.at("sentence").get<std::string>()};
+  }
+  c.seed = s.at("seed").get<std::uint64_t>();
+  c.vocab_size = s.at("vocab_size").get<std::int64_t>();
+  c.d_in = s.at("d_in").get<std::int64_t>();
+  c.d_kq =
+      s.contains("d_out") ? s.at("d_out").get<std::int64_t>() : s.at("d_kq").get<std::int64_t>();
+  c.d_v = s.contains("d_out") ? s.at("d_out").get<std::int64_t>() : s.at("d_v").get<std::int64_t>();
+  c.heads = s.at("heads").get<std::int64_t>();
+  if (s.contains("multihead"))
+    c.multihead = attn::parse_multihead(s.at("multihead").get<std::string>());
+  std::string init = s.at("init").get<std::string>();
+  std::replace(init.begin(), init.end(), '_', '-');
+  c.init = attn::parse_init(init);
+  c.causal = s.at("causal").get<bool>();
+  if (s.contains("masked_rows"))
+    c.masked_rows = attn::parse_masked_rows(s.at("masked_rows").get<std::string>());
+  c.kernel = kernel;
+  return c;
+}
+
+std::optional<int> optional_index(const test::json& j) {
+  return j.is_null() ? std::nullopt : std::optional<int>(j.get<int>());
+}
+
+}  // namespace
+
+TEST_CASE("every variant equals PyTorch's at every step, in both kernel flavours") {
+  const char* cases[] = {
+      "causal",       "causal_fox",           "heads2_wrapper",      "heads4_wrapper",
+      "heads2_split", "heads4_split",         "heads2_split_causal", "cross",
+      "init_linear",  "init_rand_transposed", "batch_padded_nan",    "batch_padded_zero"};
+  for (const TorchKernel kernel : test::kKernels) {
+    for (const char* name : cases) {
+      const std::string file = std::string("variant_") + name + ".json";
+      const test::json ref = test::load_reference(kernel, file);
+      const std::string what = std::string(attn::kernel_name(kernel)) + " " + file;
+      CAPTURE(what);
+      const attn::Trace trace = attn::run_trace(variant_config(ref, kernel));
+
+      const auto& sentences = ref.at("sentences");
+      const auto& ids = ref.at("token_ids");
+      for (std::size_t b = 0; b < trace.inputs.size(); ++b) {
+        CHECK(trace.inputs[b].ids == ids.at(b).get<std::vector<std::int64_t>>());
+        const auto words = sentences.at(b).get<std::vector<std::string>>();
+        CHECK(trace.inputs[b].length == static_cast<std::int64_t>(words.size()));
+      }
+      if (trace.cross) CHECK(trace.cross->ids == ids.at(1).get<std::vector<std::int64_t>>());
+      for (const auto& [word, id] : ref.at("dictionary").items()) {
+        if (word == attn::kPadToken) {
+          CHECK(trace.pad_id == id.get<std::int64_t>());
+        } else {
+          CHECK(trace.vocabulary.id(word) == id.get<std::int64_t>());
+        }
+      }
+      for (const test::json& expected : ref.at("steps")) {
+        const auto id = expected.at("id").get<std::string>();
+        const attn::Step& step = trace.step(id, optional_index(expected.at("head")),
+                                            optional_index(expected.at("batch")));
+        const std::string where = what + " " + id + " head " + expected.at("head").dump() +
+                                  " batch " + expected.at("batch").dump();
+        test::check_bits(step.values, expected, where);
+        test::check_matrix_near(step.values, test::tensor_from_bits(expected), kTolerance, where);
+      }
+      if (ref.contains("omega_24")) {
+        // The earlier walkthrough's omega_24 = query_2.dot(keys[4]) = 11.1466.
+        const Matrix omega_24 = trace.step("omega").values.block(1, 4, 1, 1);
+        test::check_bits(omega_24, test::json{{"bits", {ref.at("omega_24").at("bits")}}}, what);
+        CHECK(omega_24(0, 0) == doctest::Approx(11.1466).epsilon(1e-5));
+      }
+    }
+  }
+}
+
+TEST_CASE("causal: changing a later token leaves every earlier token's output unchanged") {
+  attn::TraceConfig a, b;
+  a.causal = b.causal = true;
+  // The same dictionary, so every earlier token keeps its id and its embedding.
+  a.sentences = {"the cat sat on the cat"};
+  b.sentences = {"the cat sat on the sat"};
+  a.vocab_size = b.vocab_size = 100;
+  for (const auto heads : {1, 2}) {
+    a.heads = b.heads = heads;
+    const attn::Trace ta = attn::run_trace(a), tb = attn::run_trace(b);
+    for (int h = 0; h < heads; ++h) {
+      const std::optional<int> head = heads > 1 ? std::optional<int>(h) : std::nullopt;
+      const Matrix za = ta.step("context_vectors", head).values;
+      const Matrix zb = tb.step("context_vectors", head).values;
+      // Rows 1..5 see only "the cat sat on the"; row 6 sees the changed word.
+      CHECK(test::bits_of(za.topRows(5)) == test::bits_of(zb.topRows(5)));
+      CHECK(test::bits_of(za.bottomRows(1)) != test::bits_of(zb.bottomRows(1)));
+    }
+  }
+}
+
+TEST_CASE("a fully masked row follows the chosen rule") {
+  attn::TraceConfig c;
+  c.sentences = {"one two three", "four"};
+  for (const auto rule : {attn::MaskedRows::kNan, attn::MaskedRows::kZero}) {
+    c.masked_rows = rule;
+    const attn::Trace t = attn::run_trace(c);
+    const Matrix& a = t.step("attention_weights", std::nullopt, 1).values;  // "four <pad> <pad>"
+    CHECK(a(0, 0) == 1.0f);
+    CHECK(a(0, 1) == 0.0f);
+    for (Eigen::Index i = 1; i < 3; ++i) {
+      for (Eigen::Index j = 0; j < 3; ++j) {
+        if (rule == attn::MaskedRows::kNan) {
+          CHECK(std::bit_cast<std::uint32_t>(a(i, j)) == 0xffc00000u);  // torch.softmax's nan
+        } else {
+          CHECK(a(i, j) == 0.0f);
+        }
+      }
+    }
+    CHECK(t.step("attention_weights", std::nullopt, 1).note.find("fully masked rows") !=
+          std::string::npos);
+    // The first sentence has no padding: nothing of it is masked.
+    CHECK(t.step("attention_weights", std::nullopt, 0).values.allFinite());
+  }
+}
+
+TEST_CASE("variant settings that do not fit together are refused") {
+  attn::TraceConfig c;
+  c.heads = 2;
+  c.multihead = attn::MultiheadForm::kSplit;
+  CHECK_THROWS_WITH_AS(attn::run_trace(c),
+                       "the split multi-head form projects to one width d_out, but d_kq 2 and d_v "
+                       "4 differ: give --d-out",
+                       attn::Error);
+  c.heads = 3;
+  c.d_kq = c.d_v = 4;
+  CHECK_THROWS_WITH_AS(attn::run_trace(c),
+                       "d_out 4 does not split into 3 heads: it must be a multiple of 3",
+                       attn::Error);
+  c = {};
+  c.sentences = {"a b", "c"};
+  c.cross = "d e";
+  CHECK_THROWS_WITH_AS(attn::run_trace(c),
+                       "cross-attention takes one query sentence; got 2 sentences", attn::Error);
+  c = {};
+  c.sentences = {"a b c", "d"};
+  c.vocab_size = 4;
+  CHECK_THROWS_WITH_AS(attn::run_trace(c),
+                       "vocabulary size 4 is smaller than the batch's 4 distinct words and the "
+                       "padding token: it must be at least 5",
+                       attn::Error);
+  c = {};
+  c.sentences = {"a b", ""};
+  CHECK_THROWS_WITH_AS(attn::run_trace(c),
+                       "sentence 2 of 2 has no words: give at least one word (commas and white "
+                       "space do not count)",
+                       attn::Error);
+  c = {};
+  c.heads = 65;
+  CHECK_THROWS_WITH_AS(attn::run_trace(c), "heads 65 is out of range: allowed 1..64", attn::Error);
 }

@@ -1,5 +1,7 @@
 #include "attn/attention.hpp"
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -75,6 +77,70 @@ float row_sum(const float* e, Eigen::Index n, TorchKernel kernel) {
   return (h0 + h2) + (h1 + h3);
 }
 
+// tensor.sum(dim=-1) of one contiguous row, added in the order of ATen's cascade_sum
+// (SumKernel.cpp). row_sum views the row as (-1, 4): each of the 4 columns is summed in a cascade
+// of up to 4 levels of blocks, the leftover elements go into column 0, then the columns are added
+// in order. Rows of 8 or more are first summed as 8-lane vectors the same way, then the leftover
+// elements, then the 8 lanes.
+template <typename Acc, typename Load>
+Acc cascade_row_sum(std::int64_t size, Load load) {
+  constexpr std::int64_t kIlp = 4, kLevels = 4;
+  const std::int64_t rows = size / kIlp;
+  std::int64_t ceil_log2 = 0;
+  while ((std::int64_t{1} << ceil_log2) < rows) ++ceil_log2;
+  const std::int64_t level_power = std::max<std::int64_t>(4, ceil_log2 / kLevels);
+  const std::int64_t level_step = std::int64_t{1} << level_power;
+  const std::int64_t level_mask = level_step - 1;
+  Acc acc[kLevels][kIlp] = {};
+  std::int64_t i = 0;
+  for (; i + level_step <= rows;) {
+    for (std::int64_t j = 0; j < level_step; ++j) {
+      for (std::int64_t k = 0; k < kIlp; ++k) acc[0][k] = acc[0][k] + load((i + j) * kIlp + k);
+    }
+    i += level_step;
+    for (std::int64_t j = 1; j < kLevels; ++j) {
+      for (std::int64_t k = 0; k < kIlp; ++k) {
+        acc[j][k] = acc[j][k] + acc[j - 1][k];
+        acc[j - 1][k] = Acc{};
+      }
+      if ((i & (level_mask << (j * level_power))) != 0) break;
+    }
+  }
+  for (; i < rows; ++i) {
+    for (std::int64_t k = 0; k < kIlp; ++k) acc[0][k] = acc[0][k] + load(i * kIlp + k);
+  }
+  for (std::int64_t j = 1; j < kLevels; ++j) {
+    for (std::int64_t k = 0; k < kIlp; ++k) acc[0][k] = acc[0][k] + acc[j][k];
+  }
+  for (std::int64_t t = rows * kIlp; t < size; ++t) acc[0][0] = acc[0][0] + load(t);
+  for (std::int64_t k = 1; k < kIlp; ++k) acc[0][0] = acc[0][0] + acc[0][k];
+  return acc[0][0];
+}
+
+// Eight float lanes, added lane by lane.
+struct Lanes {
+  std::array<float, 8> v{};
+  friend Lanes operator+(const Lanes& a, const Lanes& b) {
+    Lanes r;
+    for (int l = 0; l < 8; ++l) r.v[l] = a.v[l] + b.v[l];
+    return r;
+  }
+};
+
+float torch_sum(const float* e, std::int64_t n) {
+  if (n < 8) return cascade_row_sum<float>(n, [e](std::int64_t i) { return e[i]; });
+  const std::int64_t vectors = n / 8;
+  const Lanes acc = cascade_row_sum<Lanes>(vectors, [e](std::int64_t i) {
+    Lanes l;
+    for (int k = 0; k < 8; ++k) l.v[k] = e[i * 8 + k];
+    return l;
+  });
+  float sum = 0.0f;
+  for (std::int64_t k = vectors * 8; k < n; ++k) sum = sum + e[k];
+  for (int k = 0; k < 8; ++k) sum = sum + acc.v[k];
+  return sum;
+}
+
 }  // namespace
 
 float torch_expf(float x, TorchKernel kernel) {
@@ -113,11 +179,38 @@ Matrix scale(const Matrix& omega, Eigen::Index d_k) {
   return s;
 }
 
-Matrix softmax_rows(const Matrix& scores, TorchKernel kernel) {
+Matrix causal_mask(Eigen::Index t_q, Eigen::Index t_k) {
+  Matrix mask(t_q, t_k);  // (T_q, T_k)
+  for (Eigen::Index i = 0; i < t_q; ++i) {
+    for (Eigen::Index j = 0; j < t_k; ++j) mask(i, j) = j > i ? 1.0f : 0.0f;
+  }
+  return mask;
+}
+
+Matrix apply_mask(const Matrix& omega, const Matrix& mask) {
+  if (omega.rows() != mask.rows() || omega.cols() != mask.cols()) {
+    throw Error("mask: shapes " + shape_str(omega) + " and " + shape_str(mask) + " differ");
+  }
+  Matrix masked = omega;  // (T_q, T_k)
+  for (Eigen::Index i = 0; i < masked.size(); ++i) {
+    if (mask.data()[i] != 0.0f) masked.data()[i] = -std::numeric_limits<float>::infinity();
+  }
+  return masked;
+}
+
+Matrix softmax_rows(const Matrix& scores, TorchKernel kernel, MaskedRows masked_rows) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
   Matrix a(scores.rows(), scores.cols());  // A: (T_q, T_k)
   for (Eigen::Index i = 0; i < scores.rows(); ++i) {
-    float m = -std::numeric_limits<float>::infinity();
+    float m = -kInf;
     for (Eigen::Index j = 0; j < scores.cols(); ++j) m = std::fmax(m, scores(i, j));
+    if (m == -kInf) {
+      // Every key masked: exp(−inf − (−inf)) is exp(nan) in torch.softmax, and the nan that an
+      // x86 subtraction creates has the sign bit set (0xffc00000).
+      a.row(i).setConstant(masked_rows == MaskedRows::kZero ? 0.0f
+                                                            : std::bit_cast<float>(0xffc00000u));
+      continue;
+    }
     for (Eigen::Index j = 0; j < scores.cols(); ++j) {
       a(i, j) = torch_expf(scores(i, j) - m, kernel);  // e_j = exp(s_j - max)
     }
@@ -125,6 +218,15 @@ Matrix softmax_rows(const Matrix& scores, TorchKernel kernel) {
     for (Eigen::Index j = 0; j < scores.cols(); ++j) a(i, j) = a(i, j) * inv;
   }
   return a;
+}
+
+Matrix renormalize_rows(const Matrix& a) {
+  Matrix r(a.rows(), a.cols());  // (T_q, T_k)
+  for (Eigen::Index i = 0; i < a.rows(); ++i) {
+    const float sum = torch_sum(&a(i, 0), a.cols());
+    for (Eigen::Index j = 0; j < a.cols(); ++j) r(i, j) = a(i, j) / sum;
+  }
+  return r;
 }
 
 Matrix context_vectors(const Matrix& a, const Matrix& v) {

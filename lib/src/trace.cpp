@@ -1,5 +1,9 @@
 #include "attn/trace.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "attn/attention.hpp"
@@ -12,98 +16,514 @@ namespace {
 
 void check_range(const char* name, std::int64_t value, std::int64_t lo, std::int64_t hi) {
   if (value < lo || value > hi) {
-    throw Error(std::string(name) + " " + std::to_string(value) + " is out of range: allowed " +
-                std::to_string(lo) + ".." + std::to_string(hi));
+    throw Error(fmt::format("{} {} is out of range: allowed {}..{}", name, value, lo, hi));
   }
+}
+
+template <typename Enum, std::size_t N>
+Enum parse_name(std::string_view what, std::string_view name,
+                const std::pair<Enum, std::string_view> (&names)[N]) {
+  std::string allowed;
+  for (const auto& [value, text] : names) {
+    if (text == name) return value;
+    allowed += (allowed.empty() ? "" : ", ") + std::string(text);
+  }
+  throw Error(fmt::format("{} '{}' is not known: allowed are {}", what, name, allowed));
+}
+
+constexpr std::pair<WeightInit, std::string_view> kInitNames[] = {
+    {WeightInit::kRand, "rand"},
+    {WeightInit::kRandTransposed, "rand-transposed"},
+    {WeightInit::kLinear, "linear"}};
+constexpr std::pair<MultiheadForm, std::string_view> kMultiheadNames[] = {
+    {MultiheadForm::kWrapper, "wrapper"}, {MultiheadForm::kSplit, "split"}};
+constexpr std::pair<MaskedRows, std::string_view> kMaskedRowNames[] = {{MaskedRows::kNan, "nan"},
+                                                                       {MaskedRows::kZero, "zero"}};
+
+template <typename Enum, std::size_t N>
+std::string_view name_of(Enum value, const std::pair<Enum, std::string_view> (&names)[N]) {
+  for (const auto& [v, text] : names) {
+    if (v == value) return text;
+  }
+  return "?";
 }
 
 }  // namespace
 
-const Step& Trace::step(std::string_view id) const {
+std::string_view init_name(WeightInit init) { return name_of(init, kInitNames); }
+WeightInit parse_init(std::string_view name) { return parse_name("init", name, kInitNames); }
+std::string_view multihead_name(MultiheadForm form) { return name_of(form, kMultiheadNames); }
+MultiheadForm parse_multihead(std::string_view name) {
+  return parse_name("multihead form", name, kMultiheadNames);
+}
+std::string_view masked_rows_name(MaskedRows rule) { return name_of(rule, kMaskedRowNames); }
+MaskedRows parse_masked_rows(std::string_view name) {
+  return parse_name("masked-rows rule", name, kMaskedRowNames);
+}
+
+const Step& Trace::step(std::string_view id, std::optional<int> head,
+                        std::optional<int> batch) const {
   for (const Step& s : steps) {
-    if (s.id == id) return s;
+    if (s.id == id && s.head == head && s.batch == batch) return s;
   }
-  throw Error("the trace has no step '" + std::string(id) + "'");
+  std::string where;
+  if (head) where += fmt::format(" for head {}", *head + 1);
+  if (batch) where += fmt::format(" for sentence {}", *batch + 1);
+  throw Error(fmt::format("the trace has no step '{}'{}", id, where));
 }
 
-const std::vector<std::string_view>& step_ids() {
-  static const std::vector<std::string_view> ids = {
-      "embeddings", "w_query", "w_key",         "w_value",           "queries",        "keys",
-      "values",     "omega",   "scaled_scores", "attention_weights", "context_vectors"};
-  return ids;
+const TokenizedSentence& Trace::key_sentence(int batch) const {
+  return cross ? *cross : inputs.at(static_cast<std::size_t>(batch));
 }
 
-void validate(const TraceConfig& config) {
-  check_range("vocabulary size", config.vocab_size, 1, kMaxVocabSize);
-  check_range("d_in", config.d_in, 1, kMaxDimension);
-  check_range("d_kq", config.d_kq, 1, kMaxDimension);
-  check_range("d_v", config.d_v, 1, kMaxDimension);
+void validate(const TraceConfig& c) {
+  if (c.sentences.empty()) throw Error("no sentence: give at least one");
+  check_range("vocabulary size", c.vocab_size, 1, kMaxVocabSize);
+  check_range("d_in", c.d_in, 1, kMaxDimension);
+  check_range("d_kq", c.d_kq, 1, kMaxDimension);
+  check_range("d_v", c.d_v, 1, kMaxDimension);
+  check_range("heads", c.heads, 1, kMaxHeads);
+  if (c.cross && c.sentences.size() > 1) {
+    throw Error(fmt::format("cross-attention takes one query sentence; got {} sentences",
+                            c.sentences.size()));
+  }
+  if (c.heads > 1 && c.multihead == MultiheadForm::kSplit) {
+    if (c.d_kq != c.d_v) {
+      throw Error(
+          fmt::format("the split multi-head form projects to one width d_out, but d_kq {} "
+                      "and d_v {} differ: give --d-out",
+                      c.d_kq, c.d_v));
+    }
+    if (c.d_kq % c.heads != 0) {
+      throw Error(fmt::format("d_out {} does not split into {} heads: it must be a multiple of {}",
+                              c.d_kq, c.heads, c.heads));
+    }
+  }
 }
 
-Trace run_trace(const TraceConfig& config) {
-  validate(config);
+namespace {
+
+// W for one projection, as the init draws it: (d_in, d_out) for rand, (d_out, d_in) otherwise.
+Matrix draw_weight(TorchGenerator& gen, WeightInit init, std::int64_t d_in, std::int64_t d_out,
+                   TorchKernel kernel) {
+  switch (init) {
+    case WeightInit::kRand:
+      return torch_rand(gen, d_in, d_out);
+    case WeightInit::kRandTransposed:
+      return torch_rand(gen, d_out, d_in);
+    case WeightInit::kLinear:
+      return linear_weight(gen, d_in, d_out, kernel);
+  }
+  throw Error("unknown init");
+}
+
+// X W for rand; X Wᵀ for the (d_out, d_in) layouts: (T, d_in) -> (T, d_out).
+Matrix apply_weight(const Matrix& x, const Matrix& w, WeightInit init) {
+  if (init == WeightInit::kRand) return project(x, w);
+  const Matrix w_t = w.transpose();  // (d_in, d_out)
+  return project(x, w_t);
+}
+
+std::string weight_equation(WeightInit init, std::string_view w, std::string_view d_in,
+                            std::string_view d_out) {
+  switch (init) {
+    case WeightInit::kRand:
+      return fmt::format("{} = torch.rand({}, {})", w, d_in, d_out);
+    case WeightInit::kRandTransposed:
+      return fmt::format("{} = torch.rand({}, {})", w, d_out, d_in);
+    case WeightInit::kLinear:
+      return fmt::format("{} = nn.Linear({}, {}, bias=False).weight", w, d_in, d_out);
+  }
+  return {};
+}
+
+std::string projection_equation(WeightInit init, std::string_view out, std::string_view x,
+                                std::string_view w) {
+  switch (init) {
+    case WeightInit::kRand:
+      return fmt::format("{} = {} {}", out, x, w);
+    case WeightInit::kRandTransposed:
+      return fmt::format("{} = ({} {}ᵀ)ᵀ", out, w, x);
+    case WeightInit::kLinear:
+      return fmt::format("{} = {} {}ᵀ", out, x, w);
+  }
+  return {};
+}
+
+// The names of a weight's dimensions, in the order the init stores them.
+std::vector<std::string> weight_dims(WeightInit init, const std::string& d_in,
+                                     const std::string& d_out) {
+  if (init == WeightInit::kRand) return {d_in, d_out};
+  return {d_out, d_in};
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? std::string(sep) : "") + items[i];
+  return out;
+}
+
+// Records steps, adding the batch and head dimensions to their shapes where they apply.
+class Recorder {
+ public:
+  Recorder(Trace& trace, std::int64_t batch_size)
+      : trace_(trace),
+        batch_size_(batch_size),
+        split_heads_(trace.config.heads > 1 && trace.config.multihead == MultiheadForm::kSplit) {}
+
+  // `batch` and `head` are set for per-item and per-head steps; they are dropped when there is
+  // a single item or a single head.
+  const Matrix& add(std::string id, std::string title, std::string equation,
+                    std::vector<std::string> dims, Matrix values, std::optional<int> batch,
+                    std::optional<int> head, std::vector<std::string> rows = {},
+                    std::vector<std::string> cols = {}, std::string note = {}) {
+    Step s;
+    s.id = std::move(id);
+    s.title = std::move(title);
+    s.equation = std::move(equation);
+    if (batch_size_ > 1 && batch) {
+      s.batch = batch;
+      s.shape_names.push_back("B");
+      s.shape.push_back(batch_size_);
+    }
+    if (trace_.config.heads > 1 && head) {
+      s.head = head;
+      if (split_heads_) {
+        s.shape_names.push_back("H");
+        s.shape.push_back(trace_.config.heads);
+      }
+    }
+    s.shape_names.insert(s.shape_names.end(), dims.begin(), dims.end());
+    s.shape.push_back(values.rows());
+    s.shape.push_back(values.cols());
+    if (dims.size() == 1) s.shape.erase(s.shape.end() - 2);  // a vector, stored as one row
+    s.row_labels = std::move(rows);
+    s.col_labels = std::move(cols);
+    s.note = std::move(note);
+    s.values = std::move(values);
+    trace_.steps.push_back(std::move(s));
+    return trace_.steps.back().values;
+  }
+
+ private:
+  Trace& trace_;
+  std::int64_t batch_size_;
+  bool split_heads_;
+};
+
+// The weights of one head: W_q, W_k, W_v as drawn.
+struct HeadWeights {
+  Matrix w_q, w_k, w_v;
+};
+
+// The words of the tokenized sentences, checked.
+std::vector<std::string> words_of(const std::string& sentence, const std::string& which) {
+  std::vector<std::string> words = tokenize(sentence);
+  if (words.empty()) {
+    throw Error(which +
+                " has no words: give at least one word (commas and white space do not "
+                "count)");
+  }
+  return words;
+}
+
+}  // namespace
+
+Trace run_trace(const TraceConfig& c) {
+  validate(c);
   Trace trace;
-  trace.config = config;
+  trace.config = c;
+  const auto batch_size = static_cast<std::int64_t>(c.sentences.size());
 
-  // Tokenize: words, the dictionary and the ids.
-  trace.words = tokenize(config.sentence);
-  if (trace.words.empty()) {
+  // Tokenize: the words of every sentence, one dictionary for all of them.
+  std::vector<std::vector<std::string>> words;
+  std::vector<std::string> all_words;
+  for (std::size_t b = 0; b < c.sentences.size(); ++b) {
+    words.push_back(words_of(c.sentences[b],
+                             batch_size > 1 ? fmt::format("sentence {} of {}", b + 1, batch_size)
+                                            : std::string("the sentence")));
+    all_words.insert(all_words.end(), words.back().begin(), words.back().end());
+  }
+  std::vector<std::string> cross_words;
+  if (c.cross) {
+    cross_words = words_of(*c.cross, "the --cross sentence");
+    all_words.insert(all_words.end(), cross_words.begin(), cross_words.end());
+  }
+  trace.vocabulary = build_vocabulary(all_words);
+  std::size_t t = 0;
+  for (const auto& w : words) t = std::max(t, w.size());
+  const bool padded =
+      std::any_of(words.begin(), words.end(), [t](const auto& w) { return w.size() < t; });
+  if (padded) trace.pad_id = trace.vocabulary.size();
+  const std::int64_t needed = trace.vocabulary.size() + (padded ? 1 : 0);
+  if (needed > c.vocab_size) {
+    const char* whose = batch_size > 1 ? "the batch's"
+                        : c.cross      ? "the two sentences'"
+                                       : "the sentence's";
     throw Error(
-        "the sentence has no words: give at least one word (commas and white space "
-        "do not count)");
+        fmt::format("vocabulary size {} is smaller than {} {} distinct words{}: it must be "
+                    "at least {}",
+                    c.vocab_size, whose, trace.vocabulary.size(),
+                    padded ? " and the padding token" : "", needed));
   }
-  trace.vocabulary = build_vocabulary(trace.words);
-  if (trace.vocabulary.size() > config.vocab_size) {
-    throw Error("vocabulary size " + std::to_string(config.vocab_size) +
-                " is smaller than the sentence's " + std::to_string(trace.vocabulary.size()) +
-                " distinct words: it must be at least " + std::to_string(trace.vocabulary.size()));
+  for (auto& w : words) {
+    TokenizedSentence s;
+    s.length = static_cast<std::int64_t>(w.size());
+    s.ids = encode(trace.vocabulary, w);
+    s.words = std::move(w);
+    s.words.resize(t, std::string(kPadToken));
+    s.ids.resize(t, trace.pad_id.value_or(0));
+    trace.inputs.push_back(std::move(s));
   }
-  trace.ids = encode(trace.vocabulary, trace.words);
-  const std::vector<std::string>& tokens = trace.words;
+  if (c.cross) {
+    TokenizedSentence s;
+    s.length = static_cast<std::int64_t>(cross_words.size());
+    s.ids = encode(trace.vocabulary, cross_words);
+    s.words = std::move(cross_words);
+    trace.cross = std::move(s);
+  }
 
-  auto record = [&](std::string id, std::string symbol, std::string title, std::string equation,
-                    std::vector<std::string> rows, std::vector<std::string> cols, Matrix m) {
-    trace.steps.push_back(Step{std::move(id), std::move(symbol), std::move(title),
-                               std::move(equation), std::nullopt, std::move(rows), std::move(cols),
-                               std::move(m)});
-    return trace.steps.back().values;
-  };
+  Recorder rec(trace, batch_size);
+  const std::optional<int> no_head;
 
-  // torch.manual_seed(seed); X = nn.Embedding(V, d_in)(ids) -> (T, d_in)
-  const Matrix x = record(
-      "embeddings", "X", "the embedded sentence, one row per token", "X = Embedding(V, d_in)(ids)",
-      tokens, {}, embed(config.seed, config.vocab_size, config.d_in, trace.ids, config.kernel));
+  // torch.manual_seed(seed); X = nn.Embedding(V, d_in[, padding_idx])(ids): one call for every
+  // sentence, so that the generator runs once.
+  std::vector<std::int64_t> all_ids;
+  for (const auto& s : trace.inputs) all_ids.insert(all_ids.end(), s.ids.begin(), s.ids.end());
+  if (trace.cross) all_ids.insert(all_ids.end(), trace.cross->ids.begin(), trace.cross->ids.end());
+  Matrix embedded = embed(c.seed, c.vocab_size, c.d_in, all_ids, c.kernel);  // (ΣT, d_in)
+  for (std::size_t r = 0; r < all_ids.size(); ++r) {
+    if (trace.pad_id && all_ids[r] == *trace.pad_id)
+      embedded.row(static_cast<Eigen::Index>(r)).setZero();
+  }
+  const std::string embed_eq =
+      padded ? fmt::format("X = Embedding(V, d_in, padding_idx={})(ids)", *trace.pad_id)
+             : std::string("X = Embedding(V, d_in)(ids)");
+  const std::string pad_note =
+      padded ? fmt::format("'{}' rows are zero: padding_idx={} zeroes that row of the table",
+                           kPadToken, *trace.pad_id)
+             : std::string();
+  std::vector<Matrix> xs;
+  for (std::int64_t b = 0; b < batch_size; ++b) {
+    const auto& s = trace.inputs[static_cast<std::size_t>(b)];
+    xs.push_back(
+        rec.add("embeddings",
+                c.cross ? "the embedded query sentence, one row per token"
+                        : "the embedded sentence, one row per token",
+                embed_eq, {"T", "d_in"},
+                embedded.middleRows(b * static_cast<Eigen::Index>(t), static_cast<Eigen::Index>(t)),
+                static_cast<int>(b), no_head, s.words, {}, pad_note));
+  }
+  Matrix x_cross;
+  if (trace.cross) {
+    x_cross = rec.add("embeddings_2", "the embedded key and value sentence, one row per token",
+                      "X₂ = Embedding(V, d_in)(ids₂)", {"T₂", "d_in"},
+                      embedded.bottomRows(static_cast<Eigen::Index>(trace.cross->ids.size())),
+                      std::nullopt, no_head, trace.cross->words);
+  }
 
-  // torch.manual_seed(seed); W_q, W_k: (d_in, d_kq); W_v: (d_in, d_v), drawn in that order.
-  TorchGenerator gen(config.seed);
-  const Matrix w_q = record("w_query", "W_q", "query weights", "W_q = torch.rand(d_in, d_kq)", {},
-                            {}, torch_rand(gen, config.d_in, config.d_kq));
-  const Matrix w_k = record("w_key", "W_k", "key weights", "W_k = torch.rand(d_in, d_kq)", {}, {},
-                            torch_rand(gen, config.d_in, config.d_kq));
-  const Matrix w_v = record("w_value", "W_v", "value weights", "W_v = torch.rand(d_in, d_v)", {},
-                            {}, torch_rand(gen, config.d_in, config.d_v));
+  // torch.manual_seed(seed); the weights in creation order.
+  TorchGenerator gen(c.seed);
+  const bool split = c.heads > 1 && c.multihead == MultiheadForm::kSplit;
+  const std::int64_t n_weight_sets = split ? 1 : c.heads;
+  std::vector<HeadWeights> weights;
+  for (std::int64_t h = 0; h < n_weight_sets; ++h) {
+    const std::optional<int> head = split ? std::nullopt : std::optional<int>(static_cast<int>(h));
+    const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";
+    HeadWeights w;
+    w.w_q = rec.add("w_query", "query weights", weight_equation(c.init, "W_q", "d_in", kq),
+                    weight_dims(c.init, "d_in", kq),
+                    draw_weight(gen, c.init, c.d_in, c.d_kq, c.kernel), std::nullopt, head);
+    w.w_k = rec.add("w_key", "key weights", weight_equation(c.init, "W_k", "d_in", kq),
+                    weight_dims(c.init, "d_in", kq),
+                    draw_weight(gen, c.init, c.d_in, c.d_kq, c.kernel), std::nullopt, head);
+    w.w_v = rec.add("w_value", "value weights", weight_equation(c.init, "W_v", "d_in", dv),
+                    weight_dims(c.init, "d_in", dv),
+                    draw_weight(gen, c.init, c.d_in, c.d_v, c.kernel), std::nullopt, head);
+    weights.push_back(std::move(w));
+  }
+  Matrix w_o, b_o;
+  if (split) {
+    const std::string w_eq = c.init == WeightInit::kLinear
+                                 ? "W_o = nn.Linear(d_out, d_out).weight"
+                                 : weight_equation(c.init, "W_o", "d_out", "d_out");
+    w_o = rec.add("w_out", "output weights", w_eq, {"d_out", "d_out"},
+                  c.init == WeightInit::kLinear ? linear_weight(gen, c.d_kq, c.d_kq, c.kernel)
+                                                : torch_rand(gen, c.d_kq, c.d_kq),
+                  std::nullopt, no_head);
+    if (c.init == WeightInit::kLinear) {
+      b_o = rec.add("b_out", "output bias", "b_o = nn.Linear(d_out, d_out).bias", {"d_out"},
+                    linear_bias(gen, c.d_kq, c.d_kq, c.kernel), std::nullopt, no_head);
+    }
+  }
 
-  // Q = X W_q, K = X W_k: (T, d_kq); V = X W_v: (T, d_v)
-  const Matrix q = record("queries", "Q", "queries, one row per token", "Q = X W_q", tokens, {},
-                          project(x, w_q));
-  const Matrix k =
-      record("keys", "K", "keys, one row per token", "K = X W_k", tokens, {}, project(x, w_k));
-  const Matrix v =
-      record("values", "V", "values, one row per token", "V = X W_v", tokens, {}, project(x, w_v));
+  const std::string t_k = c.cross ? "T₂" : "T";
+  for (std::int64_t b = 0; b < batch_size; ++b) {
+    const auto item = static_cast<int>(b);
+    const TokenizedSentence& qs = trace.inputs[static_cast<std::size_t>(b)];
+    const TokenizedSentence& ks = trace.key_sentence(item);
+    const Matrix& x = xs[static_cast<std::size_t>(b)];
+    const Matrix& x_kv = c.cross ? x_cross : x;
+    const std::string x_kv_name = c.cross ? "X₂" : "X";
 
-  // ω = Q Kᵀ -> (T, T); rows are queries, columns keys
-  const Matrix omega = record("omega", "ω", "unnormalized attention scores", "ω = Q Kᵀ", tokens,
-                              tokens, omega_scores(q, k));
-  // ω / √d_k -> (T, T)
-  const Matrix scaled = record("scaled_scores", "ω / √d_k", "scaled attention scores", "ω / √d_k",
-                               tokens, tokens, scale(omega, config.d_kq));
-  // A = softmax(ω / √d_k) over each row -> (T, T)
-  const Matrix a =
-      record("attention_weights", "A", "attention weights, each row sums to 1",
-             "A = softmax(ω / √d_k)", tokens, tokens, softmax_rows(scaled, config.kernel));
-  // Z = A V -> (T, d_v)
-  record("context_vectors", "Z", "context vectors, one row per token", "Z = A V", tokens, {},
-         context_vectors(a, v));
+    // The mask: causal (key later than query) and padding (a pad token on either side).
+    const auto t_q = static_cast<Eigen::Index>(qs.words.size());
+    const auto t_kv = static_cast<Eigen::Index>(ks.words.size());
+    const bool pad_mask = qs.length < t_q;
+    Matrix mask = c.causal ? causal_mask(t_q, t_kv) : Matrix::Zero(t_q, t_kv);
+    if (padded) {
+      for (Eigen::Index i = 0; i < t_q; ++i) {
+        for (Eigen::Index j = 0; j < t_kv; ++j) {
+          if (i >= qs.length || j >= ks.length) mask(i, j) = 1.0f;
+        }
+      }
+    }
+    const bool masked = c.causal || padded;
+    std::string mask_eq, mask_note;
+    if (c.causal && padded) {
+      mask_eq = "M = triu(ones(T, T), diagonal=1) | padding";
+      mask_note = "1 = masked: a key after the query, or a '<pad>' query or key";
+    } else if (c.causal) {
+      mask_eq = fmt::format("M = triu(ones({}, {}), diagonal=1)", "T", t_k);
+      mask_note = "1 = masked: key j comes after query i, so a token does not see later tokens";
+    } else {
+      mask_eq = "M = 1 where the query or the key is '<pad>'";
+      mask_note = pad_mask ? "1 = masked: every pair with a '<pad>' query or key"
+                           : "nothing is masked: this sentence has no padding";
+    }
+    std::vector<std::string> fully_masked;
+    for (Eigen::Index i = 0; i < t_q; ++i) {
+      if (t_kv > 0 && mask.row(i).minCoeff() == 1.0f)
+        fully_masked.push_back(qs.words[static_cast<std::size_t>(i)] +
+                               fmt::format(" (row {})", i + 1));
+    }
+
+    // One head's attention: ω, the mask, the scaling, the softmax, the context vectors.
+    auto attend = [&](const Matrix& q, const Matrix& k, const Matrix& v, std::int64_t d_k,
+                      std::optional<int> head, const std::string& sub) {
+      const std::string q_name = "Q" + sub, k_name = "K" + sub, v_name = "V" + sub;
+      const std::string dk = split ? "d_head" : "d_k";
+      const Matrix omega = rec.add("omega", "unnormalized attention scores",
+                                   fmt::format("ω = {} {}ᵀ", q_name, k_name), {"T", t_k},
+                                   omega_scores(q, k), item, head, qs.words, ks.words);
+      Matrix scores = omega;
+      if (masked) {
+        rec.add("mask", "the mask", mask_eq, {"T", t_k}, mask, item, head, qs.words, ks.words,
+                mask_note);
+        scores = rec.add("masked_omega", "scores with the masked keys set to −inf",
+                         "ω.masked_fill(M, −inf)", {"T", t_k}, apply_mask(omega, mask), item, head,
+                         qs.words, ks.words);
+      }
+      const Matrix scaled =
+          rec.add("scaled_scores", "scaled attention scores",
+                  fmt::format("{0} / √{1} = {0} / √{2}", masked ? "masked ω" : "ω", dk, d_k),
+                  {"T", t_k}, scale(scores, d_k), item, head, qs.words, ks.words);
+      std::string weights_note;
+      if (!fully_masked.empty()) {
+        weights_note =
+            c.masked_rows == MaskedRows::kNan
+                ? fmt::format(
+                      "fully masked rows {}: the softmax of a row of −inf is nan, as "
+                      "torch.softmax gives (--masked-rows nan); --masked-rows zero gives 0",
+                      join(fully_masked, ", "))
+                : fmt::format(
+                      "fully masked rows {}: their weights are 0 (--masked-rows zero, as "
+                      "scaled_dot_product_attention's math path); torch.softmax gives nan",
+                      join(fully_masked, ", "));
+      }
+      const Matrix a = rec.add("attention_weights", "attention weights, each row sums to 1",
+                               fmt::format("A = softmax({} / √{})", masked ? "masked ω" : "ω", dk),
+                               {"T", t_k}, softmax_rows(scaled, c.kernel, c.masked_rows), item,
+                               head, qs.words, ks.words, weights_note);
+      if (c.causal) {
+        // The walkthrough's other way: softmax without the mask, zero the masked weights, and
+        // divide each row by its new sum.
+        const Matrix plain =
+            rec.add("unmasked_weights", "the other way: softmax without the mask",
+                    fmt::format("A' = softmax(ω / √{})", dk), {"T", t_k},
+                    softmax_rows(scale(omega, d_k), c.kernel), item, head, qs.words, ks.words);
+        Matrix zeroed = plain;
+        for (Eigen::Index i = 0; i < zeroed.size(); ++i) {
+          if (mask.data()[i] != 0.0f) zeroed.data()[i] = 0.0f;
+        }
+        rec.add("zeroed_weights", "... then the masked weights set to 0", "A'' = A' ⊙ (1 − M)",
+                {"T", t_k}, zeroed, item, head, qs.words, ks.words);
+        const Matrix renormalized = renormalize_rows(zeroed);
+        float worst = 0.0f;
+        for (Eigen::Index i = 0; i < a.size(); ++i) {
+          const float d = std::fabs(renormalized.data()[i] - a.data()[i]);
+          if (std::isfinite(d)) worst = std::max(worst, d);
+        }
+        rec.add("renormalized_weights", "... and each row divided by its sum",
+                "A'' / A''.sum(dim=-1, keepdim=True)", {"T", t_k}, renormalized, item, head,
+                qs.words, ks.words,
+                fmt::format("the same weights as attention_weights: the largest difference is "
+                            "{:.1e}, float32 rounding",
+                            worst));
+      }
+      return rec.add("context_vectors", "context vectors, one row per token",
+                     fmt::format("Z{} = A {}", sub, v_name), {"T", split ? "d_head" : "d_v"},
+                     context_vectors(a, v), item, head, qs.words);
+    };
+
+    std::vector<Matrix> zs;
+    if (!split) {
+      for (std::int64_t h = 0; h < c.heads; ++h) {
+        const HeadWeights& w = weights[static_cast<std::size_t>(h)];
+        const std::optional<int> head = static_cast<int>(h);
+        const Matrix q = rec.add("queries", "queries, one row per token",
+                                 projection_equation(c.init, "Q", "X", "W_q"), {"T", "d_kq"},
+                                 apply_weight(x, w.w_q, c.init), item, head, qs.words);
+        const Matrix k = rec.add("keys", "keys, one row per token",
+                                 projection_equation(c.init, "K", x_kv_name, "W_k"), {t_k, "d_kq"},
+                                 apply_weight(x_kv, w.w_k, c.init), item, head, ks.words);
+        const Matrix v = rec.add("values", "values, one row per token",
+                                 projection_equation(c.init, "V", x_kv_name, "W_v"), {t_k, "d_v"},
+                                 apply_weight(x_kv, w.w_v, c.init), item, head, ks.words);
+        zs.push_back(attend(q, k, v, c.d_kq, head, ""));
+      }
+    } else {
+      const HeadWeights& w = weights[0];
+      const Matrix q = rec.add("queries", "queries, one row per token",
+                               projection_equation(c.init, "Q", "X", "W_q"), {"T", "d_out"},
+                               apply_weight(x, w.w_q, c.init), item, no_head, qs.words);
+      const Matrix k = rec.add("keys", "keys, one row per token",
+                               projection_equation(c.init, "K", x_kv_name, "W_k"), {t_k, "d_out"},
+                               apply_weight(x_kv, w.w_k, c.init), item, no_head, ks.words);
+      const Matrix v = rec.add("values", "values, one row per token",
+                               projection_equation(c.init, "V", x_kv_name, "W_v"), {t_k, "d_out"},
+                               apply_weight(x_kv, w.w_v, c.init), item, no_head, ks.words);
+      const Eigen::Index hd = c.d_kq / c.heads;  // d_head = d_out / H
+      for (std::int64_t h = 0; h < c.heads; ++h) {
+        // Head h's columns: q.view(T, H, d_head).transpose(0, 1)[h]
+        const Matrix q_h = q.middleCols(h * hd, hd), k_h = k.middleCols(h * hd, hd);
+        const Matrix v_h = v.middleCols(h * hd, hd);
+        zs.push_back(attend(q_h, k_h, v_h, hd, static_cast<int>(h), "ₕ"));
+      }
+    }
+    if (c.heads > 1) {
+      Matrix z(zs[0].rows(), static_cast<Eigen::Index>(zs.size()) * zs[0].cols());  // (T, H·d_v)
+      for (std::size_t h = 0; h < zs.size(); ++h) {
+        z.middleCols(static_cast<Eigen::Index>(h) * zs[0].cols(), zs[0].cols()) = zs[h];
+      }
+      const Matrix concat = rec.add("context_concat", "the heads' context vectors side by side",
+                                    split ? "Z = Z₁ | … | Z_H (transpose(1, 2).view(T, d_out))"
+                                          : "Z = torch.cat([Z₁, …, Z_H], dim=-1)",
+                                    {"T", split ? "d_out" : "H·d_v"}, z, item, no_head, qs.words);
+      if (split) {
+        Matrix out = apply_weight(concat, w_o, c.init);  // (T, d_out)
+        std::string eq = projection_equation(c.init, "out", "Z", "W_o");
+        if (c.init == WeightInit::kLinear) {
+          for (Eigen::Index i = 0; i < out.rows(); ++i) {
+            for (Eigen::Index j = 0; j < out.cols(); ++j) out(i, j) = out(i, j) + b_o(0, j);
+          }
+          eq += " + b_o";
+        }
+        rec.add("output", "the output projection", eq, {"T", "d_out"}, out, item, no_head,
+                qs.words);
+      }
+    }
+  }
   return trace;
 }
 

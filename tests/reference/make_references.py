@@ -2,8 +2,9 @@
 
 Writes data/reference/avx2/*.json (PyTorch's AVX2 CPU kernels) and data/reference/default/*.json
 (the same recipes with ATEN_CPU_CAPABILITY=default, the non-AVX kernels): rng.json (the generator on
-its own: rand, randn, normal_, uniform_, nn.Embedding and nn.Linear initialisation) and one
-trace_<case>.json per attention walkthrough case.
+its own: rand, randn, normal_, uniform_, nn.Embedding and nn.Linear initialisation), one
+trace_<case>.json per attention walkthrough case, and one variant_<case>.json per case of variants.py
+(causal, multi-head, cross-attention, other weight initialisations, a padded batch; see there).
 
 Run from the project root with Debian's PyTorch (python3-torch 1.13.1), not the pyenv python:
 
@@ -29,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from variants import make_variants
 
 ROOT = Path(__file__).resolve().parents[2]
 FLAVOURS = {"avx2": "AVX2", "default": "NO AVX"}
@@ -218,6 +221,8 @@ def main():
     write(out / "rng.json", make_rng())
     for name, settings in TRACE_CASES.items():
         write(out / f"trace_{name}.json", make_trace(name, *settings))
+    for name, document in make_variants(env_info()):
+        write(out / f"variant_{name}.json", document)
     if flavour == "avx2":
         subprocess.run([sys.executable, __file__], check=True,
                        env={**os.environ, "ATEN_CPU_CAPABILITY": "default"})

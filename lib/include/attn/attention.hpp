@@ -8,6 +8,12 @@
 
 namespace attn {
 
+// What the softmax gives for a row whose every score is −inf (every key masked).
+enum class MaskedRows {
+  kNan,   // nan, as torch.softmax gives (exp(−inf − (−inf)) is exp(nan))
+  kZero,  // zeros, as the math path of scaled_dot_product_attention gives
+};
+
 // a @ b with naive left-to-right float32 accumulation, acc = fl(acc + fl(a_ik * b_kj)), as the
 // reference BLAS that Debian's PyTorch links computes it.
 // Requires: a.cols() == b.rows(). Returns: (a.rows(), b.cols()).
@@ -25,11 +31,24 @@ Matrix omega_scores(const Matrix& q, const Matrix& k);
 // Requires: d_k >= 1.
 Matrix scale(const Matrix& omega, Eigen::Index d_k);
 
+// The causal mask: 1 where key j > query i (j is later than i), 0 elsewhere, as
+// torch.triu(torch.ones(t_q, t_k), diagonal=1). Returns: (t_q, t_k).
+Matrix causal_mask(Eigen::Index t_q, Eigen::Index t_k);
+
+// ω.masked_fill(mask == 1, −inf). Requires: equal shapes. Returns: the shape of omega.
+Matrix apply_mask(const Matrix& omega, const Matrix& mask);
+
 // softmax(s, dim=-1) row by row: m = max, e_j = exp(s_j - m), the sum of the e_j, then
 // e_j * (1 / sum), as PyTorch's CPU kernel (_vec_softmax_lastdim). exp is torch_expf, and the
 // sum is added in the order of ATen's 8-lane reduce_all, for the kernel flavour.
-// Returns: the same shape; every row sums to 1 within rounding.
-Matrix softmax_rows(const Matrix& scores, TorchKernel kernel);
+// A row whose every score is −inf follows `masked_rows`.
+// Returns: the same shape; every other row sums to 1 within rounding.
+Matrix softmax_rows(const Matrix& scores, TorchKernel kernel,
+                    MaskedRows masked_rows = MaskedRows::kNan);
+
+// a / a.sum(dim=-1, keepdim=True): each row divided by its sum, added in the order of ATen's
+// sum kernel (a row of zeros gives nan, as in PyTorch). Returns: the same shape.
+Matrix renormalize_rows(const Matrix& a);
 
 // Z = A V: a (T_q, T_k) @ v (T_k, d_v) -> (T_q, d_v).
 // Requires: a.cols() == v.rows(). Throws Error naming both shapes otherwise.

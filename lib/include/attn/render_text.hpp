@@ -3,6 +3,7 @@
 // The text renderer: a trace as a person reads it, in PyTorch's tensor([...]) style.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "attn/trace.hpp"
@@ -19,8 +20,9 @@ std::string render_text(const Trace& trace, const TextOptions& options);
 
 // One token's path through the trace, as the walkthrough follows x⁽²⁾: its embedding, query,
 // key and value, the dot product ω_qk written out term by term, ω for every key, the weights
-// and the context vector. `query` and `key` are 1-based.
-// Requires: 1 <= query <= T and 1 <= key <= T. Throws Error naming the value otherwise.
+// and the context vector — per head where there are heads, per sentence of a batch.
+// `query` and `key` are 1-based; key counts the keys' sentence (the --cross one, if any).
+// Requires: 1 <= query <= T and 1 <= key <= T_k. Throws Error naming the value otherwise.
 std::string render_query_path(const Trace& trace, std::int64_t query, std::int64_t key,
                               const TextOptions& options);
 
@@ -29,7 +31,9 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
 // last token in a sentence of fewer than 5 words.
 std::int64_t default_path_key(const Trace& trace);
 
-// Python's repr of the dictionary: {'Life': 0, 'dessert': 1, ...}.
-std::string dictionary_repr(const Vocabulary& vocabulary);
+// Python's repr of the dictionary: {'Life': 0, 'dessert': 1, ...}, with the padding token last
+// when there is one.
+std::string dictionary_repr(const Vocabulary& vocabulary,
+                            std::optional<std::int64_t> pad_id = std::nullopt);
 
 }  // namespace attn

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/attention.hpp"
 #include "attn/matrix.hpp"
 #include "attn/tokenizer.hpp"
 #include "attn/torch_random.hpp"
@@ -23,46 +24,91 @@ inline constexpr std::int64_t kMaxDimension = 8192;
 // the sentence's ids are the first ones), so the limit is one of sense, not of cost: no model has
 // a billion words, and vocab_size * d_in stays far from PyTorch's int64 element count.
 inline constexpr std::int64_t kMaxVocabSize = 1'000'000'000;
+// The most heads: more than any model the lesson is about.
+inline constexpr std::int64_t kMaxHeads = 64;
+// The token that pads the shorter sentences of a batch.
+inline constexpr std::string_view kPadToken = "<pad>";
+
+// How W_q, W_k, W_v (and W_o) are drawn and applied.
+enum class WeightInit {
+  kRand,            // the walkthrough: W = torch.rand(d_in, d_out); Q = X W
+  kRandTransposed,  // its earlier version: W = torch.rand(d_out, d_in); q = W.matmul(x)
+  kLinear,          // course code: nn.Linear(d_in, d_out, bias=False); Q = X Wᵀ
+};
+// How several heads are formed.
+enum class MultiheadForm {
+  kWrapper,  // the walkthrough: N single-head modules, each with its own weights; Z concatenated
+  kSplit,    // course code: one projection of width d_out split into N heads, then W_o
+};
+
+std::string_view init_name(WeightInit init);           // "rand", "rand-transposed", "linear"
+WeightInit parse_init(std::string_view name);          // throws Error for any other name
+std::string_view multihead_name(MultiheadForm form);   // "wrapper", "split"
+MultiheadForm parse_multihead(std::string_view name);  // throws Error for any other name
+std::string_view masked_rows_name(MaskedRows rule);    // "nan", "zero"
+MaskedRows parse_masked_rows(std::string_view name);   // throws Error for any other name
 
 // What to compute. The defaults are the walkthrough's.
 struct TraceConfig {
-  std::string sentence{kWalkthroughSentence};
+  // One sentence, or several: a batch, padded to the longest with kPadToken.
+  std::vector<std::string> sentences{std::string(kWalkthroughSentence)};
+  // Cross-attention: keys and values come from this sentence, queries from the (one) sentence.
+  std::optional<std::string> cross;
   std::uint64_t seed = 123;         // torch.manual_seed(seed), before the embedding and the weights
   std::int64_t vocab_size = 50000;  // nn.Embedding(vocab_size, d_in)
   std::int64_t d_in = 3;            // embedding width
-  std::int64_t d_kq = 2;            // width of queries and keys
-  std::int64_t d_v = 4;             // width of values and context vectors
+  std::int64_t d_kq = 2;            // width of queries and keys (d_out of the split form)
+  std::int64_t d_v = 4;             // width of values (d_out of the split form)
+  std::int64_t heads = 1;
+  MultiheadForm multihead = MultiheadForm::kWrapper;
+  WeightInit init = WeightInit::kRand;
+  bool causal = false;                        // mask key j > query i
+  MaskedRows masked_rows = MaskedRows::kNan;  // weights of a row whose every key is masked
   TorchKernel kernel = TorchKernel::kAvx2;
 };
 
-// One recorded step.
+// One recorded step: one matrix (the slice for one batch item and one head where those apply).
 struct Step {
-  std::string id;                       // stable, documented: "omega", "attention_weights", ...
-  std::string symbol;                   // the lesson's symbol: "ω"
-  std::string title;                    // "unnormalized attention scores"
-  std::string equation;                 // "ω = Q Kᵀ"
-  std::optional<int> head;              // set where heads apply (0-based)
+  std::string id;            // stable, documented: "omega", "attention_weights", ...
+  std::string title;         // "unnormalized attention scores"
+  std::string equation;      // "ω = Q Kᵀ"
+  std::optional<int> head;   // 0-based, set for per-head steps when there are several heads
+  std::optional<int> batch;  // 0-based, set for per-item steps of a batch
+  // The whole tensor's shape as PyTorch holds it, with the lesson's names for each dimension:
+  // shape_names {"B", "T", "d_in"} with shape {3, 6, 3}. The matrix is its last two dimensions.
+  std::vector<std::string> shape_names;
+  std::vector<std::int64_t> shape;
   std::vector<std::string> row_labels;  // one per row, or empty (rows are indices)
   std::vector<std::string> col_labels;  // one per column, or empty
+  std::string note;                     // a sentence that explains this step's values, or empty
   Matrix values;                        // float32, row-major
+};
+
+// One sentence of the input, as tokens and ids.
+struct TokenizedSentence {
+  std::vector<std::string> words;  // in sentence order, padded with kPadToken to the batch's T
+  std::vector<std::int64_t> ids;   // one per word
+  std::int64_t length = 0;         // words before the padding
 };
 
 struct Trace {
   TraceConfig config;
-  std::vector<std::string> words;  // tokens, in sentence order
   Vocabulary vocabulary{{}};
-  std::vector<std::int64_t> ids;  // one per word
-  std::vector<Step> steps;        // in computation order
+  std::optional<std::int64_t> pad_id;      // the padding token's id, when a batch needs padding
+  std::vector<TokenizedSentence> inputs;   // one per batch item (queries, keys and values)
+  std::optional<TokenizedSentence> cross;  // the keys' and values' sentence of cross-attention
+  std::vector<Step> steps;                 // in computation order
 
-  // The step with this id. Throws Error naming the id if there is none.
-  const Step& step(std::string_view id) const;
+  // The step with this id (and head and batch item, where they apply). Throws Error naming it
+  // if there is none.
+  const Step& step(std::string_view id, std::optional<int> head = std::nullopt,
+                   std::optional<int> batch = std::nullopt) const;
+  // The tokens that label keys: the cross sentence's, or the batch item's own.
+  const TokenizedSentence& key_sentence(int batch) const;
 };
 
-// The ids of the single-head trace's steps, in order.
-const std::vector<std::string_view>& step_ids();
-
-// Checks every setting against its allowed range. Throws Error naming the setting, its value
-// and what is allowed.
+// Checks every setting against its allowed range and the others. Throws Error naming the
+// setting, its value and what is allowed.
 void validate(const TraceConfig& config);
 
 // Tokenizes, embeds, projects and attends, recording each step; like a module's forward().
