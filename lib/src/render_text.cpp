@@ -105,10 +105,11 @@ std::string int_tensor_text(const std::vector<std::vector<std::int64_t>>& rows, 
   return out + (as_vector ? ")" : "])");
 }
 
-std::string number(float v, int precision) {
+// A number in a written-out sum; a negative factor is put in parentheses.
+std::string number(float v, int precision, bool factor = true) {
   std::string s = fmt::format("{:.{}f}", static_cast<double>(v), precision);
   if (s[0] == '-' && s.find_first_not_of("0.", 1) == std::string::npos) s.erase(0, 1);
-  return s[0] == '-' ? "(" + s + ")" : s;
+  return factor && s[0] == '-' ? "(" + s + ")" : s;
 }
 
 void check_token_index(const char* what, std::int64_t i, std::int64_t t, const char* sentence) {
@@ -150,7 +151,9 @@ void append_preamble(std::string& out, const Trace& trace) {
   std::string settings =
       fmt::format("seed {}, vocab-size {}, d-in {}, d-kq {}, d-v {}, torch-kernel {}", c.seed,
                   c.vocab_size, c.d_in, c.d_kq, c.d_v, kernel_name(c.kernel));
-  if (c.heads > 1) settings += fmt::format(", heads {} ({})", c.heads, multihead_name(c.multihead));
+  if (c.heads > 1 || c.multihead != MultiheadForm::kWrapper) {
+    settings += fmt::format(", heads {} ({})", c.heads, multihead_name(c.multihead));
+  }
   if (c.init != WeightInit::kRand) settings += fmt::format(", init {}", init_name(c.init));
   if (c.causal) settings += ", causal";
   if (c.causal || trace.pad_id) {
@@ -233,7 +236,7 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
                     c.cross ? "key and value sentence" : "sentence");
   const int p = options.precision;
   const Eigen::Index qi = query - 1, ki = key - 1;
-  const bool split = c.heads > 1 && c.multihead == MultiheadForm::kSplit;
+  const bool split = c.multihead == MultiheadForm::kSplit;
   const std::optional<int> no_head;
 
   std::string out;
@@ -244,26 +247,38 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
   };
   const std::string x_q = sup("x", query), q_q = sup("q", query);
   const std::string w_sub = digits_in(query, kSubscripts);
-  const std::string keys_text = "columns: keys " + join(trace.key_sentence(0).words, ", ");
 
   for (std::size_t b = 0; b < trace.inputs.size(); ++b) {
     const std::optional<int> batch =
         trace.inputs.size() > 1 ? std::optional<int>(static_cast<int>(b)) : std::nullopt;
     const TokenizedSentence& qs = trace.inputs[b];
     const TokenizedSentence& ks = trace.key_sentence(static_cast<int>(b));
+    const std::string keys_text = "columns: keys " + join(ks.words, ", ");
     out += fmt::format(
         "\nthe path of token {}, {}{}\n", query, python_str_repr(qs.words[qi]),
         batch ? fmt::format(", in sentence {} of {}", b + 1, trace.inputs.size()) : std::string());
     item(x_q + " = X[" + std::to_string(query) + "]", "its embedding",
          trace.step("embeddings", no_head, batch).values, qi);
-    if (split) {
-      item(q_q + " = " + x_q + " W_q", "its query, all heads",
-           trace.step("queries", no_head, batch).values, qi);
-      item(sup("k", query) + " = " + x_q + " W_k", "its key, all heads",
-           trace.step("keys", no_head, batch).values, qi);
-      item(sup("v", query) + " = " + x_q + " W_v", "its value, all heads",
-           trace.step("values", no_head, batch).values, qi);
-    }
+    // Its query, key and value; in cross-attention it has no key or value, and the key token's
+    // key and value are shown instead.
+    auto projections = [&](std::optional<int> head, const std::string& heads_text) {
+      item(q_q + " = " + x_q + " W_q", "its query" + heads_text,
+           trace.step("queries", head, batch).values, qi);
+      if (c.cross) {
+        const std::string x_k = "X₂[" + std::to_string(key) + "]";
+        const std::string whose = python_str_repr(ks.words[ki]) + heads_text;
+        item(sup("k", key) + " = " + x_k + " W_k", "the key of " + whose,
+             trace.step("keys", head, batch).values, ki);
+        item(sup("v", key) + " = " + x_k + " W_v", "the value of " + whose,
+             trace.step("values", head, batch).values, ki);
+      } else {
+        item(sup("k", query) + " = " + x_q + " W_k", "its key" + heads_text,
+             trace.step("keys", head, batch).values, qi);
+        item(sup("v", query) + " = " + x_q + " W_v", "its value" + heads_text,
+             trace.step("values", head, batch).values, qi);
+      }
+    };
+    if (split) projections(no_head, ", all heads");
     for (std::int64_t h = 0; h < c.heads; ++h) {
       const std::optional<int> head =
           c.heads > 1 ? std::optional<int>(static_cast<int>(h)) : std::nullopt;
@@ -276,10 +291,7 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
       } else {
         q = trace.step("queries", head, batch).values;
         k = trace.step("keys", head, batch).values;
-        item(q_q + " = " + x_q + " W_q", "its query", q, qi);
-        item(sup("k", query) + " = " + x_q + " W_k", "its key", k, qi);
-        item(sup("v", query) + " = " + x_q + " W_v", "its value",
-             trace.step("values", head, batch).values, qi);
+        projections(head, "");
       }
       // One dot product written out, as the walkthrough does for ω₂₄.
       const Matrix& omega = trace.step("omega", head, batch).values;
@@ -298,7 +310,7 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
       // query_2.dot(keys[4]), the key of the 5th token.
       out += fmt::format(" (the walkthrough's omega_{}{} = query_{}.dot(keys[{}]))\n", query,
                          key - 1, query, key - 1);
-      out += fmt::format("{} = {}\n", join(terms, " + "), number(omega(qi, ki), p));
+      out += fmt::format("{} = {}\n", join(terms, " + "), number(omega(qi, ki), p, false));
       item("ω" + w_sub + " = " + q_q + " Kᵀ", "its score for every key; " + keys_text, omega, qi);
       if (c.causal || trace.pad_id) {
         item("ω" + w_sub + ".masked_fill(M" + w_sub + ", −inf)", "its scores after the mask",

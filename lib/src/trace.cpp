@@ -87,7 +87,7 @@ void validate(const TraceConfig& c) {
     throw Error(fmt::format("cross-attention takes one query sentence; got {} sentences",
                             c.sentences.size()));
   }
-  if (c.heads > 1 && c.multihead == MultiheadForm::kSplit) {
+  if (c.multihead == MultiheadForm::kSplit) {
     if (c.d_kq != c.d_v) {
       throw Error(
           fmt::format("the split multi-head form projects to one width d_out, but d_kq {} "
@@ -169,7 +169,7 @@ class Recorder {
   Recorder(Trace& trace, std::int64_t batch_size)
       : trace_(trace),
         batch_size_(batch_size),
-        split_heads_(trace.config.heads > 1 && trace.config.multihead == MultiheadForm::kSplit) {}
+        split_heads_(trace.config.multihead == MultiheadForm::kSplit) {}
 
   // `batch` and `head` are set for per-item and per-head steps; they are dropped when there is
   // a single item or a single head.
@@ -324,7 +324,7 @@ Trace run_trace(const TraceConfig& c) {
 
   // torch.manual_seed(seed); the weights in creation order.
   TorchGenerator gen(c.seed);
-  const bool split = c.heads > 1 && c.multihead == MultiheadForm::kSplit;
+  const bool split = c.multihead == MultiheadForm::kSplit;
   const std::int64_t n_weight_sets = split ? 1 : c.heads;
   std::vector<HeadWeights> weights;
   for (std::int64_t h = 0; h < n_weight_sets; ++h) {
@@ -391,11 +391,9 @@ Trace run_trace(const TraceConfig& c) {
       mask_note = pad_mask ? "1 = masked: every pair with a '<pad>' query or key"
                            : "nothing is masked: this sentence has no padding";
     }
-    std::vector<std::string> fully_masked;
+    std::vector<std::string> fully_masked;  // 1-based row numbers
     for (Eigen::Index i = 0; i < t_q; ++i) {
-      if (t_kv > 0 && mask.row(i).minCoeff() == 1.0f)
-        fully_masked.push_back(qs.words[static_cast<std::size_t>(i)] +
-                               fmt::format(" (row {})", i + 1));
+      if (t_kv > 0 && mask.row(i).minCoeff() == 1.0f) fully_masked.push_back(std::to_string(i + 1));
     }
 
     // One head's attention: ω, the mask, the scaling, the softmax, the context vectors.
@@ -423,12 +421,12 @@ Trace run_trace(const TraceConfig& c) {
         weights_note =
             c.masked_rows == MaskedRows::kNan
                 ? fmt::format(
-                      "fully masked rows {}: the softmax of a row of −inf is nan, as "
-                      "torch.softmax gives (--masked-rows nan); --masked-rows zero gives 0",
+                      "rows {} mask every key: the softmax of a row of −inf is nan, as "
+                      "torch.softmax gives it (--masked-rows zero gives 0 instead)",
                       join(fully_masked, ", "))
                 : fmt::format(
-                      "fully masked rows {}: their weights are 0 (--masked-rows zero, as "
-                      "scaled_dot_product_attention's math path); torch.softmax gives nan",
+                      "rows {} mask every key: their weights are 0, as "
+                      "scaled_dot_product_attention gives them (torch.softmax gives nan)",
                       join(fully_masked, ", "));
       }
       const Matrix a = rec.add("attention_weights", "attention weights, each row sums to 1",
@@ -501,27 +499,27 @@ Trace run_trace(const TraceConfig& c) {
         zs.push_back(attend(q_h, k_h, v_h, hd, static_cast<int>(h), "ₕ"));
       }
     }
+    // The heads side by side; for the split form, the output projection after them.
+    Matrix z(zs[0].rows(), static_cast<Eigen::Index>(zs.size()) * zs[0].cols());  // (T, H·d_v)
+    for (std::size_t h = 0; h < zs.size(); ++h) {
+      z.middleCols(static_cast<Eigen::Index>(h) * zs[0].cols(), zs[0].cols()) = zs[h];
+    }
     if (c.heads > 1) {
-      Matrix z(zs[0].rows(), static_cast<Eigen::Index>(zs.size()) * zs[0].cols());  // (T, H·d_v)
-      for (std::size_t h = 0; h < zs.size(); ++h) {
-        z.middleCols(static_cast<Eigen::Index>(h) * zs[0].cols(), zs[0].cols()) = zs[h];
-      }
-      const Matrix concat = rec.add("context_concat", "the heads' context vectors side by side",
-                                    split ? "Z = Z₁ | … | Z_H (transpose(1, 2).view(T, d_out))"
-                                          : "Z = torch.cat([Z₁, …, Z_H], dim=-1)",
-                                    {"T", split ? "d_out" : "H·d_v"}, z, item, no_head, qs.words);
-      if (split) {
-        Matrix out = apply_weight(concat, w_o, c.init);  // (T, d_out)
-        std::string eq = projection_equation(c.init, "out", "Z", "W_o");
-        if (c.init == WeightInit::kLinear) {
-          for (Eigen::Index i = 0; i < out.rows(); ++i) {
-            for (Eigen::Index j = 0; j < out.cols(); ++j) out(i, j) = out(i, j) + b_o(0, j);
-          }
-          eq += " + b_o";
+      rec.add("context_concat", "the heads' context vectors side by side",
+              split ? "Z = Z₁ | … | Z_H (transpose(1, 2).view(T, d_out))"
+                    : "Z = torch.cat([Z₁, …, Z_H], dim=-1)",
+              {"T", split ? "d_out" : "H·d_v"}, z, item, no_head, qs.words);
+    }
+    if (split) {
+      Matrix out = apply_weight(z, w_o, c.init);  // (T, d_out)
+      std::string eq = projection_equation(c.init, "out", "Z", "W_o");
+      if (c.init == WeightInit::kLinear) {
+        for (Eigen::Index i = 0; i < out.rows(); ++i) {
+          for (Eigen::Index j = 0; j < out.cols(); ++j) out(i, j) = out(i, j) + b_o(0, j);
         }
-        rec.add("output", "the output projection", eq, {"T", "d_out"}, out, item, no_head,
-                qs.words);
+        eq += " + b_o";
       }
+      rec.add("output", "the output projection", eq, {"T", "d_out"}, out, item, no_head, qs.words);
     }
   }
   return trace;

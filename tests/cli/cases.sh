@@ -55,7 +55,6 @@ case_walkthrough_spelled_out() {
   expect_output default "Life is short, eat dessert first" --seed 123 --vocab-size 50000 \
     --d-in 3 --d-kq 2 --d-v 4 --precision 4 --torch-kernel avx2
 }
-case_sentence_as_several_arguments() { expect_output default Life is short, eat dessert first; }
 case_query_2() { expect_output query_2 --query 2; }
 case_query_6_key_1() { expect_output query_6_key_1 --query 6 --key 1; }
 case_fox_seed7() {
@@ -66,6 +65,34 @@ case_kernel_default() { expect_output kernel_default --torch-kernel default; }
 case_precision_6() { expect_output precision_6 --precision 6; }
 case_wide_rows_wrap() { expect_output wide_rows "one two three" --seed 1 --d-in 12 --d-kq 3 --d-v 10; }
 case_help() { expect_output help --help; }
+
+# --- variants -----------------------------------------------------------------------------------
+case_causal() { expect_output causal --causal; }
+case_causal_query_3() { expect_output causal_query_3 --causal --query 3; }
+case_heads_2_wrapper() { expect_output heads_2_wrapper --heads 2; }
+case_heads_2_wrapper_query_2() { expect_output heads_2_wrapper_query_2 --heads 2 --query 2; }
+case_heads_2_split() { expect_output heads_2_split --heads 2 --multihead split --d-out 4 --init linear; }
+case_heads_2_split_causal_query_2() {
+  expect_output heads_2_split_causal_query_2 --heads 2 --multihead split --d-out 4 --init linear \
+    --causal --query 2
+}
+case_cross() { expect_output cross --cross "The quick brown fox jumps over the lazy dog"; }
+case_cross_query_3_key_9() {
+  expect_output cross_query_3_key_9 --cross "The quick brown fox jumps over the lazy dog" --query 3 --key 9
+}
+case_init_linear() { expect_output init_linear --init linear; }
+case_init_rand_transposed_earlier_walkthrough() {
+  # The earlier walkthrough: omega_24 = query_2.dot(keys[4]) = 11.1466
+  expect_output init_rand_transposed_query_2 --init rand-transposed --vocab-size 6 --d-in 16 \
+    --d-kq 24 --d-v 28 --query 2
+}
+case_batch_padded() {
+  expect_output batch_padded "Life is short, eat dessert first" "eat dessert" "short life is sweet"
+}
+case_batch_padded_zero_rule_query_2() {
+  expect_output batch_padded_zero_query_2 "Life is short, eat dessert first" "eat dessert" \
+    --masked-rows zero --query 2
+}
 case_version() { expect_output version --version; }
 
 case_two_runs_same_bytes() {
@@ -133,13 +160,41 @@ case_error_key_past_end() {
 }
 case_error_key_without_query() { expect_error "--key 3 needs --query" --key 3; }
 case_error_unknown_option() {
-  expect_error "The following argument was not expected: --heads (see attn-trace --help)" --heads 2
+  expect_error "The following argument was not expected: --head (see attn-trace --help)" --head 2
 }
 case_error_unknown_kernel() {
   expect_error "--torch-kernel: neon not in {avx2,default} (see attn-trace --help)" --torch-kernel neon
 }
 case_error_precision() {
   expect_error "--precision: 9 is out of range; allowed: 0..8 (see attn-trace --help)" --precision 9
+}
+case_error_split_needs_one_width() {
+  expect_error "the split multi-head form projects to one width d_out, but d_kq 2 and d_v 4 differ: give --d-out" --heads 2 --multihead split
+}
+case_error_split_heads_do_not_divide() {
+  expect_error "d_out 4 does not split into 3 heads: it must be a multiple of 3" --heads 3 --multihead split --d-out 4
+}
+case_error_d_out_conflicts_with_d_kq() {
+  expect_error "--d-kq excludes --d-out (see attn-trace --help)" --d-out 4 --d-kq 2
+}
+case_error_heads_zero() { expect_error "--heads: 0 is out of range; allowed: 1..64 (see attn-trace --help)" --heads 0; }
+case_error_unknown_init() {
+  expect_error "--init: uniform not in {rand,rand-transposed,linear} (see attn-trace --help)" --init uniform
+}
+case_error_unknown_masked_rows_rule() {
+  expect_error "--masked-rows: skip not in {nan,zero} (see attn-trace --help)" --masked-rows skip
+}
+case_error_cross_with_a_batch() {
+  expect_error "cross-attention takes one query sentence; got 2 sentences" "a b" "c" --cross "d e"
+}
+case_error_cross_sentence_empty() {
+  expect_error "the --cross sentence has no words: give at least one word (commas and white space do not count)" --cross " , "
+}
+case_error_batch_sentence_empty() {
+  expect_error "sentence 2 of 2 has no words: give at least one word (commas and white space do not count)" "a b" ""
+}
+case_error_cross_key_past_end() {
+  expect_error "key 3 is out of range: the key and value sentence has 2 tokens, allowed 1..2" --cross "x y" --query 1 --key 3
 }
 case_error_option_twice() {
   expect_error "--seed: given 2 times, once is allowed (see attn-trace --help)" --seed 1 --seed 2
