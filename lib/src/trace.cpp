@@ -452,12 +452,17 @@ Trace run_trace(const TraceConfig& c) {
           const float d = std::fabs(renormalized.data()[i] - a.data()[i]);
           if (std::isfinite(d)) worst = std::max(worst, d);
         }
-        rec.add("renormalized_weights", "... and each row divided by its sum",
-                "A'' / A''.sum(dim=-1, keepdim=True)", {"T", t_k}, renormalized, item, head,
-                qs.words, ks.words,
-                fmt::format("the same weights as attention_weights: the largest difference is "
-                            "{:.1e}, float32 rounding",
-                            worst));
+        rec.add(
+            "renormalized_weights", "... and each row divided by its sum",
+            "A'' / A''.sum(dim=-1, keepdim=True)", {"T", t_k}, renormalized, item, head, qs.words,
+            ks.words,
+            fmt::format("the same weights as attention_weights: the largest difference is "
+                        "{:.1e}, float32 rounding{}",
+                        worst,
+                        fully_masked.empty()
+                            ? std::string()
+                            : fmt::format("; rows {} are all 0 after the mask, and 0 / 0 is nan",
+                                          join(fully_masked, ", "))));
       }
       return rec.add("context_vectors", "context vectors, one row per token",
                      fmt::format("Z{} = A {}", sub, v_name), {"T", split ? "d_head" : "d_v"},
