@@ -469,39 +469,37 @@ Trace run_trace(const TraceConfig& c) {
                      context_vectors(a, v), item, head, qs.words);
     };
 
+    // Q = X W_q, K = X₍₂₎ W_k, V = X₍₂₎ W_v: per head (wrapper) or once, d_out wide (split).
+    struct Qkv {
+      Matrix q, k, v;
+    };
+    auto project_qkv = [&](const HeadWeights& w, std::optional<int> head) {
+      const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";
+      Qkv p;
+      p.q = rec.add("queries", "queries, one row per token",
+                    projection_equation(c.init, "Q", "X", "W_q"), {"T", kq},
+                    apply_weight(x, w.w_q, c.init), item, head, qs.words);
+      p.k = rec.add("keys", "keys, one row per token",
+                    projection_equation(c.init, "K", x_kv_name, "W_k"), {t_k, kq},
+                    apply_weight(x_kv, w.w_k, c.init), item, head, ks.words);
+      p.v = rec.add("values", "values, one row per token",
+                    projection_equation(c.init, "V", x_kv_name, "W_v"), {t_k, dv},
+                    apply_weight(x_kv, w.w_v, c.init), item, head, ks.words);
+      return p;
+    };
     std::vector<Matrix> zs;
     if (!split) {
       for (std::int64_t h = 0; h < c.heads; ++h) {
-        const HeadWeights& w = weights[static_cast<std::size_t>(h)];
-        const std::optional<int> head = static_cast<int>(h);
-        const Matrix q = rec.add("queries", "queries, one row per token",
-                                 projection_equation(c.init, "Q", "X", "W_q"), {"T", "d_kq"},
-                                 apply_weight(x, w.w_q, c.init), item, head, qs.words);
-        const Matrix k = rec.add("keys", "keys, one row per token",
-                                 projection_equation(c.init, "K", x_kv_name, "W_k"), {t_k, "d_kq"},
-                                 apply_weight(x_kv, w.w_k, c.init), item, head, ks.words);
-        const Matrix v = rec.add("values", "values, one row per token",
-                                 projection_equation(c.init, "V", x_kv_name, "W_v"), {t_k, "d_v"},
-                                 apply_weight(x_kv, w.w_v, c.init), item, head, ks.words);
-        zs.push_back(attend(q, k, v, c.d_kq, head, ""));
+        const Qkv p = project_qkv(weights[static_cast<std::size_t>(h)], static_cast<int>(h));
+        zs.push_back(attend(p.q, p.k, p.v, c.d_kq, static_cast<int>(h), ""));
       }
     } else {
-      const HeadWeights& w = weights[0];
-      const Matrix q = rec.add("queries", "queries, one row per token",
-                               projection_equation(c.init, "Q", "X", "W_q"), {"T", "d_out"},
-                               apply_weight(x, w.w_q, c.init), item, no_head, qs.words);
-      const Matrix k = rec.add("keys", "keys, one row per token",
-                               projection_equation(c.init, "K", x_kv_name, "W_k"), {t_k, "d_out"},
-                               apply_weight(x_kv, w.w_k, c.init), item, no_head, ks.words);
-      const Matrix v = rec.add("values", "values, one row per token",
-                               projection_equation(c.init, "V", x_kv_name, "W_v"), {t_k, "d_out"},
-                               apply_weight(x_kv, w.w_v, c.init), item, no_head, ks.words);
+      const Qkv p = project_qkv(weights[0], no_head);
       const Eigen::Index hd = c.d_kq / c.heads;  // d_head = d_out / H
       for (std::int64_t h = 0; h < c.heads; ++h) {
         // Head h's columns: q.view(T, H, d_head).transpose(0, 1)[h]
-        const Matrix q_h = q.middleCols(h * hd, hd), k_h = k.middleCols(h * hd, hd);
-        const Matrix v_h = v.middleCols(h * hd, hd);
-        zs.push_back(attend(q_h, k_h, v_h, hd, static_cast<int>(h), "ₕ"));
+        zs.push_back(attend(p.q.middleCols(h * hd, hd), p.k.middleCols(h * hd, hd),
+                            p.v.middleCols(h * hd, hd), hd, static_cast<int>(h), "ₕ"));
       }
     }
     // The heads side by side; for the split form, the output projection after them.
