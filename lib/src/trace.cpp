@@ -31,10 +31,6 @@ Enum parse_name(std::string_view what, std::string_view name,
   throw Error(fmt::format("{} '{}' is not known: allowed are {}", what, name, allowed));
 }
 
-constexpr std::pair<WeightInit, std::string_view> kInitNames[] = {
-    {WeightInit::kRand, "rand"},
-    {WeightInit::kRandTransposed, "rand-transposed"},
-    {WeightInit::kLinear, "linear"}};
 constexpr std::pair<MultiheadForm, std::string_view> kMultiheadNames[] = {
     {MultiheadForm::kWrapper, "wrapper"}, {MultiheadForm::kSplit, "split"}};
 constexpr std::pair<MaskedRows, std::string_view> kMaskedRowNames[] = {{MaskedRows::kNan, "nan"},
@@ -50,8 +46,6 @@ std::string_view name_of(Enum value, const std::pair<Enum, std::string_view> (&n
 
 }  // namespace
 
-std::string_view init_name(WeightInit init) { return name_of(init, kInitNames); }
-WeightInit parse_init(std::string_view name) { return parse_name("init", name, kInitNames); }
 std::string_view multihead_name(MultiheadForm form) { return name_of(form, kMultiheadNames); }
 MultiheadForm parse_multihead(std::string_view name) {
   return parse_name("multihead form", name, kMultiheadNames);
@@ -102,60 +96,6 @@ void validate(const TraceConfig& c) {
 }
 
 namespace {
-
-// W for one projection, as the init draws it: (d_in, d_out) for rand, (d_out, d_in) otherwise.
-Matrix draw_weight(TorchGenerator& gen, WeightInit init, std::int64_t d_in, std::int64_t d_out,
-                   TorchKernel kernel) {
-  switch (init) {
-    case WeightInit::kRand:
-      return torch_rand(gen, d_in, d_out);
-    case WeightInit::kRandTransposed:
-      return torch_rand(gen, d_out, d_in);
-    case WeightInit::kLinear:
-      return linear_weight(gen, d_in, d_out, kernel);
-  }
-  throw Error("unknown init");
-}
-
-// X W for rand; X Wᵀ for the (d_out, d_in) layouts: (T, d_in) -> (T, d_out).
-Matrix apply_weight(const Matrix& x, const Matrix& w, WeightInit init) {
-  if (init == WeightInit::kRand) return project(x, w);
-  const Matrix w_t = w.transpose();  // (d_in, d_out)
-  return project(x, w_t);
-}
-
-std::string weight_equation(WeightInit init, std::string_view w, std::string_view d_in,
-                            std::string_view d_out) {
-  switch (init) {
-    case WeightInit::kRand:
-      return fmt::format("{} = torch.rand({}, {})", w, d_in, d_out);
-    case WeightInit::kRandTransposed:
-      return fmt::format("{} = torch.rand({}, {})", w, d_out, d_in);
-    case WeightInit::kLinear:
-      return fmt::format("{} = nn.Linear({}, {}, bias=False).weight", w, d_in, d_out);
-  }
-  return {};
-}
-
-std::string projection_equation(WeightInit init, std::string_view out, std::string_view x,
-                                std::string_view w) {
-  switch (init) {
-    case WeightInit::kRand:
-      return fmt::format("{} = {} {}", out, x, w);
-    case WeightInit::kRandTransposed:
-      return fmt::format("{} = ({} {}ᵀ)ᵀ", out, w, x);
-    case WeightInit::kLinear:
-      return fmt::format("{} = {} {}ᵀ", out, x, w);
-  }
-  return {};
-}
-
-// The names of a weight's dimensions, in the order the init stores them.
-std::vector<std::string> weight_dims(WeightInit init, const std::string& d_in,
-                                     const std::string& d_out) {
-  if (init == WeightInit::kRand) return {d_in, d_out};
-  return {d_out, d_in};
-}
 
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
   std::string out;

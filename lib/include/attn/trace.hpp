@@ -13,6 +13,7 @@
 #include "attn/matrix.hpp"
 #include "attn/tokenizer.hpp"
 #include "attn/torch_random.hpp"
+#include "attn/weights.hpp"
 
 namespace attn {
 
@@ -29,12 +30,6 @@ inline constexpr std::int64_t kMaxHeads = 64;
 // The token that pads the shorter sentences of a batch.
 inline constexpr std::string_view kPadToken = "<pad>";
 
-// How W_q, W_k, W_v (and W_o) are drawn and applied.
-enum class WeightInit {
-  kRand,            // the walkthrough: W = torch.rand(d_in, d_out); Q = X W
-  kRandTransposed,  // its earlier version: W = torch.rand(d_out, d_in); q = W.matmul(x)
-  kLinear,          // course code: nn.Linear(d_in, d_out, bias=False); Q = X Wᵀ
-};
 // How several heads are formed.
 enum class MultiheadForm {
   kWrapper,  // the walkthrough: N single-head modules, each with its own weights; Z concatenated
