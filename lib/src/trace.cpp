@@ -70,8 +70,96 @@ const TokenizedSentence& Trace::key_sentence(int batch) const {
   return cross ? *cross : inputs.at(static_cast<std::size_t>(batch));
 }
 
-void validate(const TraceConfig& c) {
-  if (c.sentences.empty()) throw Error("no sentence: give at least one");
+namespace {
+
+std::string shape_of(const Matrix& m) { return fmt::format("[{}, {}]", m.rows(), m.cols()); }
+
+// Checks the given matrices' shapes against each other and sets the dimensions they imply.
+void apply_given_shapes(TraceConfig& c) {
+  if (c.x) {
+    if (c.embedding) throw Error("--x gives X itself: an embedding table would not be used");
+    if (c.cross) throw Error("--x gives one input matrix: cross-attention needs two sentences");
+    if (c.sentences.size() > 1) throw Error("--x gives one input matrix: it cannot form a batch");
+    c.d_in = c.x->values.cols();
+    if (!c.x->row_labels.empty() &&
+        static_cast<Eigen::Index>(c.x->row_labels.size()) != c.x->values.rows()) {
+      throw Error(fmt::format("{} has {} rows but {} labels were given: one label per row",
+                              c.x->source, c.x->values.rows(), c.x->row_labels.size()));
+    }
+  }
+  if (c.embedding) {
+    c.vocab_size = c.embedding->values.rows();
+    c.d_in = c.embedding->values.cols();
+  }
+  const bool wrapper_heads = c.heads > 1 && c.multihead == MultiheadForm::kWrapper;
+  const bool rand = c.init == WeightInit::kRand;
+  // The width a weight gives: its columns for rand's (d_in, d_out), its rows otherwise.
+  struct Given {
+    const std::optional<GivenMatrix>& w;
+    const char* symbol;
+    std::int64_t* d_out;
+    const char* d_out_name;
+  };
+  std::optional<std::string> d_kq_from;
+  for (const Given g :
+       {Given{c.w_query, "W_q", &c.d_kq, "d_kq"}, Given{c.w_key, "W_k", &c.d_kq, "d_kq"},
+        Given{c.w_value, "W_v", &c.d_v, "d_v"}}) {
+    if (!g.w) continue;
+    if (wrapper_heads) {
+      throw Error(
+          fmt::format("{} in {}: the wrapper form draws each head's own weights; give "
+                      "weights with one head or --multihead split",
+                      g.symbol, g.w->source));
+    }
+    const Matrix& m = g.w->values;
+    const Eigen::Index in = rand ? m.rows() : m.cols(), out = rand ? m.cols() : m.rows();
+    const std::string layout =
+        rand ? fmt::format("[d_in, {}]", g.d_out_name) : fmt::format("[{}, d_in]", g.d_out_name);
+    if (in != c.d_in) {
+      throw Error(
+          fmt::format("{} in {} has shape {}, but X has d_in {}: with --init {} it must be "
+                      "{}",
+                      g.symbol, g.w->source, shape_of(m), c.d_in, init_name(c.init), layout));
+    }
+    if (g.d_out == &c.d_kq && d_kq_from && out != c.d_kq) {
+      throw Error(
+          fmt::format("{} in {} has shape {}, but {} gives d_kq {}: queries and keys "
+                      "have one width",
+                      g.symbol, g.w->source, shape_of(m), *d_kq_from, c.d_kq));
+    }
+    *g.d_out = out;
+    if (g.d_out == &c.d_kq) d_kq_from = "W_q in " + g.w->source;
+  }
+  const std::int64_t d_out = c.d_v;
+  for (const auto* g : {&c.w_out, &c.b_out}) {
+    if (!*g) continue;
+    const char* symbol = g == &c.w_out ? "W_o" : "b_o";
+    if (c.multihead != MultiheadForm::kSplit) {
+      throw Error(fmt::format("{} in {}: only the split multi-head form has an output projection",
+                              symbol, (*g)->source));
+    }
+    const Matrix& m = (*g)->values;
+    const bool ok = g == &c.w_out ? (m.rows() == d_out && m.cols() == d_out)
+                                  : (m.rows() == 1 && m.cols() == d_out);
+    if (!ok) {
+      throw Error(fmt::format(
+          "{} in {} has shape {}, but d_out is {}: it must be {}", symbol, (*g)->source,
+          shape_of(m), d_out,
+          g == &c.w_out ? fmt::format("[{0}, {0}]", d_out) : fmt::format("[{}]", d_out)));
+    }
+  }
+  if (c.b_out && c.init != WeightInit::kLinear) {
+    throw Error(fmt::format("b_o in {}: only --init linear has an output bias", c.b_out->source));
+  }
+}
+
+}  // namespace
+
+TraceConfig resolve(const TraceConfig& config) {
+  TraceConfig c = config;
+  if (c.sentences.empty() && !c.x) throw Error("no sentence: give at least one");
+  apply_given_shapes(c);
+  if (c.x && !c.embedding) c.vocab_size = std::max<std::int64_t>(c.vocab_size, 1);
   check_range("vocabulary size", c.vocab_size, 1, kMaxVocabSize);
   check_range("d_in", c.d_in, 1, kMaxDimension);
   check_range("d_kq", c.d_kq, 1, kMaxDimension);
@@ -93,6 +181,7 @@ void validate(const TraceConfig& c) {
                               c.d_kq, c.heads, c.heads));
     }
   }
+  return c;
 }
 
 namespace {
@@ -167,15 +256,10 @@ std::vector<std::string> words_of(const std::string& sentence, const std::string
   return words;
 }
 
-}  // namespace
-
-Trace run_trace(const TraceConfig& c) {
-  validate(c);
-  Trace trace;
-  trace.config = c;
+// The words of every sentence, one dictionary for all of them, and the padded ids.
+void tokenize_inputs(Trace& trace) {
+  const TraceConfig& c = trace.config;
   const auto batch_size = static_cast<std::int64_t>(c.sentences.size());
-
-  // Tokenize: the words of every sentence, one dictionary for all of them.
   std::vector<std::vector<std::string>> words;
   std::vector<std::string> all_words;
   for (std::size_t b = 0; b < c.sentences.size(); ++b) {
@@ -200,11 +284,15 @@ Trace run_trace(const TraceConfig& c) {
     const char* whose = batch_size > 1 ? "the batch's"
                         : c.cross      ? "the two sentences'"
                                        : "the sentence's";
-    throw Error(
-        fmt::format("vocabulary size {} is smaller than {} {} distinct words{}: it must be "
-                    "at least {}",
-                    c.vocab_size, whose, trace.vocabulary.size(),
-                    padded ? " and the padding token" : "", needed));
+    const std::string what = c.embedding
+                                 ? fmt::format(
+                                       "the embedding table in {} has {} rows, "
+                                       "fewer than",
+                                       c.embedding->source, c.vocab_size)
+                                 : fmt::format("vocabulary size {} is smaller than", c.vocab_size);
+    throw Error(fmt::format("{} {} {} distinct words{}: it must be at least {}", what, whose,
+                            trace.vocabulary.size(), padded ? " and the padding token" : "",
+                            needed));
   }
   for (auto& w : words) {
     TokenizedSentence s;
@@ -222,78 +310,130 @@ Trace run_trace(const TraceConfig& c) {
     s.words = std::move(cross_words);
     trace.cross = std::move(s);
   }
+}
 
+// The rows of the ids: from the given table, or nn.Embedding's as PyTorch draws them.
+Matrix embed_ids(const TraceConfig& c, const std::vector<std::int64_t>& ids) {
+  if (!c.embedding) return embed(c.seed, c.vocab_size, c.d_in, ids, c.kernel);
+  Matrix x(static_cast<Eigen::Index>(ids.size()), c.d_in);  // (ΣT, d_in)
+  for (std::size_t r = 0; r < ids.size(); ++r) {
+    x.row(static_cast<Eigen::Index>(r)) = c.embedding->values.row(ids[r]);
+  }
+  return x;
+}
+
+}  // namespace
+
+Trace run_trace(const TraceConfig& config) {
+  Trace trace;
+  trace.config = resolve(config);
+  const TraceConfig& c = trace.config;
+  const auto batch_size = static_cast<std::int64_t>(c.x ? 1 : c.sentences.size());
   Recorder rec(trace, batch_size);
   const std::optional<int> no_head;
-
-  // torch.manual_seed(seed); X = nn.Embedding(V, d_in[, padding_idx])(ids): one call for every
-  // sentence, so that the generator runs once.
-  std::vector<std::int64_t> all_ids;
-  for (const auto& s : trace.inputs) all_ids.insert(all_ids.end(), s.ids.begin(), s.ids.end());
-  if (trace.cross) all_ids.insert(all_ids.end(), trace.cross->ids.begin(), trace.cross->ids.end());
-  Matrix embedded = embed(c.seed, c.vocab_size, c.d_in, all_ids, c.kernel);  // (ΣT, d_in)
-  for (std::size_t r = 0; r < all_ids.size(); ++r) {
-    if (trace.pad_id && all_ids[r] == *trace.pad_id)
-      embedded.row(static_cast<Eigen::Index>(r)).setZero();
-  }
-  const std::string embed_eq =
-      padded ? fmt::format("X = Embedding(V, d_in, padding_idx={})(ids)", *trace.pad_id)
-             : std::string("X = Embedding(V, d_in)(ids)");
-  const std::string pad_note =
-      padded ? fmt::format("'{}' rows are zero: padding_idx={} zeroes that row of the table",
-                           kPadToken, *trace.pad_id)
-             : std::string();
   std::vector<Matrix> xs;
-  for (std::int64_t b = 0; b < batch_size; ++b) {
-    const auto& s = trace.inputs[static_cast<std::size_t>(b)];
-    xs.push_back(
-        rec.add("embeddings",
-                c.cross ? "the embedded query sentence, one row per token"
-                        : "the embedded sentence, one row per token",
-                embed_eq, {"T", "d_in"},
-                embedded.middleRows(b * static_cast<Eigen::Index>(t), static_cast<Eigen::Index>(t)),
-                static_cast<int>(b), no_head, s.words, {}, pad_note));
-  }
   Matrix x_cross;
-  if (trace.cross) {
-    x_cross = rec.add("embeddings_2", "the embedded key and value sentence, one row per token",
-                      "X₂ = Embedding(V, d_in)(ids₂)", {"T₂", "d_in"},
-                      embedded.bottomRows(static_cast<Eigen::Index>(trace.cross->ids.size())),
-                      std::nullopt, no_head, trace.cross->words);
+
+  if (c.x) {
+    // X as given: its labels are the tokens, or the row numbers.
+    TokenizedSentence s;
+    s.length = c.x->values.rows();
+    s.words = c.x->row_labels;
+    for (Eigen::Index i = static_cast<Eigen::Index>(s.words.size()); i < s.length; ++i) {
+      s.words.push_back(std::to_string(i + 1));
+    }
+    trace.inputs.push_back(s);
+    xs.push_back(rec.add("embeddings", "the input matrix, one row per token",
+                         fmt::format("X = {}", c.x->source), {"T", "d_in"}, c.x->values,
+                         std::nullopt, no_head, s.words));
+  } else {
+    tokenize_inputs(trace);
+    // torch.manual_seed(seed); X = nn.Embedding(V, d_in[, padding_idx])(ids): one call for every
+    // sentence, so that the generator runs once.
+    std::vector<std::int64_t> all_ids;
+    for (const auto& s : trace.inputs) all_ids.insert(all_ids.end(), s.ids.begin(), s.ids.end());
+    if (trace.cross) {
+      all_ids.insert(all_ids.end(), trace.cross->ids.begin(), trace.cross->ids.end());
+    }
+    Matrix embedded = embed_ids(c, all_ids);  // (ΣT, d_in)
+    for (std::size_t r = 0; r < all_ids.size(); ++r) {
+      if (trace.pad_id && all_ids[r] == *trace.pad_id) {
+        embedded.row(static_cast<Eigen::Index>(r)).setZero();
+      }
+    }
+    const std::string table =
+        c.embedding ? fmt::format("{}", c.embedding->source) : std::string("Embedding(V, d_in)");
+    const std::string embed_eq =
+        trace.pad_id ? fmt::format("X = {}(ids), padding_idx={}", table, *trace.pad_id)
+                     : fmt::format("X = {}(ids)", c.embedding ? "E" : table);
+    const std::string pad_note =
+        trace.pad_id ? fmt::format(
+                           "'{}' rows are zero: padding_idx={} zeroes that row of the "
+                           "table",
+                           kPadToken, *trace.pad_id)
+        : c.embedding ? fmt::format("the rows of the embedding table E in {}", c.embedding->source)
+                      : std::string();
+    const auto t = static_cast<Eigen::Index>(trace.inputs[0].words.size());
+    for (std::int64_t b = 0; b < batch_size; ++b) {
+      const auto& s = trace.inputs[static_cast<std::size_t>(b)];
+      xs.push_back(rec.add("embeddings",
+                           c.cross ? "the embedded query sentence, one row per token"
+                                   : "the embedded sentence, one row per token",
+                           embed_eq, {"T", "d_in"}, embedded.middleRows(b * t, t),
+                           static_cast<int>(b), no_head, s.words, {}, pad_note));
+    }
+    if (trace.cross) {
+      x_cross =
+          rec.add("embeddings_2", "the embedded key and value sentence, one row per token",
+                  c.embedding ? "X₂ = E(ids₂)" : "X₂ = Embedding(V, d_in)(ids₂)", {"T₂", "d_in"},
+                  embedded.bottomRows(static_cast<Eigen::Index>(trace.cross->ids.size())),
+                  std::nullopt, no_head, trace.cross->words);
+    }
   }
 
-  // torch.manual_seed(seed); the weights in creation order.
+  // torch.manual_seed(seed); the weights in creation order. A given weight replaces the drawn
+  // one, which is still drawn so that every later weight is PyTorch's.
   TorchGenerator gen(c.seed);
   const bool split = c.multihead == MultiheadForm::kSplit;
+  auto weight = [&](const char* id, const char* title, const std::string& equation,
+                    std::vector<std::string> dims, Matrix drawn,
+                    const std::optional<GivenMatrix>& given, std::optional<int> head) {
+    if (!given)
+      return rec.add(id, title, equation, std::move(dims), std::move(drawn), std::nullopt, head);
+    const std::string symbol = equation.substr(0, equation.find(' '));
+    return rec.add(id, title, fmt::format("{} = {}", symbol, given->source), std::move(dims),
+                   given->values, std::nullopt, head);
+  };
   const std::int64_t n_weight_sets = split ? 1 : c.heads;
   std::vector<HeadWeights> weights;
   for (std::int64_t h = 0; h < n_weight_sets; ++h) {
     const std::optional<int> head = split ? std::nullopt : std::optional<int>(static_cast<int>(h));
     const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";
     HeadWeights w;
-    w.w_q = rec.add("w_query", "query weights", weight_equation(c.init, "W_q", "d_in", kq),
-                    weight_dims(c.init, "d_in", kq),
-                    draw_weight(gen, c.init, c.d_in, c.d_kq, c.kernel), std::nullopt, head);
-    w.w_k = rec.add("w_key", "key weights", weight_equation(c.init, "W_k", "d_in", kq),
-                    weight_dims(c.init, "d_in", kq),
-                    draw_weight(gen, c.init, c.d_in, c.d_kq, c.kernel), std::nullopt, head);
-    w.w_v = rec.add("w_value", "value weights", weight_equation(c.init, "W_v", "d_in", dv),
-                    weight_dims(c.init, "d_in", dv),
-                    draw_weight(gen, c.init, c.d_in, c.d_v, c.kernel), std::nullopt, head);
+    w.w_q = weight("w_query", "query weights", weight_equation(c.init, "W_q", "d_in", kq),
+                   weight_dims(c.init, "d_in", kq),
+                   draw_weight(gen, c.init, c.d_in, c.d_kq, c.kernel), c.w_query, head);
+    w.w_k = weight("w_key", "key weights", weight_equation(c.init, "W_k", "d_in", kq),
+                   weight_dims(c.init, "d_in", kq),
+                   draw_weight(gen, c.init, c.d_in, c.d_kq, c.kernel), c.w_key, head);
+    w.w_v = weight("w_value", "value weights", weight_equation(c.init, "W_v", "d_in", dv),
+                   weight_dims(c.init, "d_in", dv),
+                   draw_weight(gen, c.init, c.d_in, c.d_v, c.kernel), c.w_value, head);
     weights.push_back(std::move(w));
   }
   Matrix w_o, b_o;
   if (split) {
-    const std::string w_eq = c.init == WeightInit::kLinear
-                                 ? "W_o = nn.Linear(d_out, d_out).weight"
-                                 : weight_equation(c.init, "W_o", "d_out", "d_out");
-    w_o = rec.add("w_out", "output weights", w_eq, {"d_out", "d_out"},
-                  c.init == WeightInit::kLinear ? linear_weight(gen, c.d_kq, c.d_kq, c.kernel)
-                                                : torch_rand(gen, c.d_kq, c.d_kq),
-                  std::nullopt, no_head);
-    if (c.init == WeightInit::kLinear) {
-      b_o = rec.add("b_out", "output bias", "b_o = nn.Linear(d_out, d_out).bias", {"d_out"},
-                    linear_bias(gen, c.d_kq, c.d_kq, c.kernel), std::nullopt, no_head);
+    const bool linear = c.init == WeightInit::kLinear;
+    w_o = weight(
+        "w_out", "output weights",
+        linear ? "W_o = nn.Linear(d_out, d_out).weight"
+               : weight_equation(c.init, "W_o", "d_out", "d_out"),
+        {"d_out", "d_out"},
+        linear ? linear_weight(gen, c.d_kq, c.d_kq, c.kernel) : torch_rand(gen, c.d_kq, c.d_kq),
+        c.w_out, no_head);
+    if (linear) {
+      b_o = weight("b_out", "output bias", "b_o = nn.Linear(d_out, d_out).bias", {"d_out"},
+                   linear_bias(gen, c.d_kq, c.d_kq, c.kernel), c.b_out, no_head);
     }
   }
 
@@ -311,16 +451,16 @@ Trace run_trace(const TraceConfig& c) {
     const auto t_kv = static_cast<Eigen::Index>(ks.words.size());
     const bool pad_mask = qs.length < t_q;
     Matrix mask = c.causal ? causal_mask(t_q, t_kv) : Matrix::Zero(t_q, t_kv);
-    if (padded) {
+    if (trace.pad_id) {
       for (Eigen::Index i = 0; i < t_q; ++i) {
         for (Eigen::Index j = 0; j < t_kv; ++j) {
           if (i >= qs.length || j >= ks.length) mask(i, j) = 1.0f;
         }
       }
     }
-    const bool masked = c.causal || padded;
+    const bool masked = c.causal || trace.pad_id.has_value();
     std::string mask_eq, mask_note;
-    if (c.causal && padded) {
+    if (c.causal && masked && trace.pad_id) {
       mask_eq = "M = triu(ones(T, T), diagonal=1) | padding";
       mask_note = "1 = masked: a key after the query, or a '<pad>' query or key";
     } else if (c.causal) {

@@ -43,6 +43,13 @@ MultiheadForm parse_multihead(std::string_view name);  // throws Error for any o
 std::string_view masked_rows_name(MaskedRows rule);    // "nan", "zero"
 MaskedRows parse_masked_rows(std::string_view name);   // throws Error for any other name
 
+// A matrix the user gives instead of one the trace would compute or draw.
+struct GivenMatrix {
+  Matrix values;
+  std::string source;                   // where it came from (a file name), for messages
+  std::vector<std::string> row_labels;  // for X: the tokens; empty otherwise or when unknown
+};
+
 // What to compute. The defaults are the walkthrough's.
 struct TraceConfig {
   // One sentence, or several: a batch, padded to the longest with kPadToken.
@@ -60,6 +67,14 @@ struct TraceConfig {
   bool causal = false;                        // mask key j > query i
   MaskedRows masked_rows = MaskedRows::kNan;  // weights of a row whose every key is masked
   TorchKernel kernel = TorchKernel::kAvx2;
+
+  // Bring your own numbers. `x` replaces tokenizing and embedding (the sentence is not used);
+  // `embedding` replaces nn.Embedding (its shape sets vocab_size and d_in); the weights replace
+  // the drawn ones (their shapes set d_in, d_kq and d_v, in the layout `init` stores them). The
+  // generator still draws every other weight in its usual order.
+  std::optional<GivenMatrix> x;
+  std::optional<GivenMatrix> embedding;
+  std::optional<GivenMatrix> w_query, w_key, w_value, w_out, b_out;
 };
 
 // One recorded step: one matrix (the slice for one batch item and one head where those apply).
@@ -102,12 +117,13 @@ struct Trace {
   const TokenizedSentence& key_sentence(int batch) const;
 };
 
-// Checks every setting against its allowed range and the others. Throws Error naming the
-// setting, its value and what is allowed.
-void validate(const TraceConfig& config);
+// The config with the dimensions that given matrices imply (vocab_size, d_in, d_kq, d_v), every
+// setting checked against its allowed range and the others. Throws Error naming the setting or
+// the file, its value or shape, and what is allowed.
+TraceConfig resolve(const TraceConfig& config);
 
 // Tokenizes, embeds, projects and attends, recording each step; like a module's forward().
-// Throws Error for a config that validate() refuses or a sentence with no words.
+// Throws Error for a config that resolve() refuses or a sentence with no words.
 Trace run_trace(const TraceConfig& config);
 
 }  // namespace attn

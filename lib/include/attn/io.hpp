@@ -1,0 +1,55 @@
+#pragma once
+
+// Matrices in files: NumPy's .npy, CSV and JSON, read with checks that name what is wrong and
+// where; files written atomically.
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/matrix.hpp"
+
+namespace attn {
+
+// A matrix read from a file, with the row labels the file gave, if any.
+struct LoadedMatrix {
+  Matrix values;                        // float32, row-major; a 1-D array is one row
+  std::vector<std::string> row_labels;  // empty when the file has none
+};
+
+// NumPy's .npy format (version 1.0): dtype '<f4', C order, shape (rows, cols), or (cols,) when
+// `vector` is set (requires m.rows() == 1). Byte for byte what numpy.save writes for the same
+// array.
+std::string npy_bytes(const Matrix& m, bool vector = false);
+
+// The parsers. `source` names the file in every message. Each throws Error, naming the file,
+// what is wrong and where, for: data that ends early (truncated) or has bytes left over; a
+// dtype other than '<f4' or '<f8' (float64 is rounded to float32); Fortran order; more than 2
+// dimensions; an empty array; rows of different lengths; text that is not a number; and a value
+// that is nan or infinite ("row 2, column 3 is nan: values must be finite"; rows and columns
+// 1-based).
+//
+// .npy: numpy.save's format, versions 1.0, 2.0 and 3.0.
+LoadedMatrix parse_npy(std::string_view bytes, const std::string& source);
+// CSV: one row per line, values separated by commas, numbers as C/Python write them (no locale).
+// Blank lines and lines starting with '#' are skipped. When the first field of every row is not
+// a number, that column holds the row labels.
+LoadedMatrix parse_csv(std::string_view text, const std::string& source);
+// JSON: [[...], ...] (a matrix), [...] (one row), or {"values": [[...], ...], "labels": [...]}.
+LoadedMatrix parse_json_matrix(std::string_view text, const std::string& source);
+
+// Reads a matrix file by its extension: .npy, .csv or .json. Throws Error naming the path when
+// the file cannot be read or its extension is none of these.
+LoadedMatrix load_matrix(const std::filesystem::path& path);
+
+// The whole content of a file. Throws Error naming the path if it cannot be read.
+std::string read_file(const std::filesystem::path& path);
+
+// Writes `bytes` to `path` atomically: into a temporary file in the same folder, flushed, then
+// renamed over `path`. Throws Error naming the path if it exists and `overwrite` is false, or if
+// any step fails; on failure nothing is left behind and an existing file is unchanged.
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes,
+                       bool overwrite);
+
+}  // namespace attn
