@@ -361,11 +361,13 @@ Trace run_trace(const TraceConfig& config) {
         embedded.row(static_cast<Eigen::Index>(r)).setZero();
       }
     }
-    const std::string table =
-        c.embedding ? fmt::format("{}", c.embedding->source) : std::string("Embedding(V, d_in)");
-    const std::string embed_eq =
-        trace.pad_id ? fmt::format("X = {}(ids), padding_idx={}", table, *trace.pad_id)
-                     : fmt::format("X = {}(ids)", c.embedding ? "E" : table);
+    // X = Embedding(V, d_in[, padding_idx=p])(ids), or E(ids) for a given table E.
+    std::string embed_eq = c.embedding ? "X = E(ids)" : "X = Embedding(V, d_in)(ids)";
+    if (trace.pad_id) {
+      embed_eq = c.embedding
+                     ? fmt::format("X = E(ids), padding_idx={}", *trace.pad_id)
+                     : fmt::format("X = Embedding(V, d_in, padding_idx={})(ids)", *trace.pad_id);
+    }
     const std::string pad_note =
         trace.pad_id ? fmt::format(
                            "'{}' rows are zero: padding_idx={} zeroes that row of the "
