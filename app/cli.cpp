@@ -2,10 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include "attn/error.hpp"
+#include "attn/export.hpp"
+#include "attn/io.hpp"
+#include "attn/render_json.hpp"
+#include "attn/render_table.hpp"
 
 namespace attn::cli {
 
@@ -30,6 +37,28 @@ CLI::Validator integer_in(Int lo, Int hi, const std::string& range, const std::s
         return {};
       },
       range);
+}
+
+// A tolerance: a finite number >= 0.
+CLI::Validator tolerance() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || ptr != text.data() + text.size() || !(v >= 0) ||
+            !std::isfinite(v)) {
+          return fmt::format("'{}' is not a tolerance; allowed: a number >= 0", text);
+        }
+        return {};
+      },
+      "NUMBER >= 0");
+}
+
+void add_tolerance_options(CLI::App& app, DiffOptions& t) {
+  app.add_option("--atol", t.atol, "Absolute tolerance: |a - b| <= atol + rtol * |b|")
+      ->check(tolerance())
+      ->capture_default_str();
+  app.add_option("--rtol", t.rtol, "Relative tolerance")->check(tolerance())->capture_default_str();
 }
 
 CLI::Validator dimension() {
@@ -87,7 +116,8 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--cross", o.cross,
                  "Cross-attention: keys and values from this second sentence, queries from the "
-                 "sentence");
+                 "sentence")
+      ->type_name("SENTENCE");
   app.add_option("--query", o.query,
                  "Print the path of the N-th token (1-based) instead of the whole trace")
       ->check(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1..T"));
@@ -102,23 +132,135 @@ void add_options(CLI::App& app, Options& o) {
                  "PyTorch CPU kernels to reproduce: avx2 (x86 default) or default (non-AVX2, ARM)")
       ->check(CLI::IsMember({"avx2", "default"}))
       ->capture_default_str();
+  CLI::Option* query = app.get_option("--query");
+  app.add_option("--format", o.format,
+                 "Output: text (PyTorch's printing), json (every value exact), csv (one row per "
+                 "cell) or markdown (tables for handouts)")
+      ->check(CLI::IsMember({"text", "json", "csv", "markdown"}))
+      ->capture_default_str()
+      ->excludes(query);
+  CLI::Option* steps =
+      app.add_option("--steps", o.steps,
+                     "Only these steps, by id, comma-separated (docs/cli.md lists the ids)")
+          ->type_name("IDS")
+          ->delimiter(',')
+          ->allow_extra_args(false)
+          ->excludes(query);
+  app.add_option("--export", o.export_dir,
+                 "Write one .npy per step and manifest.json into this folder (created if needed)")
+      ->type_name("DIR")
+      ->excludes(query);
+  app.add_flag("--force", o.force, "With --export: replace files that exist");
+  app.add_option("--expect", o.expect,
+                 "Compare the run with a JSON trace; exit 1 and report on stderr if it differs")
+      ->type_name("FILE");
+  add_tolerance_options(app, o.tolerance);
+
+  CLI::Option* vocab = app.get_option("--vocab-size");
+  CLI::Option* d_in = app.get_option("--d-in");
+  CLI::Option* cross = app.get_option("--cross");
+  CLI::Option* embedding =
+      app.add_option("--embedding", o.embedding,
+                     "The embedding table (V × d_in) from a .npy, .csv or .json file, instead of "
+                     "nn.Embedding")
+          ->type_name("FILE")
+          ->excludes(vocab)
+          ->excludes(d_in);
+  app.add_option("--x", o.x,
+                 "The input matrix X (T × d_in) from a file, instead of tokenizing and embedding; "
+                 "a sentence given with it labels the rows")
+      ->type_name("FILE")
+      ->excludes(vocab)
+      ->excludes(d_in)
+      ->excludes(embedding)
+      ->excludes(cross);
+  CLI::Option* d_out = app.get_option("--d-out");
+  app.add_option("--w-query", o.w_query, "W_q from a file (layout as --init stores it)")
+      ->type_name("FILE")
+      ->excludes(d_kq)
+      ->excludes(d_out);
+  app.add_option("--w-key", o.w_key, "W_k from a file")
+      ->type_name("FILE")
+      ->excludes(d_kq)
+      ->excludes(d_out);
+  app.add_option("--w-value", o.w_value, "W_v from a file")
+      ->type_name("FILE")
+      ->excludes(d_v)
+      ->excludes(d_out);
+  app.add_option("--w-out", o.w_out, "W_o of the split form from a file")->type_name("FILE");
+  app.add_option("--b-out", o.b_out, "b_o of the split form with --init linear from a file")
+      ->type_name("FILE");
+
   // An option given twice is an error (check_repeats), not a conversion failure inside CLI11.
   for (CLI::Option* opt : app.get_options()) {
-    if (!opt->get_positional()) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    if (!opt->get_positional() && opt != steps) {
+      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    }
   }
 }
 
 void check_repeats(const CLI::App& app) {
+  // Subcommand options are checked on their own App.
   for (const CLI::Option* opt : app.get_options()) {
-    if (!opt->get_positional() && opt->count() > 1) {
+    // --steps takes a list, and may be given more than once.
+    if (!opt->get_positional() && opt->get_name() != "--steps" && opt->count() > 1) {
       throw Error(fmt::format("{}: given {} times, once is allowed (see attn-trace --help)",
                               opt->get_name(), opt->count()));
     }
   }
 }
 
-std::string run(Options& o) {
-  if (!o.sentences.empty()) o.config.sentences = o.sentences;
+namespace {
+
+std::optional<GivenMatrix> given(const std::optional<std::string>& path) {
+  if (!path) return std::nullopt;
+  LoadedMatrix m = load_matrix(*path);
+  return GivenMatrix{std::move(m.values), *path, std::move(m.row_labels)};
+}
+
+// --export: every file is checked before any is written, and each is written atomically.
+Outcome write_export(const Trace& trace, const Options& o) {
+  const std::filesystem::path dir = *o.export_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(fmt::format("cannot create the folder {}: {}", dir.string(), ec.message()));
+  const std::vector<ExportFile> files = export_files(trace);
+  if (!o.force) {
+    for (const ExportFile& f : files) {
+      if (std::filesystem::exists(dir / f.name)) {
+        throw Error(fmt::format("{} exists: give --force to replace it", (dir / f.name).string()));
+      }
+    }
+  }
+  Outcome outcome;
+  for (const ExportFile& f : files) {
+    write_file_atomic(dir / f.name, f.bytes, o.force);
+    outcome.out += (dir / f.name).string() + "\n";
+  }
+  return outcome;
+}
+
+}  // namespace
+
+Outcome run(Options& o) {
+  o.config.x = given(o.x);
+  o.config.embedding = given(o.embedding);
+  o.config.w_query = given(o.w_query);
+  o.config.w_key = given(o.w_key);
+  o.config.w_value = given(o.w_value);
+  o.config.w_out = given(o.w_out);
+  o.config.b_out = given(o.b_out);
+  if (o.config.x && !o.sentences.empty()) {
+    // The sentence labels X's rows.
+    if (o.sentences.size() > 1)
+      throw Error("--x gives one input matrix: give one sentence to label its rows");
+    if (!o.config.x->row_labels.empty()) {
+      throw Error(fmt::format("{} labels its rows already: give no sentence with it", *o.x));
+    }
+    o.config.x->row_labels = tokenize(o.sentences[0]);
+  } else if (!o.sentences.empty()) {
+    o.config.sentences = o.sentences;
+  }
   if (o.d_out) o.config.d_kq = o.config.d_v = *o.d_out;
   o.config.cross = o.cross;
   o.config.kernel = parse_kernel(o.kernel);
@@ -126,11 +268,56 @@ std::string run(Options& o) {
   o.config.multihead = parse_multihead(o.multihead);
   o.config.masked_rows = parse_masked_rows(o.masked_rows);
   if (o.key && !o.query) throw Error("--key " + std::to_string(*o.key) + " needs --query");
-  const Trace trace = run_trace(o.config);
+  if (o.force && !o.export_dir) throw Error("--force goes with --export");
+  Trace trace = run_trace(o.config);
+  if (!o.steps.empty()) select_steps(trace, o.steps);
+
+  Outcome outcome;
   if (o.query) {
-    return render_query_path(trace, *o.query, o.key.value_or(default_path_key(trace)), o.text);
+    outcome.out =
+        render_query_path(trace, *o.query, o.key.value_or(default_path_key(trace)), o.text);
+  } else if (o.export_dir) {
+    outcome = write_export(trace, o);
+  } else if (o.format == "json") {
+    outcome.out = render_json(trace);
+  } else if (o.format == "csv") {
+    outcome.out = render_csv(trace);
+  } else if (o.format == "markdown") {
+    outcome.out = render_markdown(trace, o.text.precision);
+  } else {
+    outcome.out = render_text(trace, o.text);
   }
-  return render_text(trace, o.text);
+  if (o.expect) {
+    const TraceDocument run_doc = parse_trace_json(render_json(trace), "this run");
+    TraceDocument expected = parse_trace_json(read_file(*o.expect), *o.expect);
+    if (!o.steps.empty()) {
+      // Only the steps this run shows.
+      std::erase_if(expected.steps, [&o](const DocumentStep& s) {
+        return std::find(o.steps.begin(), o.steps.end(), s.id) == o.steps.end();
+      });
+    }
+    const DiffResult d = diff_traces(run_doc, expected, o.tolerance);
+    outcome.err = d.report;
+    if (!d.equal) outcome.code = kExitDifferent;
+  }
+  return outcome;
+}
+
+void add_diff_options(CLI::App& diff, DiffCommand& command) {
+  diff.add_option("a", command.a, "The first trace (JSON, from --format json)")
+      ->type_name("FILE")
+      ->required();
+  diff.add_option("b", command.b, "The second trace; tolerances are relative to it")
+      ->type_name("FILE")
+      ->required();
+  add_tolerance_options(diff, command.tolerance);
+}
+
+Outcome run_diff(const DiffCommand& command) {
+  const TraceDocument a = parse_trace_json(read_file(command.a), command.a);
+  const TraceDocument b = parse_trace_json(read_file(command.b), command.b);
+  const DiffResult d = diff_traces(a, b, command.tolerance);
+  return Outcome{d.report, {}, d.equal ? kExitOk : kExitDifferent};
 }
 
 }  // namespace attn::cli

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/diff.hpp"
 #include "attn/render_text.hpp"
 #include "attn/trace.hpp"
 
@@ -15,7 +16,15 @@ namespace attn::cli {
 
 // Exit codes, as docs/cli.md documents them.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitInvalid = 2;  // invalid input or usage
+inline constexpr int kExitDifferent = 1;  // diff or --expect found a difference
+inline constexpr int kExitInvalid = 2;    // invalid input or usage
+
+// What a run prints and returns.
+struct Outcome {
+  std::string out;  // for stdout
+  std::string err;  // for stderr (a report, not an error)
+  int code = kExitOk;
+};
 
 struct Options {
   std::vector<std::string> sentences;  // the positional arguments: one sentence each
@@ -29,6 +38,20 @@ struct Options {
   std::string masked_rows = "nan";
   std::optional<std::int64_t> query;  // 1-based
   std::optional<std::int64_t> key;    // 1-based; the key of the written-out dot product
+  std::string format = "text";
+  std::vector<std::string> steps;  // --steps: ids to keep
+  std::optional<std::string> export_dir;
+  bool force = false;
+  std::optional<std::string> expect;  // a JSON trace to compare the run with
+  DiffOptions tolerance;
+  // Bring your own numbers: matrix files.
+  std::optional<std::string> x, embedding, w_query, w_key, w_value, w_out, b_out;
+};
+
+// `attn-trace diff A.json B.json`.
+struct DiffCommand {
+  std::string a, b;
+  DiffOptions tolerance;
 };
 
 // Adds every option of the tool to `app`, writing into `options`.
@@ -37,7 +60,14 @@ void add_options(CLI::App& app, Options& options);
 // Refuses an option given more than once. Throws attn::Error naming it.
 void check_repeats(const CLI::App& app);
 
-// Runs the parsed options and returns the text to print. Throws attn::Error for bad input.
-std::string run(Options& options);
+// Runs the parsed options. Throws attn::Error for bad input.
+Outcome run(Options& options);
+
+// Adds the diff subcommand's options to `diff`.
+void add_diff_options(CLI::App& diff, DiffCommand& command);
+
+// Compares the two traces: exit 0 when equal within tolerance, 1 when different. Throws
+// attn::Error when a file is unreadable or not a trace.
+Outcome run_diff(const DiffCommand& command);
 
 }  // namespace attn::cli

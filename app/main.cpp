@@ -25,10 +25,14 @@ int main(int argc, char** argv) {
       "attn-trace"};
   app.set_version_flag("--version", std::string("attn-trace ") + attn::kVersion);
   app.footer(
-      "Exit codes: 0 success, 2 invalid input or usage (one line on stderr).\n"
-      "Documentation: docs/cli.md and docs/tutorial.md.");
+      "Exit codes: 0 success, 1 a difference found (diff, --expect), 2 invalid input or usage\n"
+      "(one line on stderr). Documentation: docs/cli.md and docs/tutorial.md.");
   attn::cli::Options options;
   attn::cli::add_options(app, options);
+  attn::cli::DiffCommand diff_command;
+  CLI::App* diff = app.add_subcommand(
+      "diff", "Compare two JSON traces cell by cell: exit 0 if equal within tolerance, 1 if not");
+  attn::cli::add_diff_options(*diff, diff_command);
 
   try {
     app.parse(argc, argv);
@@ -40,16 +44,18 @@ int main(int argc, char** argv) {
     return fail(std::string(e.what()) + " (see attn-trace --help)");
   }
 
-  std::string out;
+  attn::cli::Outcome outcome;
   try {
     attn::cli::check_repeats(app);
-    out = attn::cli::run(options);
+    attn::cli::check_repeats(*diff);
+    outcome = diff->parsed() ? attn::cli::run_diff(diff_command) : attn::cli::run(options);
   } catch (const attn::Error& e) {
     return fail(e.what());
   } catch (const std::bad_alloc&) {
     return fail("out of memory: choose smaller dimensions or a shorter sentence");
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fwrite(outcome.out.data(), 1, outcome.out.size(), stdout);
   if (std::fflush(stdout) != 0) return fail("could not write the output");
-  return attn::cli::kExitOk;
+  std::cerr << outcome.err;
+  return outcome.code;
 }

@@ -354,3 +354,72 @@ TEST_CASE("variant settings that do not fit together are refused") {
   c.heads = 65;
   CHECK_THROWS_WITH_AS(attn::run_trace(c), "heads 65 is out of range: allowed 1..64", attn::Error);
 }
+
+TEST_CASE("select_steps keeps the named steps in order and refuses unknown ids") {
+  attn::Trace t = attn::run_trace({});
+  attn::select_steps(t, {"context_vectors", "omega"});
+  REQUIRE(t.steps.size() == 2);
+  CHECK(t.steps[0].id == "omega");
+  CHECK(t.steps[1].id == "context_vectors");
+  attn::Trace u = attn::run_trace({});
+  CHECK_THROWS_WITH_AS(attn::select_steps(u, {"mask"}),
+                       "step 'mask' is not in this trace: its steps are embeddings, w_query, "
+                       "w_key, w_value, queries, keys, values, omega, scaled_scores, "
+                       "attention_weights, context_vectors",
+                       attn::Error);
+}
+
+TEST_CASE("bring your own numbers: the embedding table, X and the weights") {
+  const attn::Trace base = attn::run_trace({});
+  // The table whose rows are the walkthrough's embeddings gives the walkthrough's trace.
+  attn::TraceConfig c;
+  const Matrix x = base.step("embeddings").values;
+  Matrix table(6, 3);
+  const std::vector<std::int64_t>& ids = base.inputs[0].ids;
+  for (std::size_t t = 0; t < ids.size(); ++t)
+    table.row(ids[t]) = x.row(static_cast<Eigen::Index>(t));
+  c.embedding = attn::GivenMatrix{table, "table.csv", {}};
+  const attn::Trace with_table = attn::run_trace(c);
+  CHECK(with_table.config.vocab_size == 6);
+  CHECK(test::bits_of(with_table.step("context_vectors").values) ==
+        test::bits_of(base.step("context_vectors").values));
+
+  // X itself, with the walkthrough's weights given too: the same context vectors.
+  attn::TraceConfig d;
+  d.x = attn::GivenMatrix{x, "x.npy", {"Life", "is", "short", "eat", "dessert", "first"}};
+  d.w_query = attn::GivenMatrix{base.step("w_query").values, "wq.npy", {}};
+  d.w_key = attn::GivenMatrix{base.step("w_key").values, "wk.npy", {}};
+  d.w_value = attn::GivenMatrix{base.step("w_value").values, "wv.npy", {}};
+  d.seed = 7;  // the drawn weights are all replaced
+  const attn::Trace given = attn::run_trace(d);
+  CHECK(test::bits_of(given.step("context_vectors").values) ==
+        test::bits_of(base.step("context_vectors").values));
+  CHECK(given.step("w_query").equation == "W_q = wq.npy");
+  CHECK(given.step("embeddings").row_labels[5] == "first");
+}
+
+TEST_CASE("given matrices whose shapes do not fit are refused, naming both") {
+  attn::TraceConfig c;
+  c.x = attn::GivenMatrix{Matrix::Zero(6, 3), "x.csv", {}};
+  c.w_query = attn::GivenMatrix{Matrix::Zero(4, 2), "wq.npy", {}};
+  CHECK_THROWS_WITH_AS(attn::run_trace(c),
+                       "W_q in wq.npy has shape [4, 2], but X has d_in 3: with --init rand it "
+                       "must be [d_in, d_kq]",
+                       attn::Error);
+  c.w_query = attn::GivenMatrix{Matrix::Zero(3, 2), "wq.npy", {}};
+  c.w_key = attn::GivenMatrix{Matrix::Zero(3, 5), "wk.npy", {}};
+  CHECK_THROWS_WITH_AS(attn::run_trace(c),
+                       "W_k in wk.npy has shape [3, 5], but W_q in wq.npy gives d_kq 2: queries "
+                       "and keys have one width",
+                       attn::Error);
+  attn::TraceConfig e;
+  e.embedding = attn::GivenMatrix{Matrix::Zero(4, 3), "e.npy", {}};
+  CHECK_THROWS_WITH_AS(attn::run_trace(e),
+                       "the embedding table in e.npy has 4 rows, fewer than the sentence's 6 "
+                       "distinct words: it must be at least 6",
+                       attn::Error);
+  attn::TraceConfig l;
+  l.x = attn::GivenMatrix{Matrix::Zero(2, 3), "x.csv", {"a", "b", "c"}};
+  CHECK_THROWS_WITH_AS(attn::run_trace(l),
+                       "x.csv has 2 rows but 3 labels were given: one label per row", attn::Error);
+}

@@ -142,15 +142,28 @@ std::string python_list_repr(const std::vector<std::string>& items) {
 void append_preamble(std::string& out, const Trace& trace) {
   const TraceConfig& c = trace.config;
   const std::size_t batch_size = trace.inputs.size();
-  if (batch_size > 1) {
+  if (c.x) {
+    out += fmt::format("input: X from {}, {} tokens of width {}\n", c.x->source, c.x->values.rows(),
+                       c.x->values.cols());
+  } else if (batch_size > 1) {
     out += fmt::format("sentences: {}\n", python_list_repr(c.sentences));
   } else {
     out += fmt::format("sentence: {}\n", python_str_repr(c.sentences[0]));
   }
   if (c.cross) out += fmt::format("cross: {} (keys and values)\n", python_str_repr(*c.cross));
   std::string settings =
-      fmt::format("seed {}, vocab-size {}, d-in {}, d-kq {}, d-v {}, torch-kernel {}", c.seed,
-                  c.vocab_size, c.d_in, c.d_kq, c.d_v, kernel_name(c.kernel));
+      c.x ? fmt::format("seed {}, d-in {}, d-kq {}, d-v {}, torch-kernel {}", c.seed, c.d_in,
+                        c.d_kq, c.d_v, kernel_name(c.kernel))
+          : fmt::format("seed {}, vocab-size {}, d-in {}, d-kq {}, d-v {}, torch-kernel {}", c.seed,
+                        c.vocab_size, c.d_in, c.d_kq, c.d_v, kernel_name(c.kernel));
+  if (c.embedding) settings += fmt::format(", embedding {}", c.embedding->source);
+  for (const auto& [name, m] : {std::pair{"w-query", &c.w_query},
+                                {"w-key", &c.w_key},
+                                {"w-value", &c.w_value},
+                                {"w-out", &c.w_out},
+                                {"b-out", &c.b_out}}) {
+    if (*m) settings += fmt::format(", {} {}", name, (*m)->source);
+  }
   if (c.heads > 1 || c.multihead != MultiheadForm::kWrapper) {
     settings += fmt::format(", heads {} ({})", c.heads, multihead_name(c.multihead));
   }
@@ -159,9 +172,10 @@ void append_preamble(std::string& out, const Trace& trace) {
   if (c.causal || trace.pad_id) {
     settings += fmt::format(", masked-rows {}", masked_rows_name(c.masked_rows));
   }
-  out += fmt::format("settings: {}\n\n", settings);
+  out += fmt::format("settings: {}\n", settings);
 
-  out += "dictionary: distinct words in sorted order, numbered from 0";
+  if (c.x) return;  // no words, no dictionary
+  out += "\ndictionary: distinct words in sorted order, numbered from 0";
   if (c.cross) out += ", of both sentences";
   if (batch_size > 1) out += ", of all sentences";
   if (trace.pad_id) out += "; then the padding token";

@@ -66,6 +66,23 @@ const Step& Trace::step(std::string_view id, std::optional<int> head,
   throw Error(fmt::format("the trace has no step '{}'{}", id, where));
 }
 
+void select_steps(Trace& trace, const std::vector<std::string>& ids) {
+  std::vector<std::string> known;
+  for (const Step& s : trace.steps) {
+    if (std::find(known.begin(), known.end(), s.id) == known.end()) known.push_back(s.id);
+  }
+  for (const std::string& id : ids) {
+    if (std::find(known.begin(), known.end(), id) == known.end()) {
+      std::string list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      throw Error(fmt::format("step '{}' is not in this trace: its steps are {}", id, list));
+    }
+  }
+  std::erase_if(trace.steps, [&ids](const Step& s) {
+    return std::find(ids.begin(), ids.end(), s.id) == ids.end();
+  });
+}
+
 const TokenizedSentence& Trace::key_sentence(int batch) const {
   return cross ? *cross : inputs.at(static_cast<std::size_t>(batch));
 }

@@ -10,6 +10,8 @@ set -uo pipefail
 binary=$1
 case_name=$2
 golden_dir=$(cd "$(dirname "$0")/../golden/cli" && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root" || exit 1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -33,6 +35,33 @@ expect_output() {
   [ "$(cat "$work/status")" = 0 ] || { echo "FAIL: exit code $(cat "$work/status"), expected 0"; ok=0; }
   [ -s "$work/stderr" ] && { echo "FAIL: unexpected stderr:"; cat "$work/stderr"; ok=0; }
   cmp -s "$golden" "$work/stdout" || { show_difference "stdout" "$golden" "$work/stdout"; ok=0; }
+  [ $ok = 1 ]
+}
+
+# Like expect_output, against a file anywhere in the project (data/ holds example traces).
+expect_output_file() {
+  local golden="$root/$1"
+  shift
+  run "$@"
+  if [ "${ATTN_UPDATE_GOLDEN:-0}" = 1 ]; then cp "$work/stdout" "$golden"; fi
+  [ "$(cat "$work/status")" = 0 ] || { echo "FAIL: exit code $(cat "$work/status"), expected 0"; return 1; }
+  cmp -s "$golden" "$work/stdout" || { show_difference "stdout" "$golden" "$work/stdout"; return 1; }
+}
+
+# Exit code, stdout and stderr all as given (for diff and --expect, whose reports are output).
+expect_report() {
+  local status=$1 expected_out=$2 expected_err=$3
+  shift 3
+  run "$@"
+  printf '%s' "$expected_out" >"$work/expected_stdout"
+  printf '%s' "$expected_err" >"$work/expected_stderr"
+  local ok=1
+  [ "$(cat "$work/status")" = "$status" ] ||
+    { echo "FAIL: exit code $(cat "$work/status"), expected $status"; ok=0; }
+  cmp -s "$work/expected_stdout" "$work/stdout" ||
+    { show_difference "stdout" "$work/expected_stdout" "$work/stdout"; ok=0; }
+  cmp -s "$work/expected_stderr" "$work/stderr" ||
+    { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; ok=0; }
   [ $ok = 1 ]
 }
 
@@ -94,6 +123,96 @@ case_batch_padded_zero_rule_query_2() {
     --masked-rows zero --query 2
 }
 case_version() { expect_output version --version; }
+
+# --- scripted use: formats, diff, --expect, export, your own numbers ----------------------------
+case_json_walkthrough() { expect_output_file data/traces/walkthrough.json --format json; }
+case_json_walkthrough_default_kernel() {
+  expect_output_file data/traces/walkthrough_default_kernel.json --format json --torch-kernel default
+}
+case_json_batch_heads_causal_steps() {
+  expect_output json_batch_heads_causal --format json --steps mask,attention_weights "a b" "c" \
+    --heads 2 --causal
+}
+case_csv_omega() { expect_output csv_omega --format csv --steps omega; }
+case_markdown_two_steps() {
+  expect_output markdown_two_steps --format markdown --steps attention_weights,context_vectors
+}
+case_steps_text() { expect_output steps_text --steps scaled_scores,attention_weights; }
+case_locale_does_not_matter() { LC_ALL=de_DE.UTF-8 LANG=de_DE.UTF-8 expect_output default; }
+case_diff_equal() {
+  expect_report 0 "equal: 11 steps, 222 cells, all within atol 1e-08, rtol 1e-05
+" "" diff data/traces/walkthrough.json data/traces/walkthrough.json
+}
+case_diff_different() {
+  run diff data/traces/walkthrough.json data/traces/walkthrough_default_kernel.json --atol 0 --rtol 0
+  [ "$(cat "$work/status")" = 1 ] || { echo "FAIL: exit $(cat "$work/status"), expected 1"; return 1; }
+  grep -qx 'context_vectors: row 3 "short", column 3: -0.262649924 vs -0.262650043, difference 1.19e-07' "$work/stdout" &&
+    tail -n 1 "$work/stdout" | grep -q '^different: [0-9]* of 222 cells differ, in [0-9]* of 11 steps; 0 steps in only one trace (atol 0, rtol 0)$'
+}
+case_diff_unreadable() {
+  expect_error "tests/golden/inputs/missing.json: cannot read: No such file or directory" diff \
+    data/traces/walkthrough.json tests/golden/inputs/missing.json
+}
+case_diff_not_json() {
+  expect_error "tests/golden/inputs/not_json.json is not JSON: [json.exception.parse_error.101] parse error at line 1, column 20: syntax error while parsing value - invalid literal; last read: '0.3, N'" \
+    diff data/traces/walkthrough.json tests/golden/inputs/not_json.json
+}
+case_diff_not_a_trace() {
+  expect_error "tests/golden/inputs/string_value.json is not an attn-trace trace: it has no \"tool\": \"attn-trace\" and \"steps\"" \
+    diff tests/golden/inputs/string_value.json data/traces/walkthrough.json
+}
+case_expect_equal() {
+  # With --steps, the run's steps are compared with the same steps of the stored trace.
+  run --expect data/traces/walkthrough.json --steps context_vectors --format csv
+  if [ "${ATTN_UPDATE_GOLDEN:-0}" = 1 ]; then cp "$work/stdout" "$golden_dir/csv_context.txt"; fi
+  [ "$(cat "$work/status")" = 0 ] && cmp -s "$golden_dir/csv_context.txt" "$work/stdout" &&
+    [ "$(cat "$work/stderr")" = "equal: 1 steps, 24 cells, all within atol 1e-08, rtol 1e-05" ]
+}
+case_expect_different() {
+  run --expect data/traces/walkthrough.json --torch-kernel default --atol 0 --rtol 0
+  [ "$(cat "$work/status")" = 1 ] && cmp -s "$work/stdout" "$golden_dir/kernel_default.txt" &&
+    tail -n 1 "$work/stderr" | grep -q '^different: '
+}
+case_export_npy_and_manifest() {
+  local dir="$work/export"
+  run --export "$dir" --steps omega,b_out --multihead split --d-out 4 --init linear
+  [ "$(cat "$work/status")" = 0 ] || { cat "$work/stderr"; return 1; }
+  printf '%s\n' "$dir/01_b_out.npy" "$dir/02_omega.npy" "$dir/manifest.json" >"$work/expected"
+  cmp "$work/expected" "$work/stdout" || return 1
+  # NumPy's header for a float32 vector of 4 and a 6 x 6 matrix, as numpy.save writes them.
+  head -c 10 "$dir/02_omega.npy" | od -An -c | grep -q '223   N   U   M   P   Y 001  \\0   v  \\0' &&
+    grep -q "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }" "$dir/01_b_out.npy" &&
+    grep -q "{'descr': '<f4', 'fortran_order': False, 'shape': (6, 6), }" "$dir/02_omega.npy" &&
+    [ "$(stat -c %s "$dir/02_omega.npy")" = $((128 + 144)) ] &&
+    grep -q '"file": "02_omega.npy"' "$dir/manifest.json"
+}
+case_export_refuses_to_overwrite() {
+  local dir="$work/export"
+  mkdir -p "$dir" && echo "mine" >"$dir/01_omega.npy"
+  run --export "$dir" --steps omega
+  [ "$(cat "$work/status")" = 2 ] && [ ! -s "$work/stdout" ] &&
+    grep -qx "attn-trace: error: $dir/01_omega.npy exists: give --force to replace it" "$work/stderr" &&
+    [ "$(cat "$dir/01_omega.npy")" = mine ] && [ ! -e "$dir/manifest.json" ] &&
+    [ "$(ls -A "$dir" | wc -l)" = 1 ] || return 1
+  run --export "$dir" --steps omega --force
+  [ "$(cat "$work/status")" = 0 ] && [ "$(stat -c %s "$dir/01_omega.npy")" = 272 ]
+}
+case_exported_weights_read_back_give_the_same_trace() {
+  local dir="$work/w"
+  "$binary" --export "$dir" --steps embeddings,w_query,w_key,w_value >/dev/null || return 1
+  "$binary" --format json >"$work/a.json" &&
+    "$binary" --format json "Life is short, eat dessert first" --x "$dir/01_embeddings.npy" \
+      --w-query "$dir/02_w_query.npy" --w-key "$dir/03_w_key.npy" --w-value "$dir/04_w_value.npy" \
+      --seed 9 --steps omega,attention_weights,context_vectors >"$work/b.json" &&
+    "$binary" diff "$work/a.json" "$work/b.json" --atol 0 --rtol 0 >"$work/report"
+  # b has only three steps: the rest are reported as only in a; those three are equal.
+  grep -q "^different: 0 of 96 cells differ, in 0 of 11 steps; 8 steps in only one trace" "$work/report"
+}
+case_your_journey_x() { expect_output your_journey --x data/your_journey.csv --d-kq 2 --d-v 2; }
+case_your_journey_labels_from_sentence() {
+  expect_output your_journey_sentence_labels "Your journey starts with one step" \
+    --x tests/golden/inputs/journey_values.json --d-kq 2 --d-v 2 --query 2
+}
 
 case_two_runs_same_bytes() {
   local args=("Two runs, same bytes: a b c d e f g h i j" --seed 99 --d-in 16 --d-kq 8 --d-v 8)
@@ -195,6 +314,37 @@ case_error_batch_sentence_empty() {
 }
 case_error_cross_key_past_end() {
   expect_error "key 3 is out of range: the key and value sentence has 2 tokens, allowed 1..2" --cross "x y" --query 1 --key 3
+}
+case_error_format_with_query() {
+  expect_error "--query excludes --format (see attn-trace --help)" --format json --query 2
+}
+case_error_unknown_step() {
+  expect_error "step 'weights' is not in this trace: its steps are embeddings, w_query, w_key, w_value, queries, keys, values, omega, scaled_scores, attention_weights, context_vectors" --steps weights
+}
+case_error_force_without_export() { expect_error "--force goes with --export" --force; }
+case_error_unknown_format() {
+  expect_error "--format: yaml not in {text,json,csv,markdown} (see attn-trace --help)" --format yaml
+}
+case_error_tolerance() {
+  expect_error "--atol: '-1' is not a tolerance; allowed: a number >= 0 (see attn-trace --help)" diff a b --atol -1
+}
+case_error_x_missing_file() {
+  expect_error "tests/golden/inputs/none.csv: cannot read: No such file or directory" --x tests/golden/inputs/none.csv
+}
+case_error_x_ragged() {
+  expect_error "tests/golden/inputs/ragged.csv: line 2 has 2 fields, line 1 has 3: all rows must have the same length" --x tests/golden/inputs/ragged.csv
+}
+case_error_json_string_value() {
+  expect_error "tests/golden/inputs/string_value.json: row 2, column 2 is a string: values must be numbers" --x tests/golden/inputs/string_value.json
+}
+case_error_weight_shape() {
+  expect_error "W_q in tests/golden/inputs/w_4x2.csv has shape [4, 2], but X has d_in 3: with --init rand it must be [d_in, d_kq]" --w-query tests/golden/inputs/w_4x2.csv
+}
+case_error_x_labelled_and_sentence() {
+  expect_error "data/your_journey.csv labels its rows already: give no sentence with it" "a b c d e f" --x data/your_journey.csv
+}
+case_error_x_with_embedding() {
+  expect_error "--embedding excludes --x (see attn-trace --help)" --x data/your_journey.csv --embedding tests/golden/inputs/w_4x2.csv
 }
 case_error_option_twice() {
   expect_error "--seed: given 2 times, once is allowed (see attn-trace --help)" --seed 1 --seed 2

@@ -27,16 +27,19 @@ std::string npy_bytes(const Matrix& m, bool vector = false);
 // what is wrong and where, for: data that ends early (truncated) or has bytes left over; a
 // dtype other than '<f4' or '<f8' (float64 is rounded to float32); Fortran order; more than 2
 // dimensions; an empty array; rows of different lengths; text that is not a number; and a value
-// that is nan or infinite ("row 2, column 3 is nan: values must be finite"; rows and columns
-// 1-based).
+// that is nan, infinite, or too large for float32 ("m.npy: row 2, column 3 is nan: values must
+// be finite"; rows and columns 1-based). Every number is rounded once, from its text or its
+// float64 value, to the nearest float32.
 //
 // .npy: numpy.save's format, versions 1.0, 2.0 and 3.0.
 LoadedMatrix parse_npy(std::string_view bytes, const std::string& source);
 // CSV: one row per line, values separated by commas, numbers as C/Python write them (no locale).
-// Blank lines and lines starting with '#' are skipped. When the first field of every row is not
-// a number, that column holds the row labels.
+// Blank lines and lines starting with '#' are skipped; spaces around a field are dropped; a field
+// in double quotes may hold commas ("" is a quote). When the first field of every row is not a
+// number, that column holds the row labels. Messages name the line and column of the file.
 LoadedMatrix parse_csv(std::string_view text, const std::string& source);
-// JSON: [[...], ...] (a matrix), [...] (one row), or {"values": [[...], ...], "labels": [...]}.
+// JSON: [[...], ...] (a matrix), [...] (one row), or {"values": [[...], ...], "labels": [...]}
+// ("labels" optional; one string per row).
 LoadedMatrix parse_json_matrix(std::string_view text, const std::string& source);
 
 // Reads a matrix file by its extension: .npy, .csv or .json. Throws Error naming the path when
@@ -49,7 +52,6 @@ std::string read_file(const std::filesystem::path& path);
 // Writes `bytes` to `path` atomically: into a temporary file in the same folder, flushed, then
 // renamed over `path`. Throws Error naming the path if it exists and `overwrite` is false, or if
 // any step fails; on failure nothing is left behind and an existing file is unchanged.
-void write_file_atomic(const std::filesystem::path& path, std::string_view bytes,
-                       bool overwrite);
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, bool overwrite);
 
 }  // namespace attn

@@ -122,6 +122,10 @@ struct Trace {
 // the file, its value or shape, and what is allowed.
 TraceConfig resolve(const TraceConfig& config);
 
+// Keeps only the steps whose id is in `ids`, in the trace's order. Throws Error naming an id
+// that no step of this trace has, and the ids it has.
+void select_steps(Trace& trace, const std::vector<std::string>& ids);
+
 // Tokenizes, embeds, projects and attends, recording each step; like a module's forward().
 // Throws Error for a config that resolve() refuses or a sentence with no words.
 Trace run_trace(const TraceConfig& config);

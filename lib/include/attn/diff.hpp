@@ -1,0 +1,47 @@
+#pragma once
+
+// Comparing two traces cell by cell, as `attn-trace diff A.json B.json` and `--expect` do.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/matrix.hpp"
+
+namespace attn {
+
+// One step of a trace read back from JSON.
+struct DocumentStep {
+  std::string id;
+  std::optional<int> head;   // 1-based, as the JSON has it
+  std::optional<int> batch;  // 1-based
+  std::vector<std::string> row_labels, col_labels;
+  Matrix values;
+};
+
+// A trace read back from render_json's output.
+struct TraceDocument {
+  std::string source;  // the file name, for the report
+  std::vector<DocumentStep> steps;
+};
+
+// Reads a JSON trace. Throws Error naming `source` when the text is not JSON, not an
+// attn-trace trace, of another schema version, or a step is malformed (naming the step).
+TraceDocument parse_trace_json(std::string_view text, const std::string& source);
+
+struct DiffOptions {
+  double atol = 1e-8;  // absolute tolerance, as numpy.isclose
+  double rtol = 1e-5;  // relative tolerance, of the second trace's value
+};
+
+struct DiffResult {
+  bool equal = true;   // every step in both, same shapes, every cell within tolerance
+  std::string report;  // one line per differing cell or step, then a summary line
+};
+
+// Compares the steps of `a` and `b` matched by (id, head, batch). Cells a and b are equal when
+// |a − b| <= atol + rtol · |b|, or both are nan, or both are the same infinity.
+DiffResult diff_traces(const TraceDocument& a, const TraceDocument& b, const DiffOptions& options);
+
+}  // namespace attn

@@ -1,0 +1,175 @@
+#include "attn/diff.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "attn/error.hpp"
+#include "attn/render_json.hpp"
+
+namespace attn {
+
+namespace {
+
+using nlohmann::json;
+
+float cell_value(const json& v) {
+  if (v.is_number()) return static_cast<float>(v.get<double>());
+  if (v.is_string()) {
+    const auto s = v.get<std::string>();
+    if (s == "nan") return std::numeric_limits<float>::quiet_NaN();
+    if (s == "inf") return std::numeric_limits<float>::infinity();
+    if (s == "-inf") return -std::numeric_limits<float>::infinity();
+  }
+  throw Error(fmt::format("{} is not a number", v.dump()));
+}
+
+std::optional<int> index_of(const json& v) {
+  return v.is_null() ? std::nullopt : std::optional<int>(v.get<int>());
+}
+
+std::string where(const DocumentStep& s) {
+  std::string w = s.id;
+  if (s.head || s.batch) {
+    w += " (";
+    if (s.head) w += fmt::format("head {}", *s.head);
+    if (s.head && s.batch) w += ", ";
+    if (s.batch) w += fmt::format("sentence {}", *s.batch);
+    w += ")";
+  }
+  return w;
+}
+
+std::string label(const std::vector<std::string>& labels, Eigen::Index i) {
+  return i < static_cast<Eigen::Index>(labels.size())
+             ? fmt::format(" {}", json(labels[static_cast<std::size_t>(i)]).dump())
+             : std::string();
+}
+
+bool close(float a, float b, const DiffOptions& o) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (std::isinf(a) || std::isinf(b)) return a == b;
+  return std::fabs(static_cast<double>(a) - b) <=
+         o.atol + o.rtol * std::fabs(static_cast<double>(b));
+}
+
+std::string number(float v) {
+  return std::isfinite(v) ? fmt::format("{:.9g}", v)
+                          : (std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"));
+}
+
+}  // namespace
+
+TraceDocument parse_trace_json(std::string_view text, const std::string& source) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(fmt::format("{} is not JSON: {}", source, e.what()));
+  }
+  if (!doc.is_object() || doc.value("tool", "") != "attn-trace" || !doc.contains("steps")) {
+    throw Error(
+        fmt::format("{} is not an attn-trace trace: it has no \"tool\": \"attn-trace\" "
+                    "and \"steps\"",
+                    source));
+  }
+  if (doc.value("schema_version", 0) != kJsonSchemaVersion) {
+    throw Error(fmt::format("{} has schema version {}: this attn-trace reads version {}", source,
+                            doc.value("schema_version", json(nullptr)).dump(), kJsonSchemaVersion));
+  }
+  TraceDocument out;
+  out.source = source;
+  const json& steps = doc.at("steps");
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const json& s = steps[i];
+    try {
+      DocumentStep step;
+      step.id = s.at("id").get<std::string>();
+      step.head = index_of(s.at("head"));
+      step.batch = index_of(s.at("batch"));
+      step.row_labels = s.value("row_labels", std::vector<std::string>{});
+      step.col_labels = s.value("col_labels", std::vector<std::string>{});
+      const json& values = s.at("values");
+      const auto rows = static_cast<Eigen::Index>(values.size());
+      const auto cols = rows ? static_cast<Eigen::Index>(values.at(0).size()) : 0;
+      step.values.resize(rows, cols);
+      for (Eigen::Index r = 0; r < rows; ++r) {
+        const json& row = values.at(static_cast<std::size_t>(r));
+        if (!row.is_array() || static_cast<Eigen::Index>(row.size()) != cols) {
+          throw Error(fmt::format("row {} has {} values, row 1 has {}", r + 1, row.size(), cols));
+        }
+        for (Eigen::Index c = 0; c < cols; ++c) {
+          step.values(r, c) = cell_value(row.at(static_cast<std::size_t>(c)));
+        }
+      }
+      out.steps.push_back(std::move(step));
+    } catch (const json::exception& e) {
+      throw Error(fmt::format("{} is not a valid trace: step {}: {}", source, i + 1, e.what()));
+    } catch (const Error& e) {
+      throw Error(fmt::format("{} is not a valid trace: step {}: {}", source, i + 1, e.what()));
+    }
+  }
+  return out;
+}
+
+DiffResult diff_traces(const TraceDocument& a, const TraceDocument& b, const DiffOptions& o) {
+  DiffResult result;
+  std::size_t cells = 0, differing_cells = 0, differing_steps = 0, missing = 0;
+  auto find = [](const TraceDocument& doc, const DocumentStep& s) -> const DocumentStep* {
+    for (const DocumentStep& t : doc.steps) {
+      if (t.id == s.id && t.head == s.head && t.batch == s.batch) return &t;
+    }
+    return nullptr;
+  };
+  for (const DocumentStep& sa : a.steps) {
+    const DocumentStep* sb = find(b, sa);
+    if (!sb) {
+      result.report += fmt::format("{}: only in {}\n", where(sa), a.source);
+      ++missing;
+      continue;
+    }
+    if (sa.values.rows() != sb->values.rows() || sa.values.cols() != sb->values.cols()) {
+      result.report +=
+          fmt::format("{}: shape [{}, {}] in {}, [{}, {}] in {}\n", where(sa), sa.values.rows(),
+                      sa.values.cols(), a.source, sb->values.rows(), sb->values.cols(), b.source);
+      ++differing_steps;
+      continue;
+    }
+    bool step_differs = false;
+    for (Eigen::Index r = 0; r < sa.values.rows(); ++r) {
+      for (Eigen::Index c = 0; c < sa.values.cols(); ++c) {
+        ++cells;
+        const float x = sa.values(r, c), y = sb->values(r, c);
+        if (close(x, y, o)) continue;
+        ++differing_cells;
+        step_differs = true;
+        result.report +=
+            fmt::format("{}: row {}{}, column {}{}: {} vs {}, difference {:.2e}\n", where(sa),
+                        r + 1, label(sa.row_labels, r), c + 1, label(sa.col_labels, c), number(x),
+                        number(y), static_cast<double>(x) - y);
+      }
+    }
+    if (step_differs) ++differing_steps;
+  }
+  for (const DocumentStep& sb : b.steps) {
+    if (!find(a, sb)) {
+      result.report += fmt::format("{}: only in {}\n", where(sb), b.source);
+      ++missing;
+    }
+  }
+  result.equal = differing_cells == 0 && differing_steps == 0 && missing == 0;
+  const std::string tolerance = fmt::format("atol {:g}, rtol {:g}", o.atol, o.rtol);
+  if (result.equal) {
+    result.report +=
+        fmt::format("equal: {} steps, {} cells, all within {}\n", a.steps.size(), cells, tolerance);
+  } else {
+    result.report += fmt::format(
+        "different: {} of {} cells differ, in {} of {} steps; {} steps in only one trace ({})\n",
+        differing_cells, cells, differing_steps, a.steps.size(), missing, tolerance);
+  }
+  return result;
+}
+
+}  // namespace attn

@@ -1,0 +1,138 @@
+// Files: load_matrix picks a parser by extension, read_file reads, write_file_atomic writes.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include "attn/error.hpp"
+#include "attn/io.hpp"
+#include "io_internal.hpp"
+
+namespace attn {
+
+namespace {
+
+using io_detail::excerpt;
+
+std::string errno_text(int error) { return std::generic_category().message(error); }
+
+// Closes a file descriptor when it goes out of scope, unless released.
+struct FdCloser {
+  int fd = -1;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+LoadedMatrix load_matrix(const std::filesystem::path& path) {
+  std::string extension = path.extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (extension == ".npy") return parse_npy(read_file(path), path.string());
+  if (extension == ".csv") return parse_csv(read_file(path), path.string());
+  if (extension == ".json") return parse_json_matrix(read_file(path), path.string());
+  throw Error(fmt::format("{}: the extension {} is not known: allowed are .npy, .csv and .json",
+                          path.string(), extension.empty() ? "(none)" : excerpt(extension)));
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  auto fail = [&](int error) {
+    return Error(fmt::format("{}: cannot read: {}", path.string(), errno_text(error)));
+  };
+  FdCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) throw fail(errno);
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) throw fail(errno);
+  if (S_ISDIR(st.st_mode)) throw fail(EISDIR);
+  std::string out;
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(file.fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw fail(errno);
+    if (n == 0) return out;
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, bool overwrite) {
+  const std::string name = path.filename().string();
+  auto exists = [&] { return Error(path.string() + " exists: give --force to replace it"); };
+  auto fail = [&](std::string_view step, int error) {
+    return Error(fmt::format("{}: cannot write: {}: {}", path.string(), step, errno_text(error)));
+  };
+  if (name.empty() || name == "." || name == "..") {
+    throw Error(path.string() + ": cannot write: the path names a folder, not a file");
+  }
+  struct stat st {};
+  if (!overwrite && ::lstat(path.c_str(), &st) == 0) throw exists();
+
+  // The temporary file: .NAME.tmp-XXXXXX next to the target, so that the rename stays within one
+  // file system. Made with O_EXCL rather than mkstemp, whose mode 0600 the file would keep: this
+  // way it gets 0666 less the umask, like any file the user creates.
+  const std::filesystem::path dir = path.parent_path().empty() ? "." : path.parent_path();
+  std::random_device entropy;
+  std::filesystem::path temp;
+  FdCloser file;
+  for (int attempt = 0; file.fd < 0; ++attempt) {
+    constexpr std::string_view kChars =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    std::string suffix;
+    for (int i = 0; i < 6; ++i) suffix += kChars[entropy() % kChars.size()];
+    temp = dir / ("." + name + ".tmp-" + suffix);
+    file.fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (file.fd < 0 && (errno != EEXIST || attempt == 100)) {
+      throw fail("creating a temporary file", errno);
+    }
+  }
+  // From here on, any failure removes the temporary file.
+  struct Remover {
+    const std::filesystem::path& temp;
+    bool armed = true;
+    ~Remover() {
+      if (armed) ::unlink(temp.c_str());
+    }
+  } remover{temp};
+
+  for (std::size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(file.fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw fail("writing", errno);
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(file.fd) != 0) throw fail("flushing", errno);
+  const int fd = std::exchange(file.fd, -1);
+  if (::close(fd) != 0) throw fail("closing", errno);
+
+  if (overwrite) {
+    if (::rename(temp.c_str(), path.c_str()) != 0) throw fail("renaming", errno);
+  } else if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) != 0) {
+    // Never replace a file that appeared meanwhile. Where the file system cannot rename that way,
+    // link() does the same: it fails when the name exists.
+    if (errno == EEXIST) throw exists();
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) throw fail("renaming", errno);
+    if (::link(temp.c_str(), path.c_str()) != 0) {
+      if (errno == EEXIST) throw exists();
+      throw fail("linking", errno);
+    }
+    ::unlink(temp.c_str());
+  }
+  remover.armed = false;
+
+  // Make the new name durable too; the file is in place already, so this is best effort.
+  FdCloser directory{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (directory.fd >= 0) ::fsync(directory.fd);
+}
+
+}  // namespace attn

@@ -1,0 +1,350 @@
+// Matrices in text: parse_csv reads CSV, parse_json_matrix reads JSON.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attn/error.hpp"
+#include "attn/io.hpp"
+#include "io_internal.hpp"
+
+namespace attn {
+
+namespace {
+
+using io_detail::cell;
+using io_detail::check_finite;
+using io_detail::count;
+using io_detail::excerpt;
+using io_detail::FloatText;
+using io_detail::parse_float;
+
+}  // namespace
+
+// ---- CSV --------------------------------------------------------------------------------------
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Splits one line at its commas. A field may be quoted ("a, b"), with "" for a quote inside; the
+// quotes only group, the content counts as a field like any other. Spaces around fields are
+// dropped.
+std::vector<std::string> split_fields(std::string_view line, std::size_t line_no,
+                                      const std::string& source) {
+  std::vector<std::string> fields;
+  std::size_t pos = 0;
+  while (true) {
+    while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t')) ++pos;
+    if (pos < line.size() && line[pos] == '"') {
+      std::string field;
+      for (++pos;; ++pos) {
+        if (pos == line.size()) {
+          throw Error(fmt::format("{}: line {} has a quoted field without its closing quote",
+                                  source, line_no));
+        }
+        if (line[pos] == '"') {
+          if (pos + 1 < line.size() && line[pos + 1] == '"') {
+            ++pos;
+          } else {
+            break;
+          }
+        }
+        field += line[pos];
+      }
+      ++pos;
+      while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t')) ++pos;
+      if (pos < line.size() && line[pos] != ',') {
+        throw Error(fmt::format("{}: line {}, column {} has text after its closing quote", source,
+                                line_no, fields.size() + 1));
+      }
+      fields.push_back(std::move(field));
+    } else {
+      const std::size_t comma = std::min(line.find(',', pos), line.size());
+      fields.emplace_back(trim(line.substr(pos, comma - pos)));
+      pos = comma;
+    }
+    if (pos == line.size()) return fields;
+    ++pos;  // the comma
+  }
+}
+
+bool is_number(const std::string& field) {
+  float ignored = 0.0f;
+  return parse_float(field, ignored) != FloatText::kNotANumber;
+}
+
+}  // namespace
+
+LoadedMatrix parse_csv(std::string_view text, const std::string& source) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
+
+  // The rows, with their line numbers, split into fields.
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::size_t> line_numbers;
+  std::size_t line_no = 0;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t newline = std::min(text.find('\n', pos), text.size());
+    std::string_view line = text.substr(pos, newline - pos);
+    pos = newline + 1;
+    ++line_no;
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    const std::string_view content = trim(line);
+    if (content.empty() || content.starts_with('#')) continue;
+    rows.push_back(split_fields(line, line_no, source));
+    line_numbers.push_back(line_no);
+    if (rows.back().size() != rows.front().size()) {
+      throw Error(fmt::format(
+          "{}: line {} has {}, line {} has {}: all rows must have the same length", source, line_no,
+          count(rows.back().size(), "field"), line_numbers.front(), rows.front().size()));
+    }
+  }
+  if (rows.empty()) throw Error(source + " has no values: a matrix needs at least one value");
+
+  // Row labels: the first field, when it is not a number in any row (and values follow it).
+  const bool labelled = rows.front().size() > 1 &&
+                        std::none_of(rows.begin(), rows.end(),
+                                     [](const auto& fields) { return is_number(fields.front()); });
+  const std::size_t first = labelled ? 1 : 0;
+
+  LoadedMatrix out;
+  out.values.resize(static_cast<Eigen::Index>(rows.size()),
+                    static_cast<Eigen::Index>(rows.front().size() - first));
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    if (labelled) out.row_labels.push_back(rows[r].front());
+    for (std::size_t c = first; c < rows[r].size(); ++c) {
+      const std::string& field = rows[r][c];
+      float& value = out.values(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c - first));
+      const FloatText parsed = parse_float(field, value);
+      if (parsed == FloatText::kOk) continue;
+      const std::string where = fmt::format("line {}, column {}", line_numbers[r], c + 1);
+      if (parsed == FloatText::kTooLarge) {
+        throw Error(fmt::format("{}: {} ({}) is too large for float32: values must be finite",
+                                source, where, field));
+      }
+      if (field.empty())
+        throw Error(fmt::format("{}: {} is empty: expected a number", source, where));
+      throw Error(fmt::format("{}: {}: {} is not a number", source, where, excerpt(field)));
+    }
+  }
+  check_finite(out.values, source, [&](Eigen::Index r, Eigen::Index c) {
+    return fmt::format("line {}, column {}", line_numbers[static_cast<std::size_t>(r)],
+                       static_cast<std::size_t>(c) + first + 1);
+  });
+  return out;
+}
+
+// ---- JSON -------------------------------------------------------------------------------------
+
+namespace {
+
+using nlohmann::json;
+
+// Builds the document like nlohmann's own parser, except that each number with a fraction or an
+// exponent is rounded from its text straight to float32: through a double it could be rounded
+// twice. A value too large for float32 keeps its double value, for the message.
+class Float32Builder final : public nlohmann::json_sax<json> {
+ public:
+  json root;
+  std::size_t error_byte = 0;
+  std::string error_text;
+
+  bool null() override { return add(nullptr); }
+  bool boolean(bool v) override { return add(v); }
+  bool number_integer(number_integer_t v) override { return add(v); }
+  bool number_unsigned(number_unsigned_t v) override { return add(v); }
+  bool number_float(number_float_t v, const string_t& s) override {
+    // nlohmann writes the locale's decimal point into `s`; from_chars wants '.'.
+    std::string text = s;
+    for (char& c : text) {
+      if (!std::isdigit(static_cast<unsigned char>(c)) && std::strchr("eE+-", c) == nullptr) {
+        c = '.';
+      }
+    }
+    float f = 0.0f;
+    if (parse_float(text, f) == FloatText::kOk) return add(static_cast<double>(f));
+    return add(v);
+  }
+  bool string(string_t& v) override { return add(v); }
+  bool binary(binary_t&) override { return false; }  // JSON text has no binary values
+  bool start_object(std::size_t) override {
+    stack_.push_back(add_value(json::object()));
+    return true;
+  }
+  bool key(string_t& k) override {
+    member_ = &(*stack_.back())[k];
+    return true;
+  }
+  bool end_object() override {
+    stack_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    stack_.push_back(add_value(json::array()));
+    return true;
+  }
+  bool end_array() override {
+    stack_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& ex) override {
+    // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ...":
+    // keep what follows the exception's name and the location.
+    error_byte = position;
+    error_text = ex.what();
+    auto drop_through = [this](std::string_view prefix, std::string_view end) {
+      const std::size_t at = error_text.find(end);
+      if (error_text.starts_with(prefix) && at != std::string::npos) {
+        error_text.erase(0, at + end.size());
+      }
+    };
+    drop_through("[json.exception.", "] ");
+    drop_through("parse error", ": ");
+    return false;
+  }
+
+ private:
+  bool add(json v) {
+    add_value(std::move(v));
+    return true;
+  }
+  json* add_value(json v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    if (stack_.back()->is_array()) {
+      stack_.back()->push_back(std::move(v));
+      return &stack_.back()->back();
+    }
+    *member_ = std::move(v);
+    return member_;
+  }
+
+  std::vector<json*> stack_;  // the open arrays and objects, innermost last
+  json* member_ = nullptr;    // the object member the next value goes into
+};
+
+std::string json_kind(const json& j) {
+  if (j.is_null()) return "null";
+  if (j.is_boolean()) return "a boolean";
+  if (j.is_number()) return "a number";
+  if (j.is_string()) return "a string";
+  if (j.is_array()) return "an array";
+  return "an object";
+}
+
+// One value of the matrix: a number that is finite in float32.
+float json_value(const json& j, Eigen::Index r, Eigen::Index c, const std::string& source) {
+  if (!j.is_number()) {
+    throw Error(
+        fmt::format("{}: {} is {}: values must be numbers", source, cell(r, c), json_kind(j)));
+  }
+  const auto v = j.get<double>();
+  const auto f = static_cast<float>(v);
+  if (!std::isfinite(f)) {
+    throw Error(fmt::format("{}: {} ({}) is too large for float32: values must be finite", source,
+                            cell(r, c), v));
+  }
+  return f;
+}
+
+// [[...], ...] or [...] (one row).
+Matrix json_values(const json& j, const std::string& source) {
+  const auto rows = static_cast<Eigen::Index>(j.size());
+  if (rows == 0) throw Error(source + " has no values: a matrix needs at least one value");
+  if (!j.front().is_array()) {
+    Matrix m(1, rows);  // (1, n)
+    for (Eigen::Index c = 0; c < rows; ++c) {
+      m(0, c) = json_value(j[static_cast<std::size_t>(c)], 0, c, source);
+    }
+    return m;
+  }
+  const auto cols = static_cast<Eigen::Index>(j.front().size());
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    const json& row = j[static_cast<std::size_t>(r)];
+    if (!row.is_array()) {
+      throw Error(fmt::format("{}: row {} is {}: rows must be arrays of numbers", source, r + 1,
+                              json_kind(row)));
+    }
+    if (static_cast<Eigen::Index>(row.size()) != cols) {
+      throw Error(fmt::format("{}: row {} has {}, row 1 has {}: all rows must have the same length",
+                              source, r + 1, count(row.size(), "value"), cols));
+    }
+  }
+  if (cols == 0) throw Error(source + " has no values: a matrix needs at least one value");
+  Matrix m(rows, cols);  // (rows, cols)
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    for (Eigen::Index c = 0; c < cols; ++c) {
+      m(r, c) =
+          json_value(j[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)], r, c, source);
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+LoadedMatrix parse_json_matrix(std::string_view text, const std::string& source) {
+  Float32Builder builder;
+  if (!json::sax_parse(text.begin(), text.end(), &builder)) {
+    throw Error(fmt::format("{} is not valid JSON (byte {}): {}", source, builder.error_byte,
+                            builder.error_text));
+  }
+  const json& doc = builder.root;
+  LoadedMatrix out;
+  if (doc.is_array()) {
+    out.values = json_values(doc, source);
+    return out;
+  }
+  if (!doc.is_object()) {
+    throw Error(
+        fmt::format("{}: the document is {}: allowed are [[...], ...], [...] and "
+                    "{{\"values\": [[...], ...], \"labels\": [...]}}",
+                    source, json_kind(doc)));
+  }
+  for (const auto& [key, value] : doc.items()) {
+    if (key != "values" && key != "labels") {
+      throw Error(fmt::format("{}: key {} is not known: allowed are \"values\" and \"labels\"",
+                              source, json(key).dump()));
+    }
+  }
+  if (!doc.contains("values")) throw Error(source + " has no \"values\": give the matrix there");
+  const json& values = doc["values"];
+  if (!values.is_array()) {
+    throw Error(fmt::format("{}: \"values\" is {}: it must be an array of rows", source,
+                            json_kind(values)));
+  }
+  out.values = json_values(values, source);
+  if (!doc.contains("labels")) return out;
+  const json& labels = doc["labels"];
+  if (!labels.is_array()) {
+    throw Error(fmt::format("{}: \"labels\" is {}: it must be an array of strings", source,
+                            json_kind(labels)));
+  }
+  if (static_cast<Eigen::Index>(labels.size()) != out.values.rows()) {
+    throw Error(fmt::format("{} has {} labels for {} rows: give one label per row", source,
+                            labels.size(), out.values.rows()));
+  }
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (!labels[i].is_string()) {
+      throw Error(fmt::format("{}: label {} is {}: labels must be strings", source, i + 1,
+                              json_kind(labels[i])));
+    }
+    out.row_labels.push_back(labels[i].get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace attn

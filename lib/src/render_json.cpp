@@ -1,0 +1,142 @@
+#include "attn/render_json.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "attn/version.hpp"
+
+namespace attn {
+
+namespace {
+
+using nlohmann::json;
+
+// JSON text of a value; invalid UTF-8 (possible only in a loaded file's labels) becomes U+FFFD.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string json_string(std::string_view s) { return dump(json(s)); }
+std::string strings(const std::vector<std::string>& items) { return dump(json(items)); }
+
+json optional_source(const std::optional<GivenMatrix>& m) {
+  return m ? json(m->source) : json(nullptr);
+}
+
+json settings_of(const Trace& trace) {
+  const TraceConfig& c = trace.config;
+  json s;
+  s["sentences"] = c.x ? json(nullptr) : json(c.sentences);
+  s["cross"] = c.cross ? json(*c.cross) : json(nullptr);
+  s["seed"] = c.seed;
+  s["vocab_size"] = c.vocab_size;
+  s["d_in"] = c.d_in;
+  s["d_kq"] = c.d_kq;
+  s["d_v"] = c.d_v;
+  s["heads"] = c.heads;
+  s["multihead"] = multihead_name(c.multihead);
+  s["init"] = init_name(c.init);
+  s["causal"] = c.causal;
+  s["masked_rows"] = masked_rows_name(c.masked_rows);
+  s["torch_kernel"] = kernel_name(c.kernel);
+  s["x"] = optional_source(c.x);
+  s["embedding"] = optional_source(c.embedding);
+  s["w_query"] = optional_source(c.w_query);
+  s["w_key"] = optional_source(c.w_key);
+  s["w_value"] = optional_source(c.w_value);
+  s["w_out"] = optional_source(c.w_out);
+  s["b_out"] = optional_source(c.b_out);
+  return s;
+}
+
+json sentence_of(const TokenizedSentence& s) {
+  return json{{"words", s.words}, {"ids", s.ids}, {"length", s.length}};
+}
+
+std::string optional_index(const std::optional<int>& i) {
+  return i ? std::to_string(*i + 1) : std::string("null");
+}
+
+// The fields of a step other than its values, one per line, each followed by a comma.
+std::string step_fields(const Step& s) {
+  std::string out;
+  out += fmt::format("      \"id\": {},\n      \"title\": {},\n      \"equation\": {},\n",
+                     json_string(s.id), json_string(s.title), json_string(s.equation));
+  out += fmt::format("      \"head\": {},\n      \"batch\": {},\n", optional_index(s.head),
+                     optional_index(s.batch));
+  out += fmt::format("      \"shape\": [{}, {}],\n", s.values.rows(), s.values.cols());
+  out += fmt::format("      \"tensor_shape\": {},\n",
+                     dump(json{{"names", s.shape_names}, {"sizes", s.shape}}));
+  out += fmt::format("      \"row_labels\": {},\n      \"col_labels\": {},\n",
+                     strings(s.row_labels), strings(s.col_labels));
+  out += fmt::format("      \"note\": {},\n", json_string(s.note));
+  return out;
+}
+
+}  // namespace
+
+std::string render_manifest(const Trace& trace, const std::vector<std::string>& files) {
+  std::string out = "{\n";
+  out += fmt::format("  \"tool\": \"attn-trace\",\n  \"version\": {},\n  \"schema_version\": {},\n",
+                     json_string(kVersion), kJsonSchemaVersion);
+  out += fmt::format("  \"settings\": {},\n", dump(settings_of(trace)));
+  out += "  \"files\": [";
+  for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+    out += i ? ",\n    {\n" : "\n    {\n";
+    out += fmt::format("      \"file\": {},\n", json_string(files.at(i)));
+    std::string fields = step_fields(trace.steps[i]);
+    fields.erase(fields.size() - 2);  // the last field's ",\n"
+    out += fields + "\n    }";
+  }
+  out += "\n  ]\n}\n";
+  return out;
+}
+
+namespace {}  // namespace
+
+std::string float_text(float value) {
+  if (std::isnan(value)) return "\"nan\"";
+  if (std::isinf(value)) return value > 0 ? "\"inf\"" : "\"-inf\"";
+  return fmt::format("{}", value);
+}
+
+std::string render_json(const Trace& trace) {
+  // Written by hand around the values, so that each row is one line and each number the
+  // shortest float32 text; nlohmann::json writes the strings and the small objects.
+  std::string out = "{\n";
+  out += fmt::format("  \"tool\": \"attn-trace\",\n  \"version\": {},\n  \"schema_version\": {},\n",
+                     json_string(kVersion), kJsonSchemaVersion);
+  out += fmt::format("  \"settings\": {},\n", dump(settings_of(trace)));
+  std::string dict = "{";
+  for (std::size_t i = 0; i < trace.vocabulary.words().size(); ++i) {
+    dict += fmt::format("{}{}: {}", i ? ", " : "", json_string(trace.vocabulary.words()[i]), i);
+  }
+  if (trace.pad_id) {
+    dict += fmt::format("{}{}: {}", trace.vocabulary.words().empty() ? "" : ", ",
+                        json_string(kPadToken), *trace.pad_id);
+  }
+  out += fmt::format("  \"dictionary\": {}}},\n", dict);
+  json inputs = json::array();
+  for (const TokenizedSentence& s : trace.inputs) inputs.push_back(sentence_of(s));
+  out += fmt::format("  \"inputs\": {},\n", dump(inputs));
+  out += fmt::format("  \"cross\": {},\n",
+                     trace.cross ? dump(sentence_of(*trace.cross)) : std::string("null"));
+  out += "  \"steps\": [";
+  for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+    const Step& s = trace.steps[i];
+    out += i ? ",\n    {\n" : "\n    {\n";
+    out += step_fields(s);
+    out += "      \"values\": [";
+    for (Eigen::Index r = 0; r < s.values.rows(); ++r) {
+      out += r ? ",\n        [" : "\n        [";
+      for (Eigen::Index c = 0; c < s.values.cols(); ++c) {
+        out += (c ? ", " : "") + float_text(s.values(r, c));
+      }
+      out += "]";
+    }
+    out += "\n      ]\n    }";
+  }
+  out += "\n  ]\n}\n";
+  return out;
+}
+
+}  // namespace attn

@@ -1,0 +1,101 @@
+#include "attn/render_table.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "attn/error.hpp"
+#include "attn/render_json.hpp"
+#include "attn/tensor_format.hpp"
+
+namespace attn {
+
+namespace {
+
+// A CSV field: quoted, with its quotes doubled, when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (const char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string index_or_empty(const std::optional<int>& i) {
+  return i ? std::to_string(*i + 1) : std::string();
+}
+
+std::string label_or_index(const std::vector<std::string>& labels, Eigen::Index i) {
+  return i < static_cast<Eigen::Index>(labels.size()) ? labels[static_cast<std::size_t>(i)]
+                                                      : std::to_string(i + 1);
+}
+
+// Markdown table cells: a '|' would end the cell, so it is escaped.
+std::string md_cell(const std::string& s) {
+  std::string out;
+  for (const char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+}  // namespace
+
+std::string render_csv(const Trace& trace) {
+  std::string out = "step,head,batch,row,col,row_label,col_label,value\n";
+  for (const Step& s : trace.steps) {
+    const std::string prefix =
+        fmt::format("{},{},{},", csv_field(s.id), index_or_empty(s.head), index_or_empty(s.batch));
+    for (Eigen::Index r = 0; r < s.values.rows(); ++r) {
+      for (Eigen::Index c = 0; c < s.values.cols(); ++c) {
+        const float v = s.values(r, c);
+        std::string value = float_text(v);
+        if (!std::isfinite(v)) value = value.substr(1, value.size() - 2);  // no JSON quotes
+        out += fmt::format("{}{},{},{},{},{}\n", prefix, r + 1, c + 1,
+                           csv_field(r < static_cast<Eigen::Index>(s.row_labels.size())
+                                         ? s.row_labels[static_cast<std::size_t>(r)]
+                                         : std::string()),
+                           csv_field(c < static_cast<Eigen::Index>(s.col_labels.size())
+                                         ? s.col_labels[static_cast<std::size_t>(c)]
+                                         : std::string()),
+                           value);
+      }
+    }
+  }
+  return out;
+}
+
+std::string render_markdown(const Trace& trace, int precision) {
+  std::string out;
+  const std::size_t n = trace.steps.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Step& s = trace.steps[i];
+    std::string where;
+    if (s.head) where += fmt::format(", head {} of {}", *s.head + 1, trace.config.heads);
+    if (s.batch) where += fmt::format(", sentence {} of {}", *s.batch + 1, trace.inputs.size());
+    std::vector<std::string> sizes;
+    for (const std::int64_t d : s.shape) sizes.push_back(std::to_string(d));
+    out += fmt::format("{}### Step {} of {}: `{}`, {}{}\n\n", i ? "\n" : "", i + 1, n, s.id,
+                       s.title, where);
+    out += fmt::format("`{}`, shape [{}] = [{}]\n\n", s.equation, fmt::join(s.shape_names, ", "),
+                       fmt::join(sizes, ", "));
+    if (!s.note.empty()) out += md_cell(s.note) + "\n\n";
+    const TensorFormatter f(s.values.data(), s.values.size(), precision);
+    out += "| |";
+    for (Eigen::Index c = 0; c < s.values.cols(); ++c) {
+      out += fmt::format(" {} |", md_cell(label_or_index(s.col_labels, c)));
+    }
+    out += "\n|---|";
+    for (Eigen::Index c = 0; c < s.values.cols(); ++c) out += "---:|";
+    out += "\n";
+    for (Eigen::Index r = 0; r < s.values.rows(); ++r) {
+      out += fmt::format("| **{}** |", md_cell(label_or_index(s.row_labels, r)));
+      for (Eigen::Index c = 0; c < s.values.cols(); ++c) {
+        std::string v = f.format(s.values(r, c));
+        v.erase(0, v.find_first_not_of(' '));
+        out += fmt::format(" {} |", v);
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace attn

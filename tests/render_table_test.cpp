@@ -1,0 +1,41 @@
+#include "attn/render_table.hpp"
+
+#include <doctest/doctest.h>
+
+TEST_CASE("CSV: one row per cell, exact values, labels quoted when needed") {
+  attn::TraceConfig c;
+  c.sentences = {"don't, \"quote\" me"};
+  attn::Trace trace = attn::run_trace(c);
+  attn::select_steps(trace, {"omega"});
+  const std::string csv = attn::render_csv(trace);
+  CHECK(csv.rfind("step,head,batch,row,col,row_label,col_label,value\n", 0) == 0);
+  // The comma was dropped by the tokenizer; the quote is doubled inside a quoted field.
+  CHECK(csv.find(",\"\"\"quote\"\"\",") != std::string::npos);
+  const std::size_t lines = static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n'));
+  CHECK(lines == 1 + 3 * 3);
+}
+
+TEST_CASE("CSV values are the JSON's exact ones, nan as a word") {
+  attn::TraceConfig c;
+  c.sentences = {"a b", "c"};
+  attn::Trace trace = attn::run_trace(c);
+  attn::select_steps(trace, {"attention_weights"});
+  const std::string csv = attn::render_csv(trace);
+  CHECK(csv.find("attention_weights,,2,2,1,<pad>,c,nan\n") != std::string::npos);
+}
+
+TEST_CASE("Markdown: a heading, the equation and shape, and a labelled table") {
+  attn::Trace trace = attn::run_trace({});
+  attn::select_steps(trace, {"context_vectors"});
+  CHECK(attn::render_markdown(trace, 4) ==
+        "### Step 1 of 1: `context_vectors`, context vectors, one row per token\n\n"
+        "`Z = A V`, shape [T, d_v] = [6, 4]\n\n"
+        "| | 1 | 2 | 3 | 4 |\n"
+        "|---|---:|---:|---:|---:|\n"
+        "| **Life** | -0.1564 | 0.1028 | -0.0763 | -0.0764 |\n"
+        "| **is** | 0.5313 | 1.3607 | 0.7891 | 1.3110 |\n"
+        "| **short** | -0.3542 | -0.1234 | -0.2626 | -0.3706 |\n"
+        "| **eat** | 0.0071 | 0.3345 | 0.0969 | 0.1998 |\n"
+        "| **dessert** | 0.1008 | 0.4780 | 0.2021 | 0.3674 |\n"
+        "| **first** | -0.5296 | -0.2799 | -0.4107 | -0.6006 |\n");
+}
