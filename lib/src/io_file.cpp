@@ -21,7 +21,7 @@ namespace attn {
 
 namespace {
 
-using io_detail::excerpt;
+using namespace io_detail;  // the helpers the .npy, text and file parts share
 
 std::string errno_text(int error) { return std::generic_category().message(error); }
 

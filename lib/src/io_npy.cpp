@@ -21,11 +21,7 @@ namespace attn {
 
 namespace {
 
-using io_detail::cell;
-using io_detail::check_finite;
-using io_detail::count;
-using io_detail::excerpt;
-using io_detail::printable;
+using namespace io_detail;  // the helpers the .npy, text and file parts share
 
 constexpr std::string_view kNpyMagic = "\x93NUMPY";
 constexpr std::size_t kNpyAlign = 64;          // numpy >= 1.23 aligns the data to 64 bytes

@@ -18,12 +18,7 @@ namespace attn {
 
 namespace {
 
-using io_detail::cell;
-using io_detail::check_finite;
-using io_detail::count;
-using io_detail::excerpt;
-using io_detail::FloatText;
-using io_detail::parse_float;
+using namespace io_detail;  // the helpers the .npy, text and file parts share
 
 }  // namespace
 
