@@ -198,26 +198,44 @@ Matrix apply_mask(const Matrix& omega, const Matrix& mask) {
   return masked;
 }
 
-Matrix softmax_rows(const Matrix& scores, TorchKernel kernel, MaskedRows masked_rows) {
+SoftmaxParts softmax_parts(const Matrix& scores, TorchKernel kernel, MaskedRows masked_rows) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  Matrix a(scores.rows(), scores.cols());  // A: (T_q, T_k)
+  // Every key masked: exp(−inf − (−inf)) is exp(nan) in torch.softmax, and the nan that an x86
+  // subtraction creates has the sign bit set (0xffc00000).
+  const float torch_nan = std::bit_cast<float>(0xffc00000u);
+  SoftmaxParts p;
+  p.row_max.resize(scores.rows(), 1);                   // m: (T_q, 1)
+  p.exponentials.resize(scores.rows(), scores.cols());  // e: (T_q, T_k)
+  p.row_sum.resize(scores.rows(), 1);                   // Σ: (T_q, 1)
+  p.weights.resize(scores.rows(), scores.cols());       // A: (T_q, T_k)
   for (Eigen::Index i = 0; i < scores.rows(); ++i) {
     float m = -kInf;
     for (Eigen::Index j = 0; j < scores.cols(); ++j) m = std::fmax(m, scores(i, j));
+    p.row_max(i, 0) = m;
     if (m == -kInf) {
-      // Every key masked: exp(−inf − (−inf)) is exp(nan) in torch.softmax, and the nan that an
-      // x86 subtraction creates has the sign bit set (0xffc00000).
-      a.row(i).setConstant(masked_rows == MaskedRows::kZero ? 0.0f
-                                                            : std::bit_cast<float>(0xffc00000u));
+      p.exponentials.row(i).setConstant(torch_nan);
+      p.row_sum(i, 0) = torch_nan;
+      p.weights.row(i).setConstant(masked_rows == MaskedRows::kZero ? 0.0f : torch_nan);
       continue;
     }
     for (Eigen::Index j = 0; j < scores.cols(); ++j) {
-      a(i, j) = torch_expf(scores(i, j) - m, kernel);  // e_j = exp(s_j - max)
+      p.exponentials(i, j) = torch_expf(scores(i, j) - m, kernel);  // e_j = exp(s_j − max)
     }
-    const float inv = 1.0f / row_sum(&a(i, 0), a.cols(), kernel);
-    for (Eigen::Index j = 0; j < scores.cols(); ++j) a(i, j) = a(i, j) * inv;
+    p.row_sum(i, 0) = row_sum(&p.exponentials(i, 0), scores.cols(), kernel);
+    const float inv = 1.0f / p.row_sum(i, 0);  // PyTorch multiplies by the reciprocal
+    for (Eigen::Index j = 0; j < scores.cols(); ++j) p.weights(i, j) = p.exponentials(i, j) * inv;
   }
-  return a;
+  return p;
+}
+
+Matrix softmax_rows(const Matrix& scores, TorchKernel kernel, MaskedRows masked_rows) {
+  return softmax_parts(scores, kernel, masked_rows).weights;
+}
+
+Matrix row_sums(const Matrix& a) {
+  Matrix sums(a.rows(), 1);  // (T_q, 1)
+  for (Eigen::Index i = 0; i < a.rows(); ++i) sums(i, 0) = torch_sum(&a(i, 0), a.cols());
+  return sums;
 }
 
 Matrix renormalize_rows(const Matrix& a) {

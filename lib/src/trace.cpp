@@ -528,10 +528,38 @@ Trace run_trace(const TraceConfig& config) {
                       "scaled_dot_product_attention gives them (torch.softmax gives nan)",
                       join(fully_masked, ", "));
       }
-      const Matrix a = rec.add("attention_weights", "attention weights, each row sums to 1",
-                               fmt::format("A = softmax({} / √{})", masked ? "masked ω" : "ω", dk),
-                               {"T", t_k}, softmax_rows(scaled, c.kernel, c.masked_rows), item,
-                               head, qs.words, ks.words, weights_note);
+      const SoftmaxParts parts = softmax_parts(scaled, c.kernel, c.masked_rows);
+      if (c.softmax_steps) {
+        // The softmax's own steps: the row max, the exponentials, their sums.
+        rec.add("row_max", "the largest scaled score of each row", "m_i = max_j s_ij", {"T", "1"},
+                parts.row_max, item, head, qs.words, {"max"},
+                "subtracted before exp: exp(s − m) <= 1 never overflows, and the weights are the "
+                "same");
+        rec.add("exponentials", "the exponentials of the scores minus the row max",
+                "e_ij = exp(s_ij − m_i)", {"T", t_k}, parts.exponentials, item, head, qs.words,
+                ks.words);
+        rec.add("row_sums", "the sum of each row of exponentials", "Σ_i = Σ_j e_ij", {"T", "1"},
+                parts.row_sum, item, head, qs.words, {"sum"});
+      }
+      const Matrix a = rec.add(
+          "attention_weights", "attention weights, each row sums to 1",
+          c.softmax_steps ? std::string("A_ij = e_ij · (1 / Σ_i)")
+                          : fmt::format("A = softmax({} / √{})", masked ? "masked ω" : "ω", dk),
+          {"T", t_k}, parts.weights, item, head, qs.words, ks.words, weights_note);
+      if (c.softmax_steps) {
+        // The check: every row of A sums to 1, up to float32 rounding.
+        const Matrix sums = row_sums(a);
+        Matrix check(sums.rows(), 2);  // (T, 2): the sum and its residual
+        float worst = 0.0f;
+        for (Eigen::Index i = 0; i < sums.rows(); ++i) {
+          check(i, 0) = sums(i, 0);
+          check(i, 1) = sums(i, 0) - 1.0f;
+          if (std::isfinite(check(i, 1))) worst = std::max(worst, std::fabs(check(i, 1)));
+        }
+        rec.add("weight_sums", "the check: each row of the weights sums to 1", "Σ_j A_ij",
+                {"T", "2"}, check, item, head, qs.words, {"sum", "sum − 1"},
+                fmt::format("the largest |sum − 1| is {:.1e}: float32 rounding", worst));
+      }
       if (c.causal) {
         // The walkthrough's other way: softmax without the mask, zero the masked weights, and
         // divide each row by its new sum.

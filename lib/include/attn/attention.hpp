@@ -46,6 +46,20 @@ Matrix apply_mask(const Matrix& omega, const Matrix& mask);
 Matrix softmax_rows(const Matrix& scores, TorchKernel kernel,
                     MaskedRows masked_rows = MaskedRows::kNan);
 
+// The softmax's intermediates, as softmax_rows computes them.
+struct SoftmaxParts {
+  Matrix row_max;       // m_i = max_j s_ij: (T_q, 1); −inf for a fully masked row
+  Matrix exponentials;  // e_ij = exp(s_ij − m_i): (T_q, T_k)
+  Matrix row_sum;       // Σ_j e_ij: (T_q, 1)
+  Matrix weights;       // A_ij = e_ij · (1 / Σ_j e_ij): (T_q, T_k)
+};
+// softmax_rows with its intermediates; a fully masked row has nan exponentials and sum.
+SoftmaxParts softmax_parts(const Matrix& scores, TorchKernel kernel,
+                           MaskedRows masked_rows = MaskedRows::kNan);
+
+// a.sum(dim=-1, keepdim=True), added in the order of ATen's sum kernel. Returns: (rows, 1).
+Matrix row_sums(const Matrix& a);
+
 // a / a.sum(dim=-1, keepdim=True): each row divided by its sum, added in the order of ATen's
 // sum kernel (a row of zeros gives nan, as in PyTorch). Returns: the same shape.
 Matrix renormalize_rows(const Matrix& a);

@@ -5,18 +5,24 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "attn/trace.hpp"
 
 namespace attn {
 
 struct TextOptions {
-  int precision = 4;  // decimals, as torch.set_printoptions(precision=...); 0..8
+  int precision = 4;      // decimals, as torch.set_printoptions(precision=...); 0..8
+  bool describe = false;  // a sentence or two under each step's header: what it computes, why
 };
 
 // The whole trace: settings, dictionary, token ids, then every step with a header (number, id,
 // title, equation, shape) and its values, rows labelled with their tokens.
 std::string render_text(const Trace& trace, const TextOptions& options);
+
+// The same text in blocks: the preamble, then one block per step (for a lesson that pauses
+// after each step).
+std::vector<std::string> render_text_blocks(const Trace& trace, const TextOptions& options);
 
 // One token's path through the trace, as the walkthrough follows x⁽²⁾: its embedding, query,
 // key and value, the dot product ω_qk written out term by term, ω for every key, the weights

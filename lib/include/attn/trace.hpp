@@ -66,6 +66,7 @@ struct TraceConfig {
   WeightInit init = WeightInit::kRand;
   bool causal = false;                        // mask key j > query i
   MaskedRows masked_rows = MaskedRows::kNan;  // weights of a row whose every key is masked
+  bool softmax_steps = false;  // record the softmax's row max, exponentials and sums as steps
   TorchKernel kernel = TorchKernel::kAvx2;
 
   // Bring your own numbers. `x` replaces tokenizing and embedding (the sentence is not used);

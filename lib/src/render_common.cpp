@@ -1,0 +1,189 @@
+// The pieces the text renderers share: the lesson's notation, Python's reprs, the preamble.
+
+#include "render_common.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "attn/error.hpp"
+#include "attn/tensor_format.hpp"
+
+namespace attn {
+
+std::string dictionary_repr(const Vocabulary& vocabulary, std::optional<std::int64_t> pad_id) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < vocabulary.words().size(); ++i) {
+    if (i > 0) out += ", ";
+    out += render_detail::python_str_repr(vocabulary.words()[i]) + ": " + std::to_string(i);
+  }
+  if (pad_id) out += fmt::format(", {}: {}", render_detail::python_str_repr(kPadToken), *pad_id);
+  return out + "}";
+}
+
+namespace render_detail {
+
+constexpr std::string_view kSuperscriptDigits[] = {"⁰", "¹", "²", "³", "⁴",
+                                                   "⁵", "⁶", "⁷", "⁸", "⁹"};
+constexpr std::string_view kSubscriptDigits[] = {"₀", "₁", "₂", "₃", "₄", "₅", "₆", "₇", "₈", "₉"};
+
+std::string digits_in(std::int64_t n, const std::string_view (&table)[10]) {
+  std::string out;
+  for (const char c : std::to_string(n)) out += table[c - '0'];
+  return out;
+}
+
+// x⁽²⁾
+std::string sup(std::string_view name, std::int64_t i) {
+  return std::string(name) + "⁽" + digits_in(i, kSuperscriptDigits) + "⁾";
+}
+// ω₂₄, or ω₁₂,₃ when an index has more than one digit
+std::string sub2(std::string_view name, std::int64_t i, std::int64_t j) {
+  const std::string sep = (i > 9 || j > 9) ? "," : "";
+  return std::string(name) + digits_in(i, kSubscriptDigits) + sep + digits_in(j, kSubscriptDigits);
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
+// One row of a matrix as a 1-D tensor: tensor([...]).
+std::string vector_text(const Matrix& m, Eigen::Index row, int precision) {
+  const Matrix r = m.row(row);
+  return format_tensor(r, precision, /*as_vector=*/true);
+}
+
+std::string python_str_repr(std::string_view s) {
+  const bool has_single = s.find('\'') != std::string_view::npos;
+  const bool has_double = s.find('"') != std::string_view::npos;
+  const char quote = (has_single && !has_double) ? '"' : '\'';
+  std::string out(1, quote);
+  for (const char c : s) {
+    if (c == '\\' || c == quote) out += '\\';
+    out += c;
+  }
+  out += quote;
+  return out;
+}
+
+// PyTorch's integer tensor, 1-D (one row, as_vector) or 2-D: every element right-aligned to
+// the widest, rows wrapped at 80 columns.
+std::string int_tensor_text(const std::vector<std::vector<std::int64_t>>& rows, bool as_vector) {
+  std::size_t width = 1;
+  for (const auto& r : rows) {
+    for (const std::int64_t x : r) width = std::max(width, std::to_string(x).size());
+  }
+  const std::size_t indent = as_vector ? 7 : 8;
+  const std::size_t per_line = std::max<std::size_t>(1, (80 - indent) / (width + 2));
+  std::string out = as_vector ? "tensor(" : "tensor([";
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    if (r > 0) out += ",\n" + std::string(indent, ' ');
+    out += "[";
+    for (std::size_t i = 0; i < rows[r].size(); ++i) {
+      if (i > 0) out += (i % per_line == 0) ? ",\n" + std::string(indent + 1, ' ') : ", ";
+      out += fmt::format("{:>{}}", rows[r][i], width);
+    }
+    out += "]";
+  }
+  return out + (as_vector ? ")" : "])");
+}
+
+// A number in a written-out sum; a negative factor is put in parentheses.
+std::string number(float v, int precision, bool factor) {
+  std::string s = fmt::format("{:.{}f}", static_cast<double>(v), precision);
+  if (s[0] == '-' && s.find_first_not_of("0.", 1) == std::string::npos) s.erase(0, 1);
+  return factor && s[0] == '-' ? "(" + s + ")" : s;
+}
+
+void check_token_index(const char* what, std::int64_t i, std::int64_t t, const char* sentence) {
+  if (i < 1 || i > t) {
+    throw Error(fmt::format("{} {} is out of range: the {} has {} tokens, allowed 1..{}", what, i,
+                            sentence, t, t));
+  }
+}
+
+std::string python_list_repr(const std::vector<std::string>& items) {
+  std::vector<std::string> quoted;
+  for (const std::string& s : items) quoted.push_back(python_str_repr(s));
+  return fmt::format("[{}]", join(quoted, ", "));
+}
+
+void append_preamble(std::string& out, const Trace& trace) {
+  const TraceConfig& c = trace.config;
+  const std::size_t batch_size = trace.inputs.size();
+  if (c.x) {
+    out += fmt::format("input: X from {}, {} tokens of width {}\n", c.x->source, c.x->values.rows(),
+                       c.x->values.cols());
+  } else if (batch_size > 1) {
+    out += fmt::format("sentences: {}\n", python_list_repr(c.sentences));
+  } else {
+    out += fmt::format("sentence: {}\n", python_str_repr(c.sentences[0]));
+  }
+  if (c.cross) out += fmt::format("cross: {} (keys and values)\n", python_str_repr(*c.cross));
+  std::string settings =
+      c.x ? fmt::format("seed {}, d-in {}, d-kq {}, d-v {}, torch-kernel {}", c.seed, c.d_in,
+                        c.d_kq, c.d_v, kernel_name(c.kernel))
+          : fmt::format("seed {}, vocab-size {}, d-in {}, d-kq {}, d-v {}, torch-kernel {}", c.seed,
+                        c.vocab_size, c.d_in, c.d_kq, c.d_v, kernel_name(c.kernel));
+  if (c.embedding) settings += fmt::format(", embedding {}", c.embedding->source);
+  for (const auto& [name, m] : {std::pair{"w-query", &c.w_query},
+                                {"w-key", &c.w_key},
+                                {"w-value", &c.w_value},
+                                {"w-out", &c.w_out},
+                                {"b-out", &c.b_out}}) {
+    if (*m) settings += fmt::format(", {} {}", name, (*m)->source);
+  }
+  if (c.heads > 1 || c.multihead != MultiheadForm::kWrapper) {
+    settings += fmt::format(", heads {} ({})", c.heads, multihead_name(c.multihead));
+  }
+  if (c.init != WeightInit::kRand) settings += fmt::format(", init {}", init_name(c.init));
+  if (c.causal) settings += ", causal";
+  if (c.causal || trace.pad_id) {
+    settings += fmt::format(", masked-rows {}", masked_rows_name(c.masked_rows));
+  }
+  out += fmt::format("settings: {}\n", settings);
+
+  if (c.x) return;  // no words, no dictionary
+  out += "\ndictionary: distinct words in sorted order, numbered from 0";
+  if (c.cross) out += ", of both sentences";
+  if (batch_size > 1) out += ", of all sentences";
+  if (trace.pad_id) out += "; then the padding token";
+  out += fmt::format("\n{}\n\n", dictionary_repr(trace.vocabulary, trace.pad_id));
+
+  std::vector<std::vector<std::int64_t>> ids;
+  for (const TokenizedSentence& s : trace.inputs) ids.push_back(s.ids);
+  if (batch_size > 1) {
+    out += trace.pad_id
+               ? fmt::format("token ids: {} sentences, padded to {} tokens with {} (id {})\n",
+                             batch_size, ids[0].size(), python_str_repr(kPadToken), *trace.pad_id)
+               : fmt::format("token ids: {} sentences of {} tokens\n", batch_size, ids[0].size());
+    out += int_tensor_text(ids, false) + "\n";
+  } else {
+    out += fmt::format("token ids: {}{} words, each by its dictionary id\n",
+                       c.cross ? "the query sentence's " : "the sentence's ", ids[0].size());
+    out += int_tensor_text(ids, true) + "\n";
+  }
+  if (trace.cross) {
+    out +=
+        fmt::format("token ids: the key and value sentence's {} words\n", trace.cross->ids.size());
+    out += int_tensor_text({trace.cross->ids}, true) + "\n";
+  }
+}
+
+std::string where_text(const Trace& trace, const std::optional<int>& head,
+                       const std::optional<int>& batch) {
+  std::vector<std::string> parts;
+  if (head) parts.push_back(fmt::format("head {} of {}", *head + 1, trace.config.heads));
+  if (batch) parts.push_back(fmt::format("sentence {} of {}", *batch + 1, trace.inputs.size()));
+  return parts.empty() ? "" : " (" + join(parts, ", ") + ")";
+}
+
+std::string subscript(std::int64_t n) { return digits_in(n, kSubscriptDigits); }
+
+}  // namespace render_detail
+}  // namespace attn

@@ -1,0 +1,39 @@
+#pragma once
+
+// Shared by the text renderers (render_text.cpp, render_explain.cpp); not part of the library's
+// interface.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/matrix.hpp"
+#include "attn/render_text.hpp"
+#include "attn/trace.hpp"
+
+namespace attn::render_detail {
+
+// x⁽²⁾: a name with a superscript index in parentheses.
+std::string sup(std::string_view name, std::int64_t i);
+// ω₂₄, or ω₁₂,₃ when an index has more than one digit.
+std::string sub2(std::string_view name, std::int64_t i, std::int64_t j);
+// The digits of n as subscripts: ₁₂.
+std::string subscript(std::int64_t n);
+std::string join(const std::vector<std::string>& items, std::string_view sep);
+// One row of a matrix as a 1-D tensor: tensor([...]).
+std::string vector_text(const Matrix& m, Eigen::Index row, int precision);
+// Python's repr of a str: 'Life', "don't".
+std::string python_str_repr(std::string_view s);
+// A number in a written-out sum at `precision` decimals; a negative factor in parentheses.
+std::string number(float v, int precision, bool factor = true);
+// Throws Error unless 1 <= i <= t, naming `what`, i and the sentence's length.
+void check_token_index(const char* what, std::int64_t i, std::int64_t t, const char* sentence);
+// The sentence (or input), the settings, the dictionary and the token ids.
+void append_preamble(std::string& out, const Trace& trace);
+// " (head 2 of 4, sentence 1 of 3)", or empty.
+std::string where_text(const Trace& trace, const std::optional<int>& head,
+                       const std::optional<int>& batch);
+
+}  // namespace attn::render_detail
