@@ -11,6 +11,8 @@
 #include "attn/error.hpp"
 #include "attn/export.hpp"
 #include "attn/io.hpp"
+#include "attn/render_explain.hpp"
+#include "attn/render_heatmap.hpp"
 #include "attn/render_json.hpp"
 #include "attn/render_table.hpp"
 
@@ -133,12 +135,33 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::IsMember({"avx2", "default"}))
       ->capture_default_str();
   CLI::Option* query = app.get_option("--query");
-  app.add_option("--format", o.format,
-                 "Output: text (PyTorch's printing), json (every value exact), csv (one row per "
-                 "cell) or markdown (tables for handouts)")
-      ->check(CLI::IsMember({"text", "json", "csv", "markdown"}))
-      ->capture_default_str()
-      ->excludes(query);
+  CLI::Option* format =
+      app.add_option(
+             "--format", o.format,
+             "Output: text (PyTorch's printing), json (every value exact), csv (one row per "
+             "cell), markdown (tables for handouts) or heatmap (ω, scaled scores and weights "
+             "as coloured grids)")
+          ->check(CLI::IsMember({"text", "json", "csv", "markdown", "heatmap"}))
+          ->capture_default_str()
+          ->excludes(query);
+  app.add_option("--color", o.color,
+                 "Heatmap colour: auto (24-bit or 256 colours on a terminal, none when piped or "
+                 "NO_COLOR is set), never (shading characters), 256, 24bit")
+      ->check(CLI::IsMember({"auto", "never", "256", "24bit"}))
+      ->capture_default_str();
+  app.add_option("--explain", o.explain,
+                 "Explain one attention weight, query I and key J (1-based): the dot product, the "
+                 "scaling, each exponential, the sum, the division")
+      ->type_name("I,J")
+      ->excludes(query)
+      ->excludes(format);
+  app.add_flag("--softmax-steps", o.config.softmax_steps,
+               "Show the softmax's row max, exponentials and sums as steps, and check that each "
+               "row of weights sums to 1");
+  app.add_flag("--describe", o.text.describe,
+               "Add a sentence or two under each step: what it computes and why");
+  app.add_flag("--step", o.step,
+               "Pause after each step when run in a terminal (Enter goes on, q quits)");
   CLI::Option* steps =
       app.add_option("--steps", o.steps,
                      "Only these steps, by id, comma-separated (docs/cli.md lists the ids)")
@@ -240,6 +263,32 @@ Outcome write_export(const Trace& trace, const Options& o) {
   return outcome;
 }
 
+// "I,J" -> (I, J), both >= 1.
+std::pair<std::int64_t, std::int64_t> parse_cell(const std::string& text) {
+  const std::size_t comma = text.find(',');
+  std::int64_t i = 0, j = 0;
+  auto parse = [](std::string_view part, std::int64_t& v) {
+    const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    return ec == std::errc() && ptr == part.data() + part.size() && v >= 1;
+  };
+  if (comma == std::string::npos || !parse(std::string_view(text).substr(0, comma), i) ||
+      !parse(std::string_view(text).substr(comma + 1), j)) {
+    throw Error(
+        fmt::format("--explain '{}' is not a cell: give I,J, the query's and the key's "
+                    "token numbers from 1, like --explain 2,5",
+                    text));
+  }
+  return {i, j};
+}
+
+ColorMode color_mode(const Options& o) {
+  if (o.color == "never") return ColorMode::kShade;
+  if (o.color == "256") return ColorMode::k256;
+  if (o.color == "24bit") return ColorMode::kTrueColor;
+  if (!o.color_terminal) return ColorMode::kShade;  // auto: piped, or NO_COLOR
+  return o.truecolor ? ColorMode::kTrueColor : ColorMode::k256;
+}
+
 }  // namespace
 
 Outcome run(Options& o) {
@@ -273,7 +322,10 @@ Outcome run(Options& o) {
   if (!o.steps.empty()) select_steps(trace, o.steps);
 
   Outcome outcome;
-  if (o.query) {
+  if (o.explain) {
+    const auto [i, j] = parse_cell(*o.explain);
+    outcome.out = render_explain(trace, i, j, o.text);
+  } else if (o.query) {
     outcome.out =
         render_query_path(trace, *o.query, o.key.value_or(default_path_key(trace)), o.text);
   } else if (o.export_dir) {
@@ -284,6 +336,17 @@ Outcome run(Options& o) {
     outcome.out = render_csv(trace);
   } else if (o.format == "markdown") {
     outcome.out = render_markdown(trace, o.text.precision);
+  } else if (o.format == "heatmap") {
+    if (o.steps.empty()) {
+      // ω, the scaled scores and the weights; the masked scores too when there is a mask.
+      std::erase_if(trace.steps, [](const Step& s) {
+        return s.id != "omega" && s.id != "masked_omega" && s.id != "scaled_scores" &&
+               s.id != "attention_weights";
+      });
+    }
+    outcome.out = render_heatmaps(trace, {color_mode(o), o.text.precision});
+  } else if (o.step && o.interactive) {
+    outcome.blocks = render_text_blocks(trace, o.text);
   } else {
     outcome.out = render_text(trace, o.text);
   }
@@ -317,7 +380,10 @@ Outcome run_diff(const DiffCommand& command) {
   const TraceDocument a = parse_trace_json(read_file(command.a), command.a);
   const TraceDocument b = parse_trace_json(read_file(command.b), command.b);
   const DiffResult d = diff_traces(a, b, command.tolerance);
-  return Outcome{d.report, {}, d.equal ? kExitOk : kExitDifferent};
+  Outcome outcome;
+  outcome.out = d.report;
+  outcome.code = d.equal ? kExitOk : kExitDifferent;
+  return outcome;
 }
 
 }  // namespace attn::cli

@@ -21,8 +21,9 @@ inline constexpr int kExitInvalid = 2;    // invalid input or usage
 
 // What a run prints and returns.
 struct Outcome {
-  std::string out;  // for stdout
-  std::string err;  // for stderr (a report, not an error)
+  std::string out;                  // for stdout
+  std::vector<std::string> blocks;  // --step: the text in steps, when stdout may pause
+  std::string err;                  // for stderr (a report, not an error)
   int code = kExitOk;
 };
 
@@ -39,7 +40,13 @@ struct Options {
   std::optional<std::int64_t> query;  // 1-based
   std::optional<std::int64_t> key;    // 1-based; the key of the written-out dot product
   std::string format = "text";
-  std::vector<std::string> steps;  // --steps: ids to keep
+  std::string color = "auto";          // heatmaps: auto, never, 256, 24bit
+  std::optional<std::string> explain;  // "I,J": one attention weight explained
+  bool step = false;                   // pause after each step on a terminal
+  bool interactive = false;            // stdin and stdout are terminals (set by main)
+  bool color_terminal = false;         // stdout is a terminal and NO_COLOR is not set
+  bool truecolor = false;              // COLORTERM says 24-bit colour works
+  std::vector<std::string> steps;      // --steps: ids to keep
   std::optional<std::string> export_dir;
   bool force = false;
   std::optional<std::string> expect;  // a JSON trace to compare the run with

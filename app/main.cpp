@@ -1,9 +1,13 @@
 // attn-trace: transformer self-attention, computed in the open.
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <string_view>
 
 #include "attn/error.hpp"
 #include "attn/version.hpp"
@@ -14,6 +18,26 @@ namespace {
 int fail(const std::string& message) {
   std::cerr << "attn-trace: error: " << message << '\n';
   return attn::cli::kExitInvalid;
+}
+
+bool set(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0';
+}
+
+// --step on a terminal: each block, then a prompt; Enter goes on, q (or end of input) quits.
+void print_paused(const std::vector<std::string>& blocks) {
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    std::fwrite(blocks[i].data(), 1, blocks[i].size(), stdout);
+    if (i + 1 == blocks.size()) break;
+    std::fputs("-- Enter: next step, q: quit --", stdout);
+    std::fflush(stdout);
+    std::string answer;
+    const bool more = static_cast<bool>(std::getline(std::cin, answer));
+    std::fputs("\x1b[1A\x1b[2K", stdout);  // the prompt's line, cleared
+    if (!more || answer == "q" || answer == "Q") break;
+  }
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -44,6 +68,13 @@ int main(int argc, char** argv) {
     return fail(std::string(e.what()) + " (see attn-trace --help)");
   }
 
+  // What the terminal can do, read here: the library never reads the environment.
+  options.interactive = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+  options.color_terminal = isatty(STDOUT_FILENO) && !set("NO_COLOR");
+  const char* colorterm = std::getenv("COLORTERM");
+  options.truecolor = colorterm != nullptr && (std::string_view(colorterm) == "truecolor" ||
+                                               std::string_view(colorterm) == "24bit");
+
   attn::cli::Outcome outcome;
   try {
     attn::cli::check_repeats(app);
@@ -54,6 +85,7 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     return fail("out of memory: choose smaller dimensions or a shorter sentence");
   }
+  if (!outcome.blocks.empty()) print_paused(outcome.blocks);
   std::fwrite(outcome.out.data(), 1, outcome.out.size(), stdout);
   if (std::fflush(stdout) != 0) return fail("could not write the output");
   std::cerr << outcome.err;

@@ -67,3 +67,18 @@ TEST_CASE("torch_expf is within one ulp of the C library's expf on the softmax's
   CHECK(attn::torch_expf(std::numeric_limits<float>::infinity(), TorchKernel::kAvx2) ==
         std::numeric_limits<float>::infinity());
 }
+
+TEST_CASE(
+    "softmax_parts: the row max, the exponentials, the sum, and the weights softmax_rows gives") {
+  Matrix s(2, 3);
+  s << 1.0f, 2.0f, 3.0f, -std::numeric_limits<float>::infinity(), 0.5f, 0.5f;
+  for (const TorchKernel kernel : test::kKernels) {
+    const attn::SoftmaxParts p = attn::softmax_parts(s, kernel);
+    CHECK(p.row_max(0, 0) == 3.0f);
+    CHECK(p.exponentials(0, 2) == 1.0f);
+    CHECK(p.exponentials(1, 0) == 0.0f);
+    CHECK(p.row_sum(1, 0) == 2.0f);
+    CHECK(test::bits_of(p.weights) == test::bits_of(attn::softmax_rows(s, kernel)));
+    CHECK(p.weights(1, 1) == 0.5f);
+  }
+}

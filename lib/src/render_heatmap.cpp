@@ -37,7 +37,7 @@ int xterm_index(const Rgb& c) {
 
 bool is_light(const Rgb& c) { return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b > 140.0; }
 
-constexpr std::array<std::string_view, 5> kShades = {" ", "░", "▒", "▓", "█"};
+constexpr std::array<std::string_view, 5> kShades = {"·", "░", "▒", "▓", "█"};
 
 std::string shade(double t) {
   const auto level =
@@ -50,7 +50,7 @@ std::string cell(const std::string& text, std::size_t width, double t, bool fini
                  ColorMode mode) {
   const std::string padded =
       fmt::format("{}{}", std::string(width - display_width(text), ' '), text);
-  if (mode == ColorMode::kShade) return fmt::format("{}{}", padded, finite ? shade(t) : " ");
+  if (mode == ColorMode::kShade) return fmt::format("{}{}", padded, finite ? shade(t) : "×");
   if (!finite) return fmt::format(" {} ", padded);
   const Rgb c = palette(t);
   const std::string fg = is_light(c) ? "30" : "97";
@@ -90,7 +90,7 @@ std::string render_heatmaps(const Trace& trace, const HeatmapOptions& options) {
   const std::size_t n = trace.steps.size();
   for (std::size_t i = 0; i < n; ++i) {
     const Step& s = trace.steps[i];
-    if (s.col_labels.empty()) continue;
+    if (!s.columns_are_keys) continue;
     const Matrix& m = s.values;
     double lo = INFINITY, hi = -INFINITY;
     for (Eigen::Index k = 0; k < m.size(); ++k) {
@@ -118,7 +118,7 @@ std::string render_heatmaps(const Trace& trace, const HeatmapOptions& options) {
     // Each label right-aligned over its values (a coloured cell has a space of colour first).
     const std::string lead = options.color == ColorMode::kShade ? " " : "  ";
     for (const std::string& c : s.col_labels) {
-      out += fmt::format("{}{}{} ", lead, std::string(width - display_width(c), ' '), c);
+      out += fmt::format("{}{}{}", lead, std::string(width - display_width(c), ' '), c);
     }
     out += "\n";
     for (Eigen::Index r = 0; r < m.rows(); ++r) {
@@ -149,7 +149,10 @@ std::string render_heatmaps(const Trace& trace, const HeatmapOptions& options) {
     if (std::isfinite(lo)) {
       out += fmt::format("\n  legend: {} {} {}{}\n", text_of(static_cast<float>(lo)), swatches,
                          text_of(static_cast<float>(hi)),
-                         m.allFinite() ? "" : "   (−inf and nan cells are not coloured)");
+                         m.allFinite() ? ""
+                         : options.color == ColorMode::kShade
+                             ? "   (× marks −inf and nan cells)"
+                             : "   (−inf and nan cells are not coloured)");
     }
   }
   return out;

@@ -50,15 +50,18 @@ std::vector<std::string> render_text_blocks(const Trace& trace, const TextOption
   const std::size_t n = trace.steps.size();
   for (std::size_t i = 0; i < n; ++i) {
     const Step& s = trace.steps[i];
-    std::string& out = blocks.emplace_back();
+    // The first step shares the preamble's block.
+    std::string& out = i == 0 ? blocks[0] : blocks.emplace_back();
     out += fmt::format("\nstep {}/{} [{}] {}{}\n", i + 1, n, s.id, s.title,
                        where_text(trace, s.head, s.batch));
     if (options.describe && !describe_step(s.id).empty()) {
       out += fmt::format("  ({})\n", describe_step(s.id));
     }
     out += fmt::format("  {}    shape {}\n", s.equation, shape_text(s));
-    if (!s.col_labels.empty()) {
+    if (s.columns_are_keys) {
       out += fmt::format("  rows: queries; columns: keys {}\n", join(s.col_labels, ", "));
+    } else if (!s.col_labels.empty()) {
+      out += fmt::format("  columns: {}\n", join(s.col_labels, ", "));
     }
     if (!s.note.empty()) out += "  " + s.note + "\n";
     append_labelled_tensor(out, s.values, s.row_labels, options.precision,

@@ -244,6 +244,8 @@ class Recorder {
     s.shape.push_back(values.cols());
     if (dims.size() == 1) s.shape.erase(s.shape.end() - 2);  // a vector, stored as one row
     s.row_labels = std::move(rows);
+    s.columns_are_keys = !cols.empty() && cols.size() == static_cast<std::size_t>(values.cols()) &&
+                         dims.size() == 2 && dims[1].starts_with("T");
     s.col_labels = std::move(cols);
     s.note = std::move(note);
     s.values = std::move(values);

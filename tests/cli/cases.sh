@@ -214,6 +214,52 @@ case_your_journey_labels_from_sentence() {
     --x tests/golden/inputs/journey_values.json --d-kq 2 --d-v 2 --query 2
 }
 
+# --- the classroom view: heatmaps, one cell explained, the softmax's steps, a lesson ------------
+case_heatmap_shaded() { expect_output heatmap_never --format heatmap --color never; }
+case_heatmap_256_colours() { expect_output heatmap_256 --format heatmap --color 256 --steps attention_weights; }
+case_heatmap_24bit_colour() { expect_output heatmap_24bit --format heatmap --color 24bit --steps attention_weights; }
+case_heatmap_auto_is_shaded_when_piped() {
+  expect_output heatmap_never --format heatmap --color auto
+}
+case_heatmap_causal_heads() {
+  expect_output heatmap_causal_heads --format heatmap --color never --causal --heads 2 "a b c"
+}
+case_heatmap_cjk_aligned() {
+  expect_output heatmap_cjk --format heatmap --color never --steps attention_weights "我 爱 你 and you"
+}
+case_explain_2_5() { expect_output explain_2_5 --explain 2,5; }
+case_explain_masked_cell() { expect_output explain_causal_2_5 --explain 2,5 --causal; }
+case_explain_heads_batch() { expect_output explain_heads_batch --explain 1,2 --heads 2 "a b" "c" --masked-rows zero; }
+case_softmax_steps() {
+  expect_output softmax_steps --softmax-steps --steps scaled_scores,row_max,exponentials,row_sums,attention_weights,weight_sums
+}
+case_describe() { expect_output describe --describe; }
+case_step_mode_does_not_pause_when_piped() { expect_output default --step; }
+case_step_mode_in_a_terminal() {
+  # A real terminal: tmux runs the tool, send-keys answers its prompts, capture-pane reads it.
+  command -v tmux >/dev/null || { echo "FAIL: tmux is not installed"; return 1; }
+  local session="attn-step-$$" screen="$work/screen" sock="$work/tmux.sock"
+  tmux -S "$sock" new-session -d -s "$session" -x 100 -y 50 \
+    "$binary --step 'a b' --d-kq 1 --d-v 1; echo EXIT=\$?; sleep 30"
+  wait_for() {  # pattern: until the screen shows it, at most 5 s
+    for _ in $(seq 50); do
+      tmux -S "$sock" capture-pane -p -t "$session" >"$screen"
+      grep -q "$1" "$screen" && return 0
+      sleep 0.1
+    done
+    echo "FAIL: the screen never showed '$1':"; cat "$screen"; return 1
+  }
+  local ok=0
+  wait_for "step 1/11 \[embeddings\]" && wait_for "^-- Enter: next step, q: quit --" &&
+    ! grep -q "step 2/11" "$screen" &&
+    tmux -S "$sock" send-keys -t "$session" Enter && wait_for "step 2/11 \[w_query\]" &&
+    ! grep -q "step 3/11" "$screen" &&
+    tmux -S "$sock" send-keys -t "$session" q Enter && wait_for "^EXIT=0" &&
+    ! grep -q "step 3/11" "$screen" && ok=1
+  tmux -S "$sock" kill-server 2>/dev/null
+  [ $ok = 1 ]
+}
+
 case_two_runs_same_bytes() {
   local args=("Two runs, same bytes: a b c d e f g h i j" --seed 99 --d-in 16 --d-kq 8 --d-v 8)
   "$binary" "${args[@]}" >"$work/a" && "$binary" "${args[@]}" >"$work/b" && cmp "$work/a" "$work/b"
@@ -323,7 +369,7 @@ case_error_unknown_step() {
 }
 case_error_force_without_export() { expect_error "--force goes with --export" --force; }
 case_error_unknown_format() {
-  expect_error "--format: yaml not in {text,json,csv,markdown} (see attn-trace --help)" --format yaml
+  expect_error "--format: yaml not in {text,json,csv,markdown,heatmap} (see attn-trace --help)" --format yaml
 }
 case_error_tolerance() {
   expect_error "--atol: '-1' is not a tolerance; allowed: a number >= 0 (see attn-trace --help)" diff a b --atol -1
@@ -345,6 +391,18 @@ case_error_x_labelled_and_sentence() {
 }
 case_error_x_with_embedding() {
   expect_error "--embedding excludes --x (see attn-trace --help)" --x data/your_journey.csv --embedding tests/golden/inputs/w_4x2.csv
+}
+case_error_explain_not_a_cell() {
+  expect_error "--explain '2' is not a cell: give I,J, the query's and the key's token numbers from 1, like --explain 2,5" --explain 2
+}
+case_error_explain_out_of_range() {
+  expect_error "key 7 is out of range: the sentence has 6 tokens, allowed 1..6" --explain 1,7
+}
+case_error_explain_with_format() {
+  expect_error "--format excludes --explain (see attn-trace --help)" --explain 1,2 --format json
+}
+case_error_unknown_color() {
+  expect_error "--color: always not in {auto,never,256,24bit} (see attn-trace --help)" --color always
 }
 case_error_option_twice() {
   expect_error "--seed: given 2 times, once is allowed (see attn-trace --help)" --seed 1 --seed 2

@@ -23,10 +23,10 @@ struct HeatmapOptions {
   int precision = 4;  // decimals in each cell
 };
 
-// One heatmap for each step that has column labels (rows and columns are tokens), in order,
+// One heatmap for each step whose columns are the keys (rows and columns are tokens), in order,
 // with the step's header, the row tokens down the left, the column tokens across the top (aligned
 // by display width, so any script lines up), and a legend from the smallest to the largest finite
-// value. −inf and nan cells are shown as text without colour.
+// value. −inf and nan cells are shown as text without colour (with × instead of a shade).
 std::string render_heatmaps(const Trace& trace, const HeatmapOptions& options);
 
 }  // namespace attn

@@ -20,8 +20,8 @@ struct TextOptions {
 // title, equation, shape) and its values, rows labelled with their tokens.
 std::string render_text(const Trace& trace, const TextOptions& options);
 
-// The same text in blocks: the preamble, then one block per step (for a lesson that pauses
-// after each step).
+// The same text in blocks, one per step, the first with the preamble before it (for a lesson
+// that pauses after each step).
 std::vector<std::string> render_text_blocks(const Trace& trace, const TextOptions& options);
 
 // One token's path through the trace, as the walkthrough follows x⁽²⁾: its embedding, query,

@@ -91,6 +91,7 @@ struct Step {
   std::vector<std::int64_t> shape;
   std::vector<std::string> row_labels;  // one per row, or empty (rows are indices)
   std::vector<std::string> col_labels;  // one per column, or empty
+  bool columns_are_keys = false;        // the columns are the key tokens (a score-like step)
   std::string note;                     // a sentence that explains this step's values, or empty
   Matrix values;                        // float32, row-major
 };
