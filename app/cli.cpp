@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 
@@ -155,6 +156,14 @@ void add_options(CLI::App& app, Options& o) {
       ->type_name("I,J")
       ->excludes(query)
       ->excludes(format);
+  app.add_option("--file", o.file,
+                 "Read the sentence from this file (a sentence argument - reads standard input)")
+      ->type_name("FILE");
+  app.add_option("--max-memory", o.max_memory,
+                 "Refuse a run whose matrices and output would need more memory than this (K, "
+                 "M, G, T suffixes), estimated before anything large is allocated")
+      ->type_name("SIZE")
+      ->capture_default_str();
   app.add_flag("--softmax-steps", o.config.softmax_steps,
                "Show the softmax's row max, exponentials and sums as steps, and check that each "
                "row of weights sums to 1");
@@ -263,6 +272,59 @@ Outcome write_export(const Trace& trace, const Options& o) {
   return outcome;
 }
 
+// A file's last line ends in a newline, which is not part of the sentence.
+std::string without_final_newlines(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+std::string read_stdin() {
+  std::string text;
+  char buffer[1 << 16];
+  while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, stdin)) text.append(buffer, n);
+  if (std::ferror(stdin)) throw Error("cannot read the sentence from standard input");
+  return text;
+}
+
+// "4G", "512M", "100000" -> bytes (K, M, G, T are powers of 1024).
+std::uint64_t parse_size(const std::string& text) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  int shift = 0;
+  if (ptr + 1 == end) {
+    switch (*ptr) {
+      case 'K':
+      case 'k':
+        shift = 10;
+        break;
+      case 'M':
+      case 'm':
+        shift = 20;
+        break;
+      case 'G':
+      case 'g':
+        shift = 30;
+        break;
+      case 'T':
+      case 't':
+        shift = 40;
+        break;
+      default:
+        shift = -1;
+    }
+  } else if (ptr != end) {
+    shift = -1;
+  }
+  if (ec != std::errc() || shift < 0 || value == 0 || (value >> (63 - shift)) != 0) {
+    throw Error(
+        fmt::format("--max-memory '{}' is not a size: give a number of bytes, or with K, "
+                    "M, G or T, like 4G",
+                    text));
+  }
+  return value << shift;
+}
+
 // "I,J" -> (I, J), both >= 1.
 std::pair<std::int64_t, std::int64_t> parse_cell(const std::string& text) {
   const std::size_t comma = text.find(',');
@@ -291,7 +353,17 @@ ColorMode color_mode(const Options& o) {
 
 }  // namespace
 
-Outcome run(Options& o) {
+TraceConfig make_config(Options& o) {
+  // A sentence too long for a command line: "-" reads standard input, --file a file.
+  if (o.file) {
+    if (!o.sentences.empty()) {
+      throw Error("--file gives the sentence: give no sentence argument with it");
+    }
+    o.sentences.push_back(without_final_newlines(read_file(*o.file)));
+  }
+  for (std::string& sentence : o.sentences) {
+    if (sentence == "-") sentence = without_final_newlines(read_stdin());
+  }
   o.config.x = given(o.x);
   o.config.embedding = given(o.embedding);
   o.config.w_query = given(o.w_query);
@@ -318,7 +390,19 @@ Outcome run(Options& o) {
   o.config.masked_rows = parse_masked_rows(o.masked_rows);
   if (o.key && !o.query) throw Error("--key " + std::to_string(*o.key) + " needs --query");
   if (o.force && !o.export_dir) throw Error("--force goes with --export");
-  Trace trace = run_trace(o.config);
+  o.config.max_memory = parse_size(o.max_memory);
+  // What the chosen output writes per value, for the memory estimate.
+  o.config.output_bytes_per_value = o.export_dir            ? 0.0
+                                    : o.format == "csv"     ? 60.0
+                                    : o.format == "json"    ? 14.0
+                                    : o.format == "heatmap" ? 40.0
+                                                            : 12.0;
+  if (o.explain) parse_cell(*o.explain);
+  return o.config;
+}
+
+Outcome run(Options& o) {
+  Trace trace = run_trace(make_config(o));
   if (!o.steps.empty()) select_steps(trace, o.steps);
 
   Outcome outcome;

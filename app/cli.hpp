@@ -40,6 +40,8 @@ struct Options {
   std::optional<std::int64_t> query;  // 1-based
   std::optional<std::int64_t> key;    // 1-based; the key of the written-out dot product
   std::string format = "text";
+  std::string max_memory = "4G";
+  std::optional<std::string> file;     // the sentence, from a file
   std::string color = "auto";          // heatmaps: auto, never, 256, 24bit
   std::optional<std::string> explain;  // "I,J": one attention weight explained
   bool step = false;                   // pause after each step on a terminal
@@ -66,6 +68,10 @@ void add_options(CLI::App& app, Options& options);
 
 // Refuses an option given more than once. Throws attn::Error naming it.
 void check_repeats(const CLI::App& app);
+
+// The parsed options as a TraceConfig: matrix files loaded, names parsed, combinations checked
+// (not yet resolve()d). Throws attn::Error for bad input.
+TraceConfig make_config(Options& options);
 
 // Runs the parsed options. Throws attn::Error for bad input.
 Outcome run(Options& options);

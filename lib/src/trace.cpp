@@ -275,6 +275,27 @@ std::vector<std::string> words_of(const std::string& sentence, const std::string
   return words;
 }
 
+// "4.0 GiB"
+std::string bytes_text(double bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 5) bytes /= 1024.0, ++u;
+  return u == 0 ? fmt::format("{:.0f} bytes", bytes) : fmt::format("{:.1f} {}", bytes, units[u]);
+}
+
+// Refuses a run that would need more memory than config.max_memory, before it allocates.
+void check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch) {
+  const double need = estimate_bytes(c, t_q, t_k, batch);
+  if (need > static_cast<double>(c.max_memory)) {
+    throw Error(fmt::format(
+        "this run would need about {} (T = {} tokens{}, {} head{}), more than "
+        "the memory limit of {}: trace fewer tokens, or raise the limit with "
+        "--max-memory",
+        bytes_text(need), t_q, batch > 1 ? fmt::format(" x {} sentences", batch) : "", c.heads,
+        c.heads > 1 ? "s" : "", bytes_text(static_cast<double>(c.max_memory))));
+  }
+}
+
 // The words of every sentence, one dictionary for all of them, and the padded ids.
 void tokenize_inputs(Trace& trace) {
   const TraceConfig& c = trace.config;
@@ -297,6 +318,11 @@ void tokenize_inputs(Trace& trace) {
   for (const auto& w : words) t = std::max(t, w.size());
   const bool padded =
       std::any_of(words.begin(), words.end(), [t](const auto& w) { return w.size() < t; });
+  // Before anything large: T is known now.
+  check_memory(
+      c, static_cast<std::int64_t>(t),
+      c.cross ? static_cast<std::int64_t>(cross_words.size()) : static_cast<std::int64_t>(t),
+      batch_size);
   if (padded) trace.pad_id = trace.vocabulary.size();
   const std::int64_t needed = trace.vocabulary.size() + (padded ? 1 : 0);
   if (needed > c.vocab_size) {
@@ -343,6 +369,25 @@ Matrix embed_ids(const TraceConfig& c, const std::vector<std::int64_t>& ids) {
 
 }  // namespace
 
+double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
+                      std::int64_t batch) {
+  const double tq = static_cast<double>(t_q), tk = static_cast<double>(t_k);
+  const double h = static_cast<double>(c.heads), d_in = static_cast<double>(c.d_in);
+  const double d_kq = static_cast<double>(c.d_kq), d_v = static_cast<double>(c.d_v);
+  const bool split = c.multihead == MultiheadForm::kSplit;
+  // T × T_k steps per head: ω, the scaled scores and the weights; the mask and the masked
+  // scores; the causal lesson's three; the softmax's exponentials.
+  double square_steps = 3.0 + (c.causal || batch > 1 ? 2.0 : 0.0) + (c.causal ? 3.0 : 0.0) +
+                        (c.softmax_steps ? 1.0 : 0.0);
+  const double per_head = square_steps * tq * tk + (split ? 0.0 : tq * d_kq + tk * (d_kq + d_v)) +
+                          tq * (split ? d_v / h : d_v);
+  const double per_item =
+      tq * d_in + h * per_head + (split ? tq * 2.0 * d_kq + tk * d_kq : 0.0) + 2.0 * tq * h * d_v;
+  const double weights = (split ? 1.0 : h) * d_in * (2.0 * d_kq + d_v) + (split ? d_v * d_v : 0.0);
+  const double values = static_cast<double>(batch) * per_item + weights;
+  return values * (4.0 + c.output_bytes_per_value);
+}
+
 Trace run_trace(const TraceConfig& config) {
   Trace trace;
   trace.config = resolve(config);
@@ -354,6 +399,7 @@ Trace run_trace(const TraceConfig& config) {
   Matrix x_cross;
 
   if (c.x) {
+    check_memory(c, c.x->values.rows(), c.x->values.rows(), 1);
     // X as given: its labels are the tokens, or the row numbers.
     TokenizedSentence s;
     s.length = c.x->values.rows();

@@ -25,6 +25,8 @@ inline constexpr std::int64_t kMaxDimension = 8192;
 // the sentence's ids are the first ones), so the limit is one of sense, not of cost: no model has
 // a billion words, and vocab_size * d_in stays far from PyTorch's int64 element count.
 inline constexpr std::int64_t kMaxVocabSize = 1'000'000'000;
+// The default limit on the memory of a run (TraceConfig::max_memory): 4 GiB.
+inline constexpr std::uint64_t kDefaultMaxMemory = std::uint64_t{4} << 30;
 // The most heads: more than any model the lesson is about.
 inline constexpr std::int64_t kMaxHeads = 64;
 // The token that pads the shorter sentences of a batch.
@@ -67,6 +69,11 @@ struct TraceConfig {
   bool causal = false;                        // mask key j > query i
   MaskedRows masked_rows = MaskedRows::kNan;  // weights of a row whose every key is masked
   bool softmax_steps = false;  // record the softmax's row max, exponentials and sums as steps
+
+  // The memory a run may take: the trace's floats, plus `output_bytes_per_value` bytes of output
+  // for each of them (what a renderer will write), estimated before anything large is allocated.
+  std::uint64_t max_memory = kDefaultMaxMemory;
+  double output_bytes_per_value = 0.0;
   TorchKernel kernel = TorchKernel::kAvx2;
 
   // Bring your own numbers. `x` replaces tokenizing and embedding (the sentence is not used);
@@ -123,6 +130,12 @@ struct Trace {
 // setting checked against its allowed range and the others. Throws Error naming the setting or
 // the file, its value or shape, and what is allowed.
 TraceConfig resolve(const TraceConfig& config);
+
+// The bytes a run with this (resolved) config would hold for sentences of t_q query tokens and
+// t_k key tokens, each of `batch` items: every step's float32 values, times (4 +
+// output_bytes_per_value).
+double estimate_bytes(const TraceConfig& config, std::int64_t t_q, std::int64_t t_k,
+                      std::int64_t batch);
 
 // Keeps only the steps whose id is in `ids`, in the trace's order. Throws Error naming an id
 // that no step of this trace has, and the ids it has.
