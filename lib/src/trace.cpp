@@ -259,6 +259,22 @@ class Recorder {
   bool split_heads_;
 };
 
+// Given numbers can be so large that a product overflows float32: refuse them here, where the
+// overflow happens, rather than let inf turn into nan in the softmax.
+const Matrix& require_finite(const Matrix& m, const char* what) {
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    for (Eigen::Index j = 0; j < m.cols(); ++j) {
+      if (!std::isfinite(m(i, j))) {
+        throw Error(
+            fmt::format("{} overflow float32 at row {}, column {} ({}): the given numbers "
+                        "are too large; scale them down",
+                        what, i + 1, j + 1, m(i, j)));
+      }
+    }
+  }
+  return m;
+}
+
 // The weights of one head: W_q, W_k, W_v as drawn.
 struct HeadWeights {
   Matrix w_q, w_k, w_v;
@@ -548,9 +564,11 @@ Trace run_trace(const TraceConfig& config) {
                       std::optional<int> head, const std::string& sub) {
       const std::string q_name = "Q" + sub, k_name = "K" + sub, v_name = "V" + sub;
       const std::string dk = split ? "d_head" : "d_k";
-      const Matrix omega = rec.add("omega", "unnormalized attention scores",
-                                   fmt::format("ω = {} {}ᵀ", q_name, k_name), {"T", t_k},
-                                   omega_scores(q, k), item, head, qs.words, ks.words);
+      const Matrix omega =
+          require_finite(rec.add("omega", "unnormalized attention scores",
+                                 fmt::format("ω = {} {}ᵀ", q_name, k_name), {"T", t_k},
+                                 omega_scores(q, k), item, head, qs.words, ks.words),
+                         "the scores ω");
       Matrix scores = omega;
       if (masked) {
         rec.add("mask", "the mask", mask_eq, {"T", t_k}, mask, item, head, qs.words, ks.words,
@@ -651,15 +669,18 @@ Trace run_trace(const TraceConfig& config) {
     auto project_qkv = [&](const HeadWeights& w, std::optional<int> head) {
       const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";
       Qkv p;
-      p.q = rec.add("queries", "queries, one row per token",
-                    projection_equation(c.init, "Q", "X", "W_q"), {"T", kq},
-                    apply_weight(x, w.w_q, c.init), item, head, qs.words);
-      p.k = rec.add("keys", "keys, one row per token",
-                    projection_equation(c.init, "K", x_kv_name, "W_k"), {t_k, kq},
-                    apply_weight(x_kv, w.w_k, c.init), item, head, ks.words);
-      p.v = rec.add("values", "values, one row per token",
-                    projection_equation(c.init, "V", x_kv_name, "W_v"), {t_k, dv},
-                    apply_weight(x_kv, w.w_v, c.init), item, head, ks.words);
+      p.q = require_finite(rec.add("queries", "queries, one row per token",
+                                   projection_equation(c.init, "Q", "X", "W_q"), {"T", kq},
+                                   apply_weight(x, w.w_q, c.init), item, head, qs.words),
+                           "the queries Q");
+      p.k = require_finite(rec.add("keys", "keys, one row per token",
+                                   projection_equation(c.init, "K", x_kv_name, "W_k"), {t_k, kq},
+                                   apply_weight(x_kv, w.w_k, c.init), item, head, ks.words),
+                           "the keys K");
+      p.v = require_finite(rec.add("values", "values, one row per token",
+                                   projection_equation(c.init, "V", x_kv_name, "W_v"), {t_k, dv},
+                                   apply_weight(x_kv, w.w_v, c.init), item, head, ks.words),
+                           "the values V");
       return p;
     };
     std::vector<Matrix> zs;
