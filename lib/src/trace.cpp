@@ -395,11 +395,17 @@ double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
   // scores; the causal lesson's three; the softmax's exponentials.
   double square_steps = 3.0 + (c.causal || batch > 1 ? 2.0 : 0.0) + (c.causal ? 3.0 : 0.0) +
                         (c.softmax_steps ? 1.0 : 0.0);
-  const double per_head = square_steps * tq * tk + (split ? 0.0 : tq * d_kq + tk * (d_kq + d_v)) +
-                          tq * (split ? d_v / h : d_v);
-  const double per_item =
-      tq * d_in + h * per_head + (split ? tq * 2.0 * d_kq + tk * d_kq : 0.0) + 2.0 * tq * h * d_v;
-  const double weights = (split ? 1.0 : h) * d_in * (2.0 * d_kq + d_v) + (split ? d_v * d_v : 0.0);
+  const double per_head = square_steps * tq * tk +
+                          (split ? 0.0 : tq * d_kq + tk * (d_kq + d_v)) +  // Q, K, V (wrapper)
+                          tq * (split ? d_v / h : d_v) +                   // Z
+                          (c.softmax_steps ? 4.0 * tq : 0.0);              // m, Σ, the check
+  double per_item = tq * d_in;                                             // X
+  if (split) per_item += tq * d_kq + tk * (d_kq + d_v);                    // Q, K, V of width d_out
+  per_item += h * per_head;
+  if (c.heads > 1) per_item += tq * (split ? d_v : h * d_v);  // the heads side by side
+  if (split) per_item += tq * d_v;                            // the output projection
+  const double weights =
+      (split ? 1.0 : h) * d_in * (2.0 * d_kq + d_v) + (split ? d_v * d_v + d_v : 0.0);
   const double values = static_cast<double>(batch) * per_item + weights;
   return values * (4.0 + c.output_bytes_per_value);
 }

@@ -260,6 +260,19 @@ case_step_mode_in_a_terminal() {
   [ $ok = 1 ]
 }
 
+case_sentence_from_stdin() {
+  "$binary" - <tests/golden/inputs/walkthrough.txt >"$work/stdout" &&
+    cmp "$golden_dir/default.txt" "$work/stdout"
+}
+case_sentence_from_file() { expect_output default --file tests/golden/inputs/walkthrough.txt; }
+case_memory_limit_raised() {
+  # 2,000 tokens: ω and A are 2,000 x 2,000; refused under 64M, traced under the default 4G.
+  local words; words=$(for i in $(seq 2000); do printf 'w%d ' "$i"; done)
+  "$binary" "$words" --max-memory 64M --steps attention_weights >/dev/null 2>"$work/err"
+  [ $? = 2 ] && grep -q "more than the memory limit of 64.0 MiB" "$work/err" &&
+    "$binary" "$words" --format csv --steps context_vectors | tail -n 1 | grep -q '^context_vectors,,,2000,4,w2000,,'
+}
+
 case_two_runs_same_bytes() {
   local args=("Two runs, same bytes: a b c d e f g h i j" --seed 99 --d-in 16 --d-kq 8 --d-v 8)
   "$binary" "${args[@]}" >"$work/a" && "$binary" "${args[@]}" >"$work/b" && cmp "$work/a" "$work/b"
