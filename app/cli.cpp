@@ -16,6 +16,7 @@
 #include "attn/render_heatmap.hpp"
 #include "attn/render_json.hpp"
 #include "attn/render_table.hpp"
+#include "attn/version.hpp"
 
 namespace attn::cli {
 
@@ -448,6 +449,22 @@ Outcome run(Options& o) {
     if (!d.equal) outcome.code = kExitDifferent;
   }
   return outcome;
+}
+
+CLI::App* add_commands(CLI::App& app, Options& options, DiffCommand& diff_command) {
+  app.name("attn-trace");
+  app.description(
+      "attn-trace: self-attention, step by step, with the numbers PyTorch prints.\n"
+      "With no sentence it traces the walkthrough's \"Life is short, eat dessert first\".");
+  app.set_version_flag("--version", std::string("attn-trace ") + kVersion);
+  app.footer(
+      "Exit codes: 0 success, 1 a difference found (diff, --expect), 2 invalid input or usage\n"
+      "(one line on stderr). Documentation: docs/cli.md and docs/tutorial.md.");
+  add_options(app, options);
+  CLI::App* diff = app.add_subcommand(
+      "diff", "Compare two JSON traces cell by cell: exit 0 if equal within tolerance, 1 if not");
+  add_diff_options(*diff, diff_command);
+  return diff;
 }
 
 void add_diff_options(CLI::App& diff, DiffCommand& command) {

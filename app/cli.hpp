@@ -76,6 +76,10 @@ TraceConfig make_config(Options& options);
 // Runs the parsed options. Throws attn::Error for bad input.
 Outcome run(Options& options);
 
+// The whole command line on `app`: its description, --version, the footer, every option
+// (add_options) and the diff subcommand (add_diff_options), which it returns.
+CLI::App* add_commands(CLI::App& app, Options& options, DiffCommand& diff_command);
+
 // Adds the diff subcommand's options to `diff`.
 void add_diff_options(CLI::App& diff, DiffCommand& command);
 

@@ -10,7 +10,6 @@
 #include <string_view>
 
 #include "attn/error.hpp"
-#include "attn/version.hpp"
 #include "cli.hpp"
 
 namespace {
@@ -43,20 +42,10 @@ void print_paused(const std::vector<std::string>& blocks) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{
-      "attn-trace: self-attention, step by step, with the numbers PyTorch prints.\n"
-      "With no sentence it traces the walkthrough's \"Life is short, eat dessert first\".",
-      "attn-trace"};
-  app.set_version_flag("--version", std::string("attn-trace ") + attn::kVersion);
-  app.footer(
-      "Exit codes: 0 success, 1 a difference found (diff, --expect), 2 invalid input or usage\n"
-      "(one line on stderr). Documentation: docs/cli.md and docs/tutorial.md.");
+  CLI::App app;
   attn::cli::Options options;
-  attn::cli::add_options(app, options);
   attn::cli::DiffCommand diff_command;
-  CLI::App* diff = app.add_subcommand(
-      "diff", "Compare two JSON traces cell by cell: exit 0 if equal within tolerance, 1 if not");
-  attn::cli::add_diff_options(*diff, diff_command);
+  CLI::App* diff = attn::cli::add_commands(app, options, diff_command);
 
   try {
     app.parse(argc, argv);

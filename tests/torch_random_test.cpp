@@ -110,7 +110,7 @@ std::map<std::string, Recipe> recipes() {
   }
   for (const auto& [in, out] : {std::pair{3, 2}, {8, 4}, {5, 7}, {768, 64}}) {
     r["linear_" + std::to_string(in) + "to" + std::to_string(out) + "_x3_nobias_seed123"] =
-        seeded(123, [in, out](TorchGenerator& g, TorchKernel k) {
+        seeded(123, [in = in, out = out](TorchGenerator& g, TorchKernel k) {
           std::vector<Matrix> w;
           for (int i = 0; i < 3; ++i) w.push_back(attn::linear_weight(g, in, out, k));
           return w;
@@ -160,7 +160,10 @@ void check_reference_file(const char* file, const std::map<std::string, Recipe>&
                           const std::function<test::json(const test::json&)>& tensors_of) {
   for (const TorchKernel kernel : test::kKernels) {
     const test::json ref = test::load_reference(kernel, file);
-    for (const auto& [name, c] : ref.at("cases").items()) {
+    for (const auto& entry : ref.at("cases").items()) {
+      // Not a structured binding: clang 14 cannot capture one (CAPTURE, REQUIRE_MESSAGE).
+      const std::string& name = entry.key();
+      const test::json& c = entry.value();
       const std::string what = std::string(attn::kernel_name(kernel)) + " " + file + " " + name;
       CAPTURE(what);
       const auto it = known.find(name);
@@ -226,8 +229,8 @@ TEST_CASE("every case of the shared golden set matches bit for bit, in both flav
   // A case there is a list of tensors, one tensor, or {weight, bias}.
   check_reference_file("golden_rng_basics.json", golden_recipes(), [](const test::json& c) {
     return c.is_array()           ? c
-           : c.contains("weight") ? test::json{c.at("weight"), c.at("bias")}
-                                  : test::json{c};
+           : c.contains("weight") ? test::json::array({c.at("weight"), c.at("bias")})
+                                  : test::json::array({c});  // json{c} is a copy in clang
   });
 }
 

@@ -30,7 +30,8 @@ void require_inner(const Matrix& a, const Matrix& b, Eigen::Index a_inner, Eigen
 // polynomial, and a scale by 2^q done as two exact multiplications.
 float sleef_expf_u10(float d) {
   const float q_f = std::nearbyint(d * 1.442695040888963407359924681001892137426645954152985934f);
-  const auto q = static_cast<std::int32_t>(q_f);
+  // Clamped: converting ±inf or nan (a masked score) to int is undefined; those d are set below.
+  const auto q = static_cast<std::int32_t>(std::fmax(-256.0f, std::fmin(q_f, 256.0f)));
   float s = std::fma(q_f, -0.693145751953125f, d);
   s = std::fma(q_f, -1.428606765330187045e-06f, s);
   float u = 0.000198527617612853646278381f;

@@ -15,6 +15,14 @@ namespace {
 
 using nlohmann::json;
 
+// A value for a message: a number or a string as JSON writes it; an array or an object by its
+// kind (dump() recurses, and a deeply nested array would overflow the stack).
+std::string brief(const json& v) {
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  return v.dump();
+}
+
 float cell_value(const json& v) {
   if (v.is_number()) return static_cast<float>(v.get<double>());
   if (v.is_string()) {
@@ -23,11 +31,20 @@ float cell_value(const json& v) {
     if (s == "inf") return std::numeric_limits<float>::infinity();
     if (s == "-inf") return -std::numeric_limits<float>::infinity();
   }
-  throw Error(fmt::format("{} is not a number", v.dump()));
+  throw Error(fmt::format("{} is not a number", brief(v)));
 }
 
-std::optional<int> index_of(const json& v) {
-  return v.is_null() ? std::nullopt : std::optional<int>(v.get<int>());
+// A step's "head" or "batch": null, or a whole number (get<int> would convert any double, which
+// is undefined behaviour out of int's range).
+std::optional<int> index_of(const json& s, const char* key) {
+  const json& v = s.at(key);
+  if (v.is_null()) return std::nullopt;
+  const double d = v.is_number() ? v.get<double>() : std::nan("");
+  if (!(d >= std::numeric_limits<int>::min() && d <= std::numeric_limits<int>::max()) ||
+      d != std::floor(d)) {
+    throw Error(fmt::format("\"{}\" is {}: it must be null or a whole number", key, brief(v)));
+  }
+  return static_cast<int>(d);
 }
 
 std::string where(const DocumentStep& s) {
@@ -66,29 +83,44 @@ TraceDocument parse_trace_json(std::string_view text, const std::string& source)
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e400
     throw Error(fmt::format("{} is not JSON: {}", source, e.what()));
   }
-  if (!doc.is_object() || doc.value("tool", "") != "attn-trace" || !doc.contains("steps")) {
+  // Compared as JSON values, never converted: "tool" or "schema_version" may be of any type.
+  if (!doc.is_object() || !doc.contains("tool") || doc.at("tool") != "attn-trace" ||
+      !doc.contains("steps")) {
     throw Error(
         fmt::format("{} is not an attn-trace trace: it has no \"tool\": \"attn-trace\" "
                     "and \"steps\"",
                     source));
   }
-  if (doc.value("schema_version", 0) != kJsonSchemaVersion) {
+  const auto version = doc.find("schema_version");
+  if (version == doc.end() || *version != kJsonSchemaVersion) {
     throw Error(fmt::format("{} has schema version {}: this attn-trace reads version {}", source,
-                            doc.value("schema_version", json(nullptr)).dump(), kJsonSchemaVersion));
+                            version == doc.end() ? "null" : brief(*version), kJsonSchemaVersion));
   }
   TraceDocument out;
   out.source = source;
   const json& steps = doc.at("steps");
+  if (!steps.is_array()) {
+    throw Error(fmt::format("{} is not a valid trace: \"steps\" is {}, not an array", source,
+                            brief(steps)));
+  }
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const json& s = steps[i];
     try {
       DocumentStep step;
       step.id = s.at("id").get<std::string>();
-      step.head = index_of(s.at("head"));
-      step.batch = index_of(s.at("batch"));
+      step.head = index_of(s, "head");
+      step.batch = index_of(s, "batch");
+      // diff matches steps by (id, head, batch): a second one would be compared with the first.
+      for (const DocumentStep& seen : out.steps) {
+        if (seen.id == step.id && seen.head == step.head && seen.batch == step.batch) {
+          throw Error(fmt::format("the step {} appears twice: a trace has each step once per "
+                                  "head and sentence",
+                                  where(step)));
+        }
+      }
       step.row_labels = s.value("row_labels", std::vector<std::string>{});
       step.col_labels = s.value("col_labels", std::vector<std::string>{});
       const json& values = s.at("values");

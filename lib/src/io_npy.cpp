@@ -122,6 +122,9 @@ class NpyHeaderParser {
       if (pos_ == text_.size()) throw_at(start, "a string has no closing quote");
       ++pos_;
     } else if (c == '(' || c == '[') {
+      // numpy nests one level (the shape tuple); a bound keeps the recursion off the stack's end.
+      if (depth_ == kMaxDepth) fail(fmt::format("values nest deeper than {} levels", kMaxDepth));
+      ++depth_;
       const char close = c == '(' ? ')' : ']';
       v.kind = c == '(' ? PyValue::Kind::kTuple : PyValue::Kind::kList;
       ++pos_;
@@ -133,6 +136,7 @@ class NpyHeaderParser {
         ++pos_;
       }
       expect(close);
+      --depth_;
       if (v.kind == PyValue::Kind::kTuple && v.items.size() == 1 && !comma) {
         PyValue inner = std::move(v.items[0]);
         return inner;
@@ -164,10 +168,13 @@ class NpyHeaderParser {
     return v;
   }
 
+  static constexpr int kMaxDepth = 32;  // tuples and lists within each other
+
   std::string_view text_;
   std::size_t offset_;  // of text_ in the file
   const std::string& source_;
   std::size_t pos_ = 0;
+  int depth_ = 0;  // open tuples and lists
 };
 
 }  // namespace

@@ -1,0 +1,109 @@
+// Fuzzes the command line up to the run: the input is split at each NUL byte into arguments
+// (at most 32), and they go through what app/main.cpp does before it runs anything: CLI11's
+// parse with every option and the diff subcommand, check_repeats, then make_config and resolve.
+// run_trace is not called: this target is about options, their validators and their
+// combinations, not about the arithmetic.
+//
+// make_config reads the files that options name, and "-" reads standard input. Inputs with an
+// argument "-" or any '/' are skipped, and the process works in a fresh empty folder, so every
+// file name refers to nothing (except "." and "..", folders, which read_file refuses).
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/error.hpp"
+#include "attn/trace.hpp"
+#include "cli.hpp"
+
+namespace {
+
+constexpr std::size_t kMaxArguments = 32;
+
+std::string& work_dir() {
+  static std::string dir;
+  return dir;
+}
+
+void remove_work_dir() {
+  if (!work_dir().empty()) ::rmdir(work_dir().c_str());
+}
+
+// The arguments: the input split at every NUL byte ("" gives no argument, "a\0" gives "a" and
+// ""). Empty when there are more than kMaxArguments or one that could name an existing file.
+std::vector<std::string> arguments_of(std::string_view input) {
+  std::vector<std::string> args;
+  if (input.empty()) return args;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t nul = input.find('\0', start);
+    args.emplace_back(input.substr(start, nul == std::string_view::npos ? nul : nul - start));
+    if (nul == std::string_view::npos) break;
+    start = nul + 1;
+  }
+  return args;
+}
+
+bool skipped(const std::vector<std::string>& args) {
+  if (args.size() > kMaxArguments) return true;
+  for (const std::string& a : args) {
+    if (a == "-" || a.find('/') != std::string::npos) return true;  // stdin, or a real path
+  }
+  return false;
+}
+
+}  // namespace
+
+// Once, before any input (and before libFuzzer reads its corpus: give it absolute paths).
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "attn-fuzz-options-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr || ::chdir(pattern.c_str()) != 0) {
+    std::perror("fuzz_options: cannot make and enter an empty temporary folder");
+    std::abort();
+  }
+  work_dir() = pattern;
+  std::atexit(remove_work_dir);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::vector<std::string> args =
+      arguments_of(std::string_view(reinterpret_cast<const char*>(data), size));
+  if (skipped(args)) return 0;
+  std::vector<const char*> argv{"attn-trace"};  // (1 + args,)
+  for (const std::string& a : args) argv.push_back(a.c_str());
+
+  CLI::App app;
+  attn::cli::Options options;
+  attn::cli::DiffCommand diff_command;
+  CLI::App* diff = attn::cli::add_commands(app, options, diff_command);
+
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError&) {
+    return 0;  // --help, --version, or a usage error: main prints it and exits
+  }
+  try {
+    attn::cli::check_repeats(app);
+    attn::cli::check_repeats(*diff);
+    // main runs run_diff when diff was given; make_config reads none of diff's files, so it is
+    // exercised with the options given before the subcommand too.
+    const attn::TraceConfig config = attn::cli::make_config(options);
+    const attn::TraceConfig resolved = attn::resolve(config);
+    if (resolved.heads < 1 || resolved.d_in < 1 || resolved.d_kq < 1 || resolved.d_v < 1) {
+      __builtin_trap();  // resolve() promises every setting in its range
+    }
+  } catch (const attn::Error&) {
+    return 0;  // refused with a one-line message, exit code 2
+  }
+  return 0;
+}
