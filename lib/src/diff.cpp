@@ -116,9 +116,10 @@ TraceDocument parse_trace_json(std::string_view text, const std::string& source)
       // diff matches steps by (id, head, batch): a second one would be compared with the first.
       for (const DocumentStep& seen : out.steps) {
         if (seen.id == step.id && seen.head == step.head && seen.batch == step.batch) {
-          throw Error(fmt::format("the step {} appears twice: a trace has each step once per "
-                                  "head and sentence",
-                                  where(step)));
+          throw Error(
+              fmt::format("the step {} appears twice: a trace has each step once per "
+                          "head and sentence",
+                          where(step)));
         }
       }
       step.row_labels = s.value("row_labels", std::vector<std::string>{});
