@@ -47,6 +47,7 @@ LoadedMatrix load_matrix(const std::filesystem::path& path) {
 }
 
 std::string read_file(const std::filesystem::path& path) {
+  constexpr std::size_t kMaxFileBytes = std::size_t{1} << 30;
   auto fail = [&](int error) {
     return Error(fmt::format("{}: cannot read: {}", path.string(), errno_text(error)));
   };
@@ -63,6 +64,11 @@ std::string read_file(const std::filesystem::path& path) {
     if (n < 0) throw fail(errno);
     if (n == 0) return out;
     out.append(buffer, static_cast<std::size_t>(n));
+    // A device such as /dev/zero never ends: no input of the tool is anywhere near this size.
+    if (out.size() > kMaxFileBytes) {
+      throw Error(fmt::format("{} is larger than {} MiB: that is not an input of this tool",
+                              path.string(), kMaxFileBytes >> 20));
+    }
   }
 }
 

@@ -46,7 +46,8 @@ LoadedMatrix parse_json_matrix(std::string_view text, const std::string& source)
 // the file cannot be read or its extension is none of these.
 LoadedMatrix load_matrix(const std::filesystem::path& path);
 
-// The whole content of a file. Throws Error naming the path if it cannot be read.
+// The whole content of a file. Throws Error naming the path if it cannot be read, or if it is
+// larger than 1 GiB (a device such as /dev/zero never ends).
 std::string read_file(const std::filesystem::path& path);
 
 // Writes `bytes` to `path` atomically: into a temporary file in the same folder, flushed, then
