@@ -100,11 +100,23 @@ std::string number(float v, int precision, bool factor) {
   return factor && s[0] == '-' ? "(" + s + ")" : s;
 }
 
+namespace {
+
 void check_token_index(const char* what, std::int64_t i, std::int64_t t, const char* sentence) {
   if (i < 1 || i > t) {
     throw Error(fmt::format("{} {} is out of range: the {} has {} tokens, allowed 1..{}", what, i,
                             sentence, t, t));
   }
+}
+
+}  // namespace
+
+void check_query_and_key(const Trace& trace, std::int64_t query, std::int64_t key) {
+  const bool cross = trace.config.cross.has_value();
+  check_token_index("query", query, static_cast<std::int64_t>(trace.inputs[0].words.size()),
+                    cross ? "query sentence" : "sentence");
+  check_token_index("key", key, static_cast<std::int64_t>(trace.key_sentence(0).words.size()),
+                    cross ? "key and value sentence" : "sentence");
 }
 
 std::string python_list_repr(const std::vector<std::string>& items) {

@@ -28,8 +28,9 @@ std::string vector_text(const Matrix& m, Eigen::Index row, int precision);
 std::string python_str_repr(std::string_view s);
 // A number in a written-out sum at `precision` decimals; a negative factor in parentheses.
 std::string number(float v, int precision, bool factor = true);
-// Throws Error unless 1 <= i <= t, naming `what`, i and the sentence's length.
-void check_token_index(const char* what, std::int64_t i, std::int64_t t, const char* sentence);
+// Throws Error unless query is a token of the (query) sentence and key one of the keys'
+// sentence (1-based), naming the value and the sentence's length.
+void check_query_and_key(const Trace& trace, std::int64_t query, std::int64_t key);
 // The sentence (or input), the settings, the dictionary and the token ids.
 void append_preamble(std::string& out, const Trace& trace);
 // " (head 2 of 4, sentence 1 of 3)", or empty.

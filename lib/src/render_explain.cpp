@@ -123,10 +123,7 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
 std::string render_explain(const Trace& trace, std::int64_t i, std::int64_t j,
                            const TextOptions& options) {
   const TraceConfig& c = trace.config;
-  check_token_index("query", i, static_cast<std::int64_t>(trace.inputs[0].words.size()),
-                    c.cross ? "query sentence" : "sentence");
-  check_token_index("key", j, static_cast<std::int64_t>(trace.key_sentence(0).words.size()),
-                    c.cross ? "key and value sentence" : "sentence");
+  check_query_and_key(trace, i, j);
   std::string out;
   append_preamble(out, trace);
   for (std::size_t b = 0; b < trace.inputs.size(); ++b) {

@@ -84,10 +84,7 @@ std::int64_t default_path_key(const Trace& trace) {
 std::string render_query_path(const Trace& trace, std::int64_t query, std::int64_t key,
                               const TextOptions& options) {
   const TraceConfig& c = trace.config;
-  check_token_index("query", query, static_cast<std::int64_t>(trace.inputs[0].words.size()),
-                    c.cross ? "query sentence" : "sentence");
-  check_token_index("key", key, static_cast<std::int64_t>(trace.key_sentence(0).words.size()),
-                    c.cross ? "key and value sentence" : "sentence");
+  check_query_and_key(trace, query, key);
   const int p = options.precision;
   const Eigen::Index qi = query - 1, ki = key - 1;
   const bool split = c.multihead == MultiheadForm::kSplit;

@@ -1,0 +1,195 @@
+// Settings: the names of the enum options, resolve() (the dimensions given matrices imply,
+// every range and combination checked) and the memory estimate.
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "attn/error.hpp"
+#include "attn/trace.hpp"
+
+namespace attn {
+
+namespace {
+
+void check_range(const char* name, std::int64_t value, std::int64_t lo, std::int64_t hi) {
+  if (value < lo || value > hi) {
+    throw Error(fmt::format("{} {} is out of range: allowed {}..{}", name, value, lo, hi));
+  }
+}
+
+template <typename Enum, std::size_t N>
+Enum parse_name(std::string_view what, std::string_view name,
+                const std::pair<Enum, std::string_view> (&names)[N]) {
+  std::string allowed;
+  for (const auto& [value, text] : names) {
+    if (text == name) return value;
+    allowed += (allowed.empty() ? "" : ", ") + std::string(text);
+  }
+  throw Error(fmt::format("{} '{}' is not known: allowed are {}", what, name, allowed));
+}
+
+constexpr std::pair<MultiheadForm, std::string_view> kMultiheadNames[] = {
+    {MultiheadForm::kWrapper, "wrapper"}, {MultiheadForm::kSplit, "split"}};
+constexpr std::pair<MaskedRows, std::string_view> kMaskedRowNames[] = {{MaskedRows::kNan, "nan"},
+                                                                       {MaskedRows::kZero, "zero"}};
+
+template <typename Enum, std::size_t N>
+std::string_view name_of(Enum value, const std::pair<Enum, std::string_view> (&names)[N]) {
+  for (const auto& [v, text] : names) {
+    if (v == value) return text;
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string_view multihead_name(MultiheadForm form) { return name_of(form, kMultiheadNames); }
+MultiheadForm parse_multihead(std::string_view name) {
+  return parse_name("multihead form", name, kMultiheadNames);
+}
+std::string_view masked_rows_name(MaskedRows rule) { return name_of(rule, kMaskedRowNames); }
+MaskedRows parse_masked_rows(std::string_view name) {
+  return parse_name("masked-rows rule", name, kMaskedRowNames);
+}
+
+namespace {
+
+std::string shape_of(const Matrix& m) { return fmt::format("[{}, {}]", m.rows(), m.cols()); }
+
+// Checks the given matrices' shapes against each other and sets the dimensions they imply.
+void apply_given_shapes(TraceConfig& c) {
+  if (c.x) {
+    if (c.embedding) throw Error("--x gives X itself: an embedding table would not be used");
+    if (c.cross) throw Error("--x gives one input matrix: cross-attention needs two sentences");
+    if (c.sentences.size() > 1) throw Error("--x gives one input matrix: it cannot form a batch");
+    c.d_in = c.x->values.cols();
+    if (!c.x->row_labels.empty() &&
+        static_cast<Eigen::Index>(c.x->row_labels.size()) != c.x->values.rows()) {
+      throw Error(fmt::format("{} has {} rows but {} labels were given: one label per row",
+                              c.x->source, c.x->values.rows(), c.x->row_labels.size()));
+    }
+  }
+  if (c.embedding) {
+    c.vocab_size = c.embedding->values.rows();
+    c.d_in = c.embedding->values.cols();
+  }
+  const bool wrapper_heads = c.heads > 1 && c.multihead == MultiheadForm::kWrapper;
+  const bool rand = c.init == WeightInit::kRand;
+  // The width a weight gives: its columns for rand's (d_in, d_out), its rows otherwise.
+  struct Given {
+    const std::optional<GivenMatrix>& w;
+    const char* symbol;
+    std::int64_t* d_out;
+    const char* d_out_name;
+  };
+  std::optional<std::string> d_kq_from;
+  for (const Given g :
+       {Given{c.w_query, "W_q", &c.d_kq, "d_kq"}, Given{c.w_key, "W_k", &c.d_kq, "d_kq"},
+        Given{c.w_value, "W_v", &c.d_v, "d_v"}}) {
+    if (!g.w) continue;
+    if (wrapper_heads) {
+      throw Error(
+          fmt::format("{} in {}: the wrapper form draws each head's own weights; give "
+                      "weights with one head or --multihead split",
+                      g.symbol, g.w->source));
+    }
+    const Matrix& m = g.w->values;
+    const Eigen::Index in = rand ? m.rows() : m.cols(), out = rand ? m.cols() : m.rows();
+    const std::string layout =
+        rand ? fmt::format("[d_in, {}]", g.d_out_name) : fmt::format("[{}, d_in]", g.d_out_name);
+    if (in != c.d_in) {
+      throw Error(
+          fmt::format("{} in {} has shape {}, but X has d_in {}: with --init {} it must be "
+                      "{}",
+                      g.symbol, g.w->source, shape_of(m), c.d_in, init_name(c.init), layout));
+    }
+    if (g.d_out == &c.d_kq && d_kq_from && out != c.d_kq) {
+      throw Error(
+          fmt::format("{} in {} has shape {}, but {} gives d_kq {}: queries and keys "
+                      "have one width",
+                      g.symbol, g.w->source, shape_of(m), *d_kq_from, c.d_kq));
+    }
+    *g.d_out = out;
+    if (g.d_out == &c.d_kq) d_kq_from = "W_q in " + g.w->source;
+  }
+  const std::int64_t d_out = c.d_v;
+  for (const auto* g : {&c.w_out, &c.b_out}) {
+    if (!*g) continue;
+    const char* symbol = g == &c.w_out ? "W_o" : "b_o";
+    if (c.multihead != MultiheadForm::kSplit) {
+      throw Error(fmt::format("{} in {}: only the split multi-head form has an output projection",
+                              symbol, (*g)->source));
+    }
+    const Matrix& m = (*g)->values;
+    const bool ok = g == &c.w_out ? (m.rows() == d_out && m.cols() == d_out)
+                                  : (m.rows() == 1 && m.cols() == d_out);
+    if (!ok) {
+      throw Error(fmt::format(
+          "{} in {} has shape {}, but d_out is {}: it must be {}", symbol, (*g)->source,
+          shape_of(m), d_out,
+          g == &c.w_out ? fmt::format("[{0}, {0}]", d_out) : fmt::format("[{}]", d_out)));
+    }
+  }
+  if (c.b_out && c.init != WeightInit::kLinear) {
+    throw Error(fmt::format("b_o in {}: only --init linear has an output bias", c.b_out->source));
+  }
+}
+
+}  // namespace
+
+TraceConfig resolve(const TraceConfig& config) {
+  TraceConfig c = config;
+  if (c.sentences.empty() && !c.x) throw Error("no sentence: give at least one");
+  apply_given_shapes(c);
+  if (c.x && !c.embedding) c.vocab_size = std::max<std::int64_t>(c.vocab_size, 1);
+  check_range("vocabulary size", c.vocab_size, 1, kMaxVocabSize);
+  check_range("d_in", c.d_in, 1, kMaxDimension);
+  check_range("d_kq", c.d_kq, 1, kMaxDimension);
+  check_range("d_v", c.d_v, 1, kMaxDimension);
+  check_range("heads", c.heads, 1, kMaxHeads);
+  if (c.cross && c.sentences.size() > 1) {
+    throw Error(fmt::format("cross-attention takes one query sentence; got {} sentences",
+                            c.sentences.size()));
+  }
+  if (c.multihead == MultiheadForm::kSplit) {
+    if (c.d_kq != c.d_v) {
+      throw Error(
+          fmt::format("the split multi-head form projects to one width d_out, but d_kq {} "
+                      "and d_v {} differ: give --d-out",
+                      c.d_kq, c.d_v));
+    }
+    if (c.d_kq % c.heads != 0) {
+      throw Error(fmt::format("d_out {} does not split into {} heads: it must be a multiple of {}",
+                              c.d_kq, c.heads, c.heads));
+    }
+  }
+  return c;
+}
+
+double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
+                      std::int64_t batch) {
+  const double tq = static_cast<double>(t_q), tk = static_cast<double>(t_k);
+  const double h = static_cast<double>(c.heads), d_in = static_cast<double>(c.d_in);
+  const double d_kq = static_cast<double>(c.d_kq), d_v = static_cast<double>(c.d_v);
+  const bool split = c.multihead == MultiheadForm::kSplit;
+  // T × T_k steps per head: ω, the scaled scores and the weights; the mask and the masked
+  // scores; the causal lesson's three; the softmax's exponentials.
+  double square_steps = 3.0 + (c.causal || batch > 1 ? 2.0 : 0.0) + (c.causal ? 3.0 : 0.0) +
+                        (c.softmax_steps ? 1.0 : 0.0);
+  const double per_head = square_steps * tq * tk +
+                          (split ? 0.0 : tq * d_kq + tk * (d_kq + d_v)) +  // Q, K, V (wrapper)
+                          tq * (split ? d_v / h : d_v) +                   // Z
+                          (c.softmax_steps ? 4.0 * tq : 0.0);              // m, Σ, the check
+  double per_item = tq * d_in;                                             // X
+  if (split) per_item += tq * d_kq + tk * (d_kq + d_v);                    // Q, K, V of width d_out
+  per_item += h * per_head;
+  if (c.heads > 1) per_item += tq * (split ? d_v : h * d_v);  // the heads side by side
+  if (split) per_item += tq * d_v;                            // the output projection
+  const double weights =
+      (split ? 1.0 : h) * d_in * (2.0 * d_kq + d_v) + (split ? d_v * d_v + d_v : 0.0);
+  const double values = static_cast<double>(batch) * per_item + weights;
+  return values * (4.0 + c.output_bytes_per_value);
+}
+
+}  // namespace attn
