@@ -15,6 +15,7 @@
 #include "attn/render_explain.hpp"
 #include "attn/render_heatmap.hpp"
 #include "attn/render_json.hpp"
+#include "attn/render_summary.hpp"
 #include "attn/render_table.hpp"
 #include "attn/version.hpp"
 
@@ -143,7 +144,7 @@ void add_options(CLI::App& app, Options& o) {
              "Output: text (PyTorch's printing), json (every value exact), csv (one row per "
              "cell), markdown (tables for handouts) or heatmap (ω, scaled scores and weights "
              "as coloured grids)")
-          ->check(CLI::IsMember({"text", "json", "csv", "markdown", "heatmap"}))
+          ->check(CLI::IsMember({"text", "json", "csv", "markdown", "heatmap", "summary"}))
           ->capture_default_str()
           ->excludes(query);
   app.add_option("--color", o.color,
@@ -397,6 +398,7 @@ TraceConfig make_config(Options& o) {
                                     : o.format == "csv"     ? 60.0
                                     : o.format == "json"    ? 14.0
                                     : o.format == "heatmap" ? 40.0
+                                    : o.format == "summary" ? 0.0
                                                             : 12.0;
   if (o.explain) parse_cell(*o.explain);
   return o.config;
@@ -421,6 +423,8 @@ Outcome run(Options& o) {
     outcome.out = render_csv(trace);
   } else if (o.format == "markdown") {
     outcome.out = render_markdown(trace, o.text.precision);
+  } else if (o.format == "summary") {
+    outcome.out = render_summary(trace);
   } else if (o.format == "heatmap") {
     if (o.steps.empty()) {
       // ω, the scaled scores and the weights; the masked scores too when there is a mask.

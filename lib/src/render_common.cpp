@@ -125,7 +125,7 @@ std::string python_list_repr(const std::vector<std::string>& items) {
   return fmt::format("[{}]", join(quoted, ", "));
 }
 
-void append_preamble(std::string& out, const Trace& trace) {
+void append_preamble(std::string& out, const Trace& trace, bool brief) {
   const TraceConfig& c = trace.config;
   const std::size_t batch_size = trace.inputs.size();
   if (c.x) {
@@ -161,6 +161,12 @@ void append_preamble(std::string& out, const Trace& trace) {
   out += fmt::format("settings: {}\n", settings);
 
   if (c.x) return;  // no words, no dictionary
+  if (brief) {
+    out += fmt::format("tokens: {} sentence{} of {} tokens, {} distinct words\n",
+                       trace.inputs.size(), trace.inputs.size() > 1 ? "s" : "",
+                       trace.inputs[0].words.size(), trace.vocabulary.size());
+    return;
+  }
   out += "\ndictionary: distinct words in sorted order, numbered from 0";
   if (c.cross) out += ", of both sentences";
   if (batch_size > 1) out += ", of all sentences";

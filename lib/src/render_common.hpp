@@ -31,8 +31,9 @@ std::string number(float v, int precision, bool factor = true);
 // Throws Error unless query is a token of the (query) sentence and key one of the keys'
 // sentence (1-based), naming the value and the sentence's length.
 void check_query_and_key(const Trace& trace, std::int64_t query, std::int64_t key);
-// The sentence (or input), the settings, the dictionary and the token ids.
-void append_preamble(std::string& out, const Trace& trace);
+// The sentence (or input), the settings, the dictionary and the token ids; without the last two
+// (a count instead) when `brief`, for long inputs.
+void append_preamble(std::string& out, const Trace& trace, bool brief = false);
 // " (head 2 of 4, sentence 1 of 3)", or empty.
 std::string where_text(const Trace& trace, const std::optional<int>& head,
                        const std::optional<int>& batch);

@@ -273,6 +273,9 @@ case_memory_limit_raised() {
     "$binary" "$words" --format csv --steps context_vectors | tail -n 1 | grep -q '^context_vectors,,,2000,4,w2000,,'
 }
 
+case_summary() { expect_output summary --format summary; }
+case_summary_batch_heads() { expect_output summary_batch_heads --format summary "a b c" "d" --heads 2 --causal; }
+
 case_two_runs_same_bytes() {
   local args=("Two runs, same bytes: a b c d e f g h i j" --seed 99 --d-in 16 --d-kq 8 --d-v 8)
   "$binary" "${args[@]}" >"$work/a" && "$binary" "${args[@]}" >"$work/b" && cmp "$work/a" "$work/b"
@@ -385,7 +388,7 @@ case_error_unknown_step() {
 }
 case_error_force_without_export() { expect_error "--force goes with --export" --force; }
 case_error_unknown_format() {
-  expect_error "--format: yaml not in {text,json,csv,markdown,heatmap} (see attn-trace --help)" --format yaml
+  expect_error "--format: yaml not in {text,json,csv,markdown,heatmap,summary} (see attn-trace --help)" --format yaml
 }
 case_error_tolerance() {
   expect_error "--atol: '-1' is not a tolerance; allowed: a number >= 0 (see attn-trace --help)" diff a b --atol -1
