@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <thread>
 
 #include "attn/error.hpp"
 #include "attn/export.hpp"
@@ -161,6 +162,10 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--file", o.file,
                  "Read the sentence from this file (a sentence argument - reads standard input)")
       ->type_name("FILE");
+  app.add_option("--threads", o.threads,
+                 "Threads for the large products and softmaxes (default: every core); the "
+                 "output is the same for any number")
+      ->check(integer_in<int>(1, 256, "1..256"));
   app.add_option("--max-memory", o.max_memory,
                  "Refuse a run whose matrices and output would need more memory than this (K, "
                  "M, G, T suffixes), estimated before anything large is allocated")
@@ -393,6 +398,8 @@ TraceConfig make_config(Options& o) {
   if (o.key && !o.query) throw Error("--key " + std::to_string(*o.key) + " needs --query");
   if (o.force && !o.export_dir) throw Error("--force goes with --export");
   o.config.max_memory = parse_size(o.max_memory);
+  o.config.threads =
+      o.threads.value_or(std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   // What the chosen output writes per value, for the memory estimate.
   o.config.output_bytes_per_value = o.export_dir            ? 0.0
                                     : o.format == "csv"     ? 60.0

@@ -42,6 +42,7 @@ struct Options {
   std::string format = "text";
   std::string max_memory = "4G";
   std::optional<std::string> file;     // the sentence, from a file
+  std::optional<int> threads;          // default: every core
   std::string color = "auto";          // heatmaps: auto, never, 256, 24bit
   std::optional<std::string> explain;  // "I,J": one attention weight explained
   bool step = false;                   // pause after each step on a terminal

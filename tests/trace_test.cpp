@@ -448,3 +448,26 @@ TEST_CASE("given numbers whose products overflow float32 are refused where they 
                        "are too large; scale them down",
                        attn::Error);
 }
+
+TEST_CASE("the trace is the same bits for any number of threads") {
+  attn::TraceConfig c;
+  std::string sentence;
+  for (int i = 0; i < 300; ++i) sentence.append("w").append(std::to_string(i % 250)).append(" ");
+  c.sentences = {sentence};
+  c.d_in = 64;
+  c.d_kq = 32;
+  c.d_v = 16;
+  c.heads = 2;
+  c.causal = true;
+  c.threads = 1;
+  const attn::Trace one = attn::run_trace(c);
+  for (const int threads : {2, 3}) {
+    c.threads = threads;
+    const attn::Trace many = attn::run_trace(c);
+    REQUIRE(many.steps.size() == one.steps.size());
+    for (std::size_t i = 0; i < one.steps.size(); ++i) {
+      CAPTURE(one.steps[i].id);
+      CHECK(test::bits_of(many.steps[i].values) == test::bits_of(one.steps[i].values));
+    }
+  }
+}

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attn/error.hpp"
+#include "attn/parallel.hpp"
 
 namespace attn {
 
@@ -148,28 +149,33 @@ float torch_expf(float x, TorchKernel kernel) {
   return kernel == TorchKernel::kAvx2 ? sleef_expf_u10(x) : std::exp(x);
 }
 
-Matrix matmul(const Matrix& a, const Matrix& b) {
+Matrix matmul(const Matrix& a, const Matrix& b, int threads) {
   require_inner(a, b, a.cols(), b.rows(), "matmul");
   Matrix c(a.rows(), b.cols());  // (M, N)
-  for (Eigen::Index i = 0; i < a.rows(); ++i) {
-    for (Eigen::Index j = 0; j < b.cols(); ++j) {
-      float acc = 0.0f;
-      for (Eigen::Index k = 0; k < a.cols(); ++k) acc = acc + a(i, k) * b(k, j);
-      c(i, j) = acc;
+  const double work =
+      static_cast<double>(a.rows()) * static_cast<double>(b.cols()) * static_cast<double>(a.cols());
+  // Rows in parallel: each cell is the same left-to-right sum on any thread.
+  parallel_for(a.rows(), threads, work, [&](std::int64_t begin, std::int64_t end) {
+    for (Eigen::Index i = begin; i < end; ++i) {
+      for (Eigen::Index j = 0; j < b.cols(); ++j) {
+        float acc = 0.0f;
+        for (Eigen::Index k = 0; k < a.cols(); ++k) acc = acc + a(i, k) * b(k, j);
+        c(i, j) = acc;
+      }
     }
-  }
+  });
   return c;
 }
 
-Matrix project(const Matrix& x, const Matrix& w) {
+Matrix project(const Matrix& x, const Matrix& w, int threads) {
   require_inner(x, w, x.cols(), w.rows(), "projection X W");
-  return matmul(x, w);  // (T, d_in) @ (d_in, d_out) -> (T, d_out)
+  return matmul(x, w, threads);  // (T, d_in) @ (d_in, d_out) -> (T, d_out)
 }
 
-Matrix omega_scores(const Matrix& q, const Matrix& k) {
+Matrix omega_scores(const Matrix& q, const Matrix& k, int threads) {
   require_inner(q, k, q.cols(), k.cols(), "scores Q Kᵀ");
   const Matrix k_t = k.transpose();  // Kᵀ: (d_k, T_k)
-  return matmul(q, k_t);             // ω = Q Kᵀ -> (T_q, T_k)
+  return matmul(q, k_t, threads);    // ω = Q Kᵀ -> (T_q, T_k)
 }
 
 Matrix scale(const Matrix& omega, Eigen::Index d_k) {
@@ -199,7 +205,8 @@ Matrix apply_mask(const Matrix& omega, const Matrix& mask) {
   return masked;
 }
 
-SoftmaxParts softmax_parts(const Matrix& scores, TorchKernel kernel, MaskedRows masked_rows) {
+SoftmaxParts softmax_parts(const Matrix& scores, TorchKernel kernel, MaskedRows masked_rows,
+                           int threads) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   // Every key masked: exp(−inf − (−inf)) is exp(nan) in torch.softmax, and the nan that an x86
   // subtraction creates has the sign bit set (0xffc00000).
@@ -209,28 +216,32 @@ SoftmaxParts softmax_parts(const Matrix& scores, TorchKernel kernel, MaskedRows 
   p.exponentials.resize(scores.rows(), scores.cols());  // e: (T_q, T_k)
   p.row_sum.resize(scores.rows(), 1);                   // Σ: (T_q, 1)
   p.weights.resize(scores.rows(), scores.cols());       // A: (T_q, T_k)
-  for (Eigen::Index i = 0; i < scores.rows(); ++i) {
-    float m = -kInf;
-    for (Eigen::Index j = 0; j < scores.cols(); ++j) m = std::fmax(m, scores(i, j));
-    p.row_max(i, 0) = m;
-    if (m == -kInf) {
-      p.exponentials.row(i).setConstant(torch_nan);
-      p.row_sum(i, 0) = torch_nan;
-      p.weights.row(i).setConstant(masked_rows == MaskedRows::kZero ? 0.0f : torch_nan);
-      continue;
+  // Rows in parallel: each row is computed the same way on any thread.
+  const double work = 16.0 * static_cast<double>(scores.size());
+  parallel_for(scores.rows(), threads, work, [&](std::int64_t begin, std::int64_t end) {
+    for (Eigen::Index i = begin; i < end; ++i) {
+      float m = -kInf;
+      for (Eigen::Index j = 0; j < scores.cols(); ++j) m = std::fmax(m, scores(i, j));
+      p.row_max(i, 0) = m;
+      if (m == -kInf) {
+        p.exponentials.row(i).setConstant(torch_nan);
+        p.row_sum(i, 0) = torch_nan;
+        p.weights.row(i).setConstant(masked_rows == MaskedRows::kZero ? 0.0f : torch_nan);
+        continue;
+      }
+      for (Eigen::Index j = 0; j < scores.cols(); ++j) {
+        p.exponentials(i, j) = torch_expf(scores(i, j) - m, kernel);  // e_j = exp(s_j − max)
+      }
+      p.row_sum(i, 0) = row_sum(&p.exponentials(i, 0), scores.cols(), kernel);
+      const float inv = 1.0f / p.row_sum(i, 0);  // PyTorch multiplies by the reciprocal
+      for (Eigen::Index j = 0; j < scores.cols(); ++j) p.weights(i, j) = p.exponentials(i, j) * inv;
     }
-    for (Eigen::Index j = 0; j < scores.cols(); ++j) {
-      p.exponentials(i, j) = torch_expf(scores(i, j) - m, kernel);  // e_j = exp(s_j − max)
-    }
-    p.row_sum(i, 0) = row_sum(&p.exponentials(i, 0), scores.cols(), kernel);
-    const float inv = 1.0f / p.row_sum(i, 0);  // PyTorch multiplies by the reciprocal
-    for (Eigen::Index j = 0; j < scores.cols(); ++j) p.weights(i, j) = p.exponentials(i, j) * inv;
-  }
+  });
   return p;
 }
 
-Matrix softmax_rows(const Matrix& scores, TorchKernel kernel, MaskedRows masked_rows) {
-  return softmax_parts(scores, kernel, masked_rows).weights;
+Matrix softmax_rows(const Matrix& scores, TorchKernel kernel, MaskedRows masked_rows, int threads) {
+  return softmax_parts(scores, kernel, masked_rows, threads).weights;
 }
 
 Matrix row_sums(const Matrix& a) {
@@ -248,9 +259,9 @@ Matrix renormalize_rows(const Matrix& a) {
   return r;
 }
 
-Matrix context_vectors(const Matrix& a, const Matrix& v) {
+Matrix context_vectors(const Matrix& a, const Matrix& v, int threads) {
   require_inner(a, v, a.cols(), v.rows(), "context A V");
-  return matmul(a, v);  // Z = A V -> (T_q, d_v)
+  return matmul(a, v, threads);  // Z = A V -> (T_q, d_v)
 }
 
 }  // namespace attn

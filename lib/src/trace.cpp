@@ -391,7 +391,7 @@ Trace run_trace(const TraceConfig& config) {
       const Matrix omega =
           require_finite(rec.add("omega", "unnormalized attention scores",
                                  fmt::format("ω = {} {}ᵀ", q_name, k_name), {"T", t_k},
-                                 omega_scores(q, k), item, head, qs.words, ks.words),
+                                 omega_scores(q, k, c.threads), item, head, qs.words, ks.words),
                          "the scores ω");
       Matrix scores = omega;
       if (masked) {
@@ -418,7 +418,7 @@ Trace run_trace(const TraceConfig& config) {
                       "scaled_dot_product_attention gives them (torch.softmax gives nan)",
                       join(fully_masked, ", "));
       }
-      const SoftmaxParts parts = softmax_parts(scaled, c.kernel, c.masked_rows);
+      const SoftmaxParts parts = softmax_parts(scaled, c.kernel, c.masked_rows, c.threads);
       if (c.softmax_steps) {
         // The softmax's own steps: the row max, the exponentials, their sums.
         rec.add("row_max", "the largest scaled score of each row", "m_i = max_j s_ij", {"T", "1"},
@@ -483,7 +483,7 @@ Trace run_trace(const TraceConfig& config) {
       }
       return rec.add("context_vectors", "context vectors, one row per token",
                      fmt::format("Z{} = A {}", sub, v_name), {"T", split ? "d_head" : "d_v"},
-                     context_vectors(a, v), item, head, qs.words);
+                     context_vectors(a, v, c.threads), item, head, qs.words);
     };
 
     // Q = X W_q, K = X₍₂₎ W_k, V = X₍₂₎ W_v: per head (wrapper) or once, d_out wide (split).
@@ -495,16 +495,18 @@ Trace run_trace(const TraceConfig& config) {
       Qkv p;
       p.q = require_finite(rec.add("queries", "queries, one row per token",
                                    projection_equation(c.init, "Q", "X", "W_q"), {"T", kq},
-                                   apply_weight(x, w.w_q, c.init), item, head, qs.words),
+                                   apply_weight(x, w.w_q, c.init, c.threads), item, head, qs.words),
                            "the queries Q");
-      p.k = require_finite(rec.add("keys", "keys, one row per token",
-                                   projection_equation(c.init, "K", x_kv_name, "W_k"), {t_k, kq},
-                                   apply_weight(x_kv, w.w_k, c.init), item, head, ks.words),
-                           "the keys K");
-      p.v = require_finite(rec.add("values", "values, one row per token",
-                                   projection_equation(c.init, "V", x_kv_name, "W_v"), {t_k, dv},
-                                   apply_weight(x_kv, w.w_v, c.init), item, head, ks.words),
-                           "the values V");
+      p.k = require_finite(
+          rec.add("keys", "keys, one row per token",
+                  projection_equation(c.init, "K", x_kv_name, "W_k"), {t_k, kq},
+                  apply_weight(x_kv, w.w_k, c.init, c.threads), item, head, ks.words),
+          "the keys K");
+      p.v = require_finite(
+          rec.add("values", "values, one row per token",
+                  projection_equation(c.init, "V", x_kv_name, "W_v"), {t_k, dv},
+                  apply_weight(x_kv, w.w_v, c.init, c.threads), item, head, ks.words),
+          "the values V");
       return p;
     };
     std::vector<Matrix> zs;
@@ -534,7 +536,7 @@ Trace run_trace(const TraceConfig& config) {
               {"T", split ? "d_out" : "H·d_v"}, z, item, no_head, qs.words);
     }
     if (split) {
-      Matrix out = apply_weight(z, w_o, c.init);  // (T, d_out)
+      Matrix out = apply_weight(z, w_o, c.init, c.threads);  // (T, d_out)
       std::string eq = projection_equation(c.init, "out", "Z", "W_o");
       if (c.init == WeightInit::kLinear) {
         for (Eigen::Index i = 0; i < out.rows(); ++i) {

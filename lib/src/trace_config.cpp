@@ -148,6 +148,7 @@ TraceConfig resolve(const TraceConfig& config) {
   check_range("d_kq", c.d_kq, 1, kMaxDimension);
   check_range("d_v", c.d_v, 1, kMaxDimension);
   check_range("heads", c.heads, 1, kMaxHeads);
+  check_range("threads", c.threads, 1, 256);
   if (c.cross && c.sentences.size() > 1) {
     throw Error(fmt::format("cross-attention takes one query sentence; got {} sentences",
                             c.sentences.size()));

@@ -276,6 +276,14 @@ case_memory_limit_raised() {
 case_summary() { expect_output summary --format summary; }
 case_summary_batch_heads() { expect_output summary_batch_heads --format summary "a b c" "d" --heads 2 --causal; }
 
+case_threads_do_not_change_the_output() {
+  local words; words=$(for i in $(seq 400); do printf 'w%d ' $((i % 300)); done)
+  "$binary" "$words" --d-in 48 --d-kq 24 --d-v 8 --format json --threads 1 >"$work/a" &&
+    "$binary" "$words" --d-in 48 --d-kq 24 --d-v 8 --format json --threads 2 >"$work/b" &&
+    "$binary" "$words" --d-in 48 --d-kq 24 --d-v 8 --format json >"$work/c" &&
+    cmp "$work/a" "$work/b" && cmp "$work/a" "$work/c"
+}
+
 case_two_runs_same_bytes() {
   local args=("Two runs, same bytes: a b c d e f g h i j" --seed 99 --d-in 16 --d-kq 8 --d-v 8)
   "$binary" "${args[@]}" >"$work/a" && "$binary" "${args[@]}" >"$work/b" && cmp "$work/a" "$work/b"
@@ -422,6 +430,9 @@ case_error_explain_with_format() {
 }
 case_error_unknown_color() {
   expect_error "--color: always not in {auto,never,256,24bit} (see attn-trace --help)" --color always
+}
+case_error_threads_zero() {
+  expect_error "--threads: 0 is out of range; allowed: 1..256 (see attn-trace --help)" --threads 0
 }
 case_error_option_twice() {
   expect_error "--seed: given 2 times, once is allowed (see attn-trace --help)" --seed 1 --seed 2

@@ -17,15 +17,16 @@ enum class MaskedRows {
 // a @ b with naive left-to-right float32 accumulation, acc = fl(acc + fl(a_ik * b_kj)), as the
 // reference BLAS that Debian's PyTorch links computes it.
 // Requires: a.cols() == b.rows(). Returns: (a.rows(), b.cols()).
-Matrix matmul(const Matrix& a, const Matrix& b);
+// Rows are computed on up to `threads` threads; the result is the same bits for any count.
+Matrix matmul(const Matrix& a, const Matrix& b, int threads = 1);
 
 // Q = X W_q (and K = X W_k, V = X W_v): x (T, d_in) @ w (d_in, d_out) -> (T, d_out).
 // Requires: x.cols() == w.rows(). Throws Error naming both shapes otherwise.
-Matrix project(const Matrix& x, const Matrix& w);
+Matrix project(const Matrix& x, const Matrix& w, int threads = 1);
 
 // ω = Q Kᵀ: q (T_q, d_k), k (T_k, d_k) -> (T_q, T_k).
 // Requires: q.cols() == k.cols(). Throws Error naming both shapes otherwise.
-Matrix omega_scores(const Matrix& q, const Matrix& k);
+Matrix omega_scores(const Matrix& q, const Matrix& k, int threads = 1);
 
 // ω / √d_k, a float32 division by (float)sqrt(d_k) as PyTorch's `omega / d_k**0.5`.
 // Requires: d_k >= 1.
@@ -44,7 +45,7 @@ Matrix apply_mask(const Matrix& omega, const Matrix& mask);
 // A row whose every score is −inf follows `masked_rows`.
 // Returns: the same shape; every other row sums to 1 within rounding.
 Matrix softmax_rows(const Matrix& scores, TorchKernel kernel,
-                    MaskedRows masked_rows = MaskedRows::kNan);
+                    MaskedRows masked_rows = MaskedRows::kNan, int threads = 1);
 
 // The softmax's intermediates, as softmax_rows computes them.
 struct SoftmaxParts {
@@ -55,7 +56,7 @@ struct SoftmaxParts {
 };
 // softmax_rows with its intermediates; a fully masked row has nan exponentials and sum.
 SoftmaxParts softmax_parts(const Matrix& scores, TorchKernel kernel,
-                           MaskedRows masked_rows = MaskedRows::kNan);
+                           MaskedRows masked_rows = MaskedRows::kNan, int threads = 1);
 
 // a.sum(dim=-1, keepdim=True), added in the order of ATen's sum kernel. Returns: (rows, 1).
 Matrix row_sums(const Matrix& a);
@@ -66,7 +67,7 @@ Matrix renormalize_rows(const Matrix& a);
 
 // Z = A V: a (T_q, T_k) @ v (T_k, d_v) -> (T_q, d_v).
 // Requires: a.cols() == v.rows(). Throws Error naming both shapes otherwise.
-Matrix context_vectors(const Matrix& a, const Matrix& v);
+Matrix context_vectors(const Matrix& a, const Matrix& v, int threads = 1);
 
 // torch.exp on one float: SLEEF's expf_u10 (as PyTorch's AVX2 kernels vectorise it) for kAvx2,
 // the C library's expf for kDefault.

@@ -69,6 +69,7 @@ struct TraceConfig {
   bool causal = false;                        // mask key j > query i
   MaskedRows masked_rows = MaskedRows::kNan;  // weights of a row whose every key is masked
   bool softmax_steps = false;  // record the softmax's row max, exponentials and sums as steps
+  int threads = 1;  // for the large products and softmaxes; the result is the same for any count
 
   // The memory a run may take: the trace's floats, plus `output_bytes_per_value` bytes of output
   // for each of them (what a renderer will write), estimated before anything large is allocated.

@@ -1,0 +1,17 @@
+#pragma once
+
+// Splitting a loop over threads. Every caller computes each index the same way whatever the
+// split, so the results are the same bits for any number of threads.
+
+#include <cstdint>
+#include <functional>
+
+namespace attn {
+
+// Runs body(begin, end) over [0, n), split into at most `threads` contiguous ranges, each on its
+// own thread (the calling thread takes the first). With threads <= 1, or work (the caller's
+// estimate of operations) under a million, it runs body(0, n) on the calling thread.
+void parallel_for(std::int64_t n, int threads, double work,
+                  const std::function<void(std::int64_t, std::int64_t)>& body);
+
+}  // namespace attn
