@@ -1,0 +1,490 @@
+#!/usr/bin/python3
+"""Benchmark attn-trace against PyTorch and NumPy.  Not part of the test suite.
+
+Run with Debian's interpreter, which has python3-torch and numpy:
+
+    /usr/bin/python3 tests/bench/bench.py --quick      # default: T up to 1024, few repetitions
+    /usr/bin/python3 tests/bench/bench.py --full       # T up to 4096, more repetitions
+
+Sections:
+  1. the walkthrough's example as whole processes (attn-trace vs a `python3 -c` PyTorch script)
+  2. embedding rows for V = 50,000, d_in = 4,096 (whole processes)
+  3. attention over long inputs (attn-trace whole process vs PyTorch / NumPy compute time)
+  4. single-thread FMA / BLAS throughput and attn-trace's implied matmul rate
+"""
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PY = "/usr/bin/python3"
+
+WALKTHROUGH_PY = """\
+import torch
+sentence = 'Life is short, eat dessert first'
+words = sentence.replace(',', '').split()
+dc = {s: i for i, s in enumerate(sorted(set(words)))}
+print(dc)
+ids = torch.tensor([dc[s] for s in words])
+print(ids)
+torch.manual_seed(123)
+embed = torch.nn.Embedding(50000, 3)
+x = embed(ids).detach()
+print(x)
+torch.manual_seed(123)
+W_query = torch.rand(3, 2)
+W_key = torch.rand(3, 2)
+W_value = torch.rand(3, 4)
+print(W_query); print(W_key); print(W_value)
+queries = x @ W_query
+keys = x @ W_key
+values = x @ W_value
+print(queries); print(keys); print(values)
+omega = queries @ keys.T
+print(omega)
+weights = torch.softmax(omega / 2**0.5, dim=-1)
+print(weights)
+context = weights @ values
+print(context)
+"""
+
+EMBEDDING_PY = """\
+import torch
+words = 'Life is short, eat dessert first'.replace(',', '').split()
+dc = {s: i for i, s in enumerate(sorted(set(words)))}
+ids = torch.tensor([dc[s] for s in words])
+torch.manual_seed(123)
+embed = torch.nn.Embedding(50000, 4096)
+x = embed(ids).detach()
+print(x.shape, float(x.sum()))
+"""
+
+
+def find_binary(arg):
+    if arg:
+        return os.path.abspath(arg)
+    for rel in ("build/release/app/attn-trace", "build/app/attn-trace"):
+        p = os.path.join(REPO, rel)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    sys.exit("bench.py: no attn-trace binary found; give --binary PATH")
+
+
+def thread_env(n):
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = str(n)
+    env["OPENBLAS_NUM_THREADS"] = str(n)
+    env["MKL_NUM_THREADS"] = str(n)
+    return env
+
+
+def fmt_s(sec):
+    if sec < 1e-3:
+        return "%.1f us" % (sec * 1e6)
+    if sec < 1:
+        return "%.2f ms" % (sec * 1e3)
+    return "%.3f s" % sec
+
+
+def peak_rss_kb(cmd, runs=3, env=None):
+    """Median peak RSS (KiB) of `cmd` over `runs` runs, from /usr/bin/time -f %M."""
+    if not os.path.exists("/usr/bin/time"):
+        return None
+    vals = []
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "rss")
+        for _ in range(runs):
+            subprocess.run(["/usr/bin/time", "-f", "%M", "-o", out] + cmd, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=True, env=env)
+            with open(out) as f:
+                vals.append(int(f.read().strip().splitlines()[-1]))
+    return statistics.median(vals)
+
+
+def time_process(cmd, runs, warmup, env=None):
+    """Median wall time of a whole process, start to exit (stdout to /dev/null).
+
+    Uses hyperfine -N when it is installed, else time.perf_counter around subprocess.run."""
+    hf = shutil.which("hyperfine")
+    if hf:
+        with tempfile.TemporaryDirectory() as d:
+            js = os.path.join(d, "hf.json")
+            line = " ".join(shlex.quote(c) for c in cmd)
+            subprocess.run([hf, "-N", "--warmup", str(warmup), "--runs", str(runs), "--export-json", js,
+                            "--style", "none", line], check=True, stdout=subprocess.DEVNULL, env=env)
+            with open(js) as f:
+                r = json.load(f)["results"][0]
+            return r["median"], "hyperfine"
+    for _ in range(warmup):
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, env=env)
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, env=env)
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts), "perf_counter"
+
+
+def print_table(headers, rows):
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    line = "  ".join(str(h).ljust(w) for h, w in zip(headers, widths))
+    print(line)
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
+
+
+def verdict(ok):
+    return "MET" if ok else "NOT MET"
+
+
+# ---------------------------------------------------------------------------------------------
+# 1 and 2: whole processes
+# ---------------------------------------------------------------------------------------------
+
+def section_process(title, at_cmd, py_src, at_runs, py_runs, ratio_target, rss_target_mb):
+    print("\n== %s ==" % title)
+    py_cmd = [PY, "-c", py_src]
+    at_t, how = time_process(at_cmd, at_runs, 3)
+    py_t, _ = time_process(py_cmd, py_runs, 3 if py_runs >= 5 else 1)
+    at_rss = peak_rss_kb(at_cmd)
+    py_rss = peak_rss_kb(py_cmd, runs=1)
+    ratio = py_t / at_t
+    print("timing: %s, median; attn-trace %d runs, PyTorch %d runs; stdout to /dev/null" % (how, at_runs, py_runs))
+    print_table(["program", "median wall", "peak RSS"], [
+        ["attn-trace: " + " ".join(at_cmd[1:]) if len(at_cmd) > 1 else "attn-trace (default run)",
+         fmt_s(at_t), "%.1f MB" % (at_rss / 1024) if at_rss else "n/a"],
+        ["python3 -c (PyTorch script)", fmt_s(py_t), "%.1f MB" % (py_rss / 1024) if py_rss else "n/a"],
+    ])
+    print("ratio PyTorch / attn-trace: %.0fx   (target >= %dx: %s)" % (ratio, ratio_target, verdict(ratio >= ratio_target)))
+    if at_rss:
+        mb = at_rss / 1024
+        print("attn-trace peak RSS: %.1f MB (%d KiB)   (target <= %d MB: %s)"
+              % (mb, at_rss, rss_target_mb, verdict(mb <= rss_target_mb)))
+    return {"at": at_t, "py": py_t, "ratio": ratio, "rss_kb": at_rss}
+
+
+# ---------------------------------------------------------------------------------------------
+# 3: long inputs
+# ---------------------------------------------------------------------------------------------
+
+PEER_PY = r"""
+import sys, time, statistics
+T, d_in, dk, dv, heads, threads, reps, lib = sys.argv[1:]
+T, d_in, dk, dv, heads, threads, reps = map(int, (T, d_in, dk, dv, heads, threads, reps))
+import numpy as np
+rng = np.random.default_rng(0)
+X = rng.random((T, d_in), dtype=np.float32)
+Ws = [tuple(rng.random((d_in, w), dtype=np.float32) for w in (dk, dk, dv)) for _ in range(heads)]
+scale = np.float32(dk ** -0.5)
+if lib == "torch":
+    import torch
+    torch.set_num_threads(threads)
+    Xt = torch.from_numpy(X)
+    Wt = [tuple(torch.from_numpy(w) for w in ws) for ws in Ws]
+    def run():
+        with torch.no_grad():
+            zs = []
+            for wq, wk, wv in Wt:
+                q = Xt @ wq; k = Xt @ wk; v = Xt @ wv
+                a = torch.softmax((q @ k.T) / dk ** 0.5, dim=-1)
+                zs.append(a @ v)
+            return torch.cat(zs, dim=-1)
+else:
+    def run():
+        zs = []
+        for wq, wk, wv in Ws:
+            q = X @ wq; k = X @ wk; v = X @ wv
+            s = (q @ k.T) * scale
+            e = np.exp(s - s.max(axis=-1, keepdims=True))
+            a = e / e.sum(axis=-1, keepdims=True)
+            zs.append(a @ v)
+        return np.concatenate(zs, axis=-1)
+run()
+ts = []
+for _ in range(reps):
+    t0 = time.perf_counter(); run(); ts.append(time.perf_counter() - t0)
+print(statistics.median(ts))
+"""
+
+
+def attn_flops(T, d_in, dk, dv, heads):
+    # projections (Q, K: d_kq; V: d_v) and the two T x T products; brief's formula for d_kq = d_v
+    return heads * (2 * T * d_in * (2 * dk + dv) + 2 * T * T * dk + 2 * T * T * dv)
+
+
+def section_long(binary, Ts, at_runs, peer_reps, tmp):
+    print("\n== 3. Attention over long inputs: d_in 1024, d_kq = d_v = 128, wrapper heads ==")
+    print("attn-trace: whole-process wall time (median of %d after 1 warmup), which INCLUDES reading the"
+          % at_runs)
+    print("  file, tokenizing, the embedding rows, the weights' generation and the summary output;")
+    print("  run as: attn-trace --file F --vocab-size T --d-in 1024 --d-kq 128 --d-v 128 --heads H")
+    print("          --threads N --format summary --max-memory 64G")
+    print("PyTorch / NumPy: in-process compute time only (median of %d after 1 warmup), random float32"
+          % peer_reps)
+    print("  X and weights of the same shapes; threads via torch.set_num_threads and OMP_NUM_THREADS /")
+    print("  OPENBLAS_NUM_THREADS / MKL_NUM_THREADS in the environment")
+    d_in, dk, dv = 1024, 128, 128
+    rows, results = [], []
+    for T in Ts:
+        path = os.path.join(tmp, "sentence_%d.txt" % T)
+        with open(path, "w") as f:
+            f.write(" ".join("w%d" % i for i in range(T)) + "\n")
+        for heads in (1, 8):
+            for threads in (1, 2):
+                env = thread_env(threads)
+                cmd = [binary, "--file", path, "--vocab-size", str(T), "--d-in", str(d_in), "--d-kq", str(dk),
+                       "--d-v", str(dv), "--heads", str(heads), "--threads", str(threads), "--format", "summary",
+                       "--max-memory", "64G"]
+                subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True, env=env)  # warmup
+                ts, rss = [], []
+                for _ in range(at_runs):
+                    with tempfile.NamedTemporaryFile("r", dir=tmp) as o:
+                        t0 = time.perf_counter()
+                        subprocess.run(["/usr/bin/time", "-f", "%M", "-o", o.name] + cmd,
+                                       stdout=subprocess.DEVNULL, check=True, env=env)
+                        ts.append(time.perf_counter() - t0)
+                        rss.append(int(open(o.name).read().strip().splitlines()[-1]))
+                at_t = statistics.median(ts)
+                peers = {}
+                for lib in ("torch", "numpy"):
+                    out = subprocess.run([PY, "-c", PEER_PY, str(T), str(d_in), str(dk), str(dv), str(heads),
+                                          str(threads), str(peer_reps), lib],
+                                         stdout=subprocess.PIPE, check=True, env=env, text=True).stdout
+                    peers[lib] = float(out.strip().splitlines()[-1])
+                best = min(peers.values())
+                fl = attn_flops(T, d_in, dk, dv, heads)
+                r = {"T": T, "heads": heads, "threads": threads, "at": at_t, "torch": peers["torch"],
+                     "numpy": peers["numpy"], "flops": fl, "rss_kb": max(rss)}
+                results.append(r)
+                rows.append([T, heads, threads, fmt_s(at_t), fmt_s(peers["torch"]), fmt_s(peers["numpy"]),
+                             "%.2f" % (peers["torch"] / at_t), "%.2f" % (peers["numpy"] / at_t),
+                             "yes" if at_t < best else "no", "%.1f" % (fl / at_t / 1e9),
+                             "%.0f MB" % (max(rss) / 1024)])
+                print("  done T=%d heads=%d threads=%d" % (T, heads, threads), file=sys.stderr, flush=True)
+    print()
+    print_table(["T", "heads", "thr", "attn-trace", "torch", "numpy", "torch/at", "numpy/at",
+                 "at faster than best peer", "at GFLOP/s", "at RSS"], rows)
+    print("(x/at > 1 means attn-trace is faster; attn-trace's GFLOP/s counts only the attention")
+    print(" matmul flops, 2*T*d_in*(2*d_kq + d_v) + 2*T^2*(d_kq + d_v) per head, over its whole-process time)")
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+# 4: FMA peak
+# ---------------------------------------------------------------------------------------------
+
+FMA_C = r"""
+#include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+int main(int argc, char **argv) {
+    long iters = atol(argv[1]);
+#if defined(USE512)
+    typedef __m512 V; const int lanes = 16;
+#define SET1 _mm512_set1_ps
+#define FMA _mm512_fmadd_ps
+#define ADD _mm512_add_ps
+#define STORE _mm512_storeu_ps
+#else
+    typedef __m256 V; const int lanes = 8;
+#define SET1 _mm256_set1_ps
+#define FMA _mm256_fmadd_ps
+#define ADD _mm256_add_ps
+#define STORE _mm256_storeu_ps
+#endif
+    V a = SET1(0.9999999f), b = SET1(1e-7f);
+    V c0 = SET1(1), c1 = SET1(2), c2 = SET1(3), c3 = SET1(4), c4 = SET1(5), c5 = SET1(6),
+      c6 = SET1(7), c7 = SET1(8), c8 = SET1(9), c9 = SET1(10), c10 = SET1(11), c11 = SET1(12);
+    double t0 = now();
+    for (long i = 0; i < iters; ++i) {
+        c0 = FMA(c0, a, b); c1 = FMA(c1, a, b); c2 = FMA(c2, a, b); c3 = FMA(c3, a, b);
+        c4 = FMA(c4, a, b); c5 = FMA(c5, a, b); c6 = FMA(c6, a, b); c7 = FMA(c7, a, b);
+        c8 = FMA(c8, a, b); c9 = FMA(c9, a, b); c10 = FMA(c10, a, b); c11 = FMA(c11, a, b);
+    }
+    double t = now() - t0;
+    V s = ADD(ADD(ADD(c0, c1), ADD(c2, c3)), ADD(ADD(c4, c5), ADD(c6, c7)));
+    s = ADD(s, ADD(ADD(c8, c9), ADD(c10, c11)));
+    float out[16]; STORE(out, s);
+    fprintf(stderr, "%g\n", out[0]);
+    printf("%.6f\n", 12.0 * lanes * 2.0 * iters / t / 1e9);
+    return 0;
+}
+"""
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def measure_fma_peak(tmp):
+    """Single-thread FP32 FMA throughput of a register-only loop (12 independent accumulators).
+
+    Compiled with the system C compiler into a temporary folder; None if there is none."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    flags = cpu_flags()
+    if not cc or "fma" not in flags:
+        return None
+    src = os.path.join(tmp, "fma.c")
+    with open(src, "w") as f:
+        f.write(FMA_C)
+    best = {}
+    variants = [("AVX2 FMA (8 lanes)", ["-mavx2", "-mfma"])]
+    if "avx512f" in flags:
+        variants.append(("AVX-512 FMA (16 lanes)", ["-mavx512f", "-DUSE512"]))
+    for name, extra in variants:
+        exe = os.path.join(tmp, "fma_%d" % len(best))
+        r = subprocess.run([cc, "-O2"] + extra + [src, "-o", exe], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if r.returncode:
+            continue
+        vals = []
+        for _ in range(5):
+            out = subprocess.run(["taskset", "-c", "0", exe, "100000000"] if shutil.which("taskset") else [exe, "100000000"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True).stdout
+            vals.append(float(out))
+        best[name] = max(vals)
+    return best or None
+
+
+def measure_blas(n, reps):
+    import numpy as np
+    a = np.random.default_rng(1).random((n, n), dtype=np.float32)
+    b = np.random.default_rng(2).random((n, n), dtype=np.float32)
+    np.dot(a, b)
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        np.dot(a, b)
+        ts.append(time.perf_counter() - t0)
+    return 2.0 * n ** 3 / statistics.median(ts) / 1e9
+
+
+def section_peak(long_results, tmp, reps):
+    print("\n== 4. Single-thread floating-point throughput ==")
+    blas = measure_blas(2048, reps)
+    print("numpy.dot 2048x2048 float32, 1 thread (OMP/OPENBLAS_NUM_THREADS=1): %.1f GFLOP/s" % blas)
+    print("  -> this is the installed BLAS's throughput, NOT the CPU's theoretical peak")
+    fma = measure_fma_peak(tmp)
+    if fma:
+        for k, v in fma.items():
+            print("measured FMA peak, %s, register-only loop on 1 core: %.1f GFLOP/s" % (k, v))
+        peak = max(fma.values())
+        peak_name = "measured FMA peak (%s)" % max(fma, key=fma.get)
+    else:
+        peak = blas
+        peak_name = "numpy BLAS throughput (no direct FMA measurement: no C compiler or no FMA)"
+        print("no C compiler / no FMA flag: using the BLAS throughput above as the reference; it is NOT a peak")
+    rows = []
+    for r in long_results:
+        if r["threads"] != 1:
+            continue
+        g = r["flops"] / r["at"] / 1e9
+        rows.append([r["T"], r["heads"], "%.1f" % g, "%.0f%%" % (100 * g / peak), "%.0f%%" % (100 * g / blas)])
+    print()
+    print("attn-trace's implied matmul rate, 1 thread (matmul flops / whole-process time):")
+    print_table(["T", "heads", "GFLOP/s", "of FMA peak", "of numpy BLAS"], rows)
+    print("reference for 'of FMA peak': %s = %.1f GFLOP/s; target >= 75%%" % (peak_name, peak))
+    return blas, fma
+
+
+# ---------------------------------------------------------------------------------------------
+
+def show_blas():
+    print("\n== BLAS used by the peers ==")
+    code = ("import numpy, io, contextlib\n"
+            "b = io.StringIO()\n"
+            "with contextlib.redirect_stdout(b): numpy.show_config()\n"
+            "s = b.getvalue()\n"
+            "print('numpy', numpy.__version__)\n"
+            "lines = s.splitlines(); sect = ''\n"
+            "for l in lines:\n"
+            "    if l.endswith(':') and not l.startswith(' '): sect = l[:-1]\n"
+            "    elif 'libraries' in l and sect in ('blas_opt_info', 'lapack_opt_info'): print('  %s: %s' % (sect, l.strip()))\n"
+            "    elif l.strip().startswith(('baseline', 'found')): print('  SIMD ' + l.strip())\n"
+            "import torch\n"
+            "print('torch', torch.__version__, '- default threads', torch.get_num_threads())\n"
+            "c = torch.__config__.show()\n"
+            "import re\n"
+            "for l in c.splitlines():\n"
+            "    if any(k in l for k in ('BLAS', 'LAPACK', 'MKL', 'OpenMP', 'CPU capability')):\n"
+            "        l = l.strip()\n"
+            "        if l.startswith('- Build settings'):\n"
+            "            l = '- Build settings: ' + ', '.join(re.findall(r'(?:BLAS_INFO|LAPACK_INFO|USE_MKLDNN|USE_OPENMP)=[^,]*', l))\n"
+            "        print('  ' + l)\n")
+    out = subprocess.run([PY, "-c", code], stdout=subprocess.PIPE, text=True).stdout
+    print(out.rstrip())
+    libblas = "/usr/lib/x86_64-linux-gnu/libblas.so.3"
+    real = os.path.realpath(libblas) if os.path.exists(libblas) else "(none)"
+    print("libblas.so.3 resolves to: %s" % real)
+    have_openblas = any(os.path.exists(p) for p in (
+        "/usr/lib/x86_64-linux-gnu/openblas-pthread", "/usr/lib/x86_64-linux-gnu/openblas-openmp",
+        "/usr/lib/x86_64-linux-gnu/openblas-serial"))
+    print("OpenBLAS installed: %s" % ("yes" if have_openblas else "no"))
+    print("note: Debian's default libblas.so.3 is the netlib reference BLAS (unoptimized) unless")
+    print("      libopenblas0-pthread (or another optimized BLAS) is installed; nothing was installed here.")
+    if "blas/libblas" in real and not have_openblas:
+        print("      -> this machine uses the REFERENCE BLAS: numpy and (BLAS_INFO=generic) torch matmuls are slow.")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--quick", action="store_true", help="fewer repetitions, T up to 1024 (default)")
+    g.add_argument("--full", action="store_true", help="more repetitions, T up to 4096")
+    ap.add_argument("--binary", help="attn-trace binary (default build/release/app/attn-trace, "
+                                     "else build/app/attn-trace)")
+    args = ap.parse_args()
+    full = args.full
+    binary = find_binary(args.binary)
+
+    print("attn-trace benchmark (%s mode)" % ("full" if full else "quick"))
+    print("binary: %s" % os.path.relpath(binary, REPO) if binary.startswith(REPO) else binary)
+    print("python: %s; hyperfine: %s" % (PY, shutil.which("hyperfine") or "not installed (perf_counter fallback)"))
+    show_blas()
+
+    s1 = section_process("1. Walkthrough example, whole process (start to last byte)", [binary], WALKTHROUGH_PY,
+                         200 if full else 50, 10 if full else 5, 500, 16)
+    s2 = section_process("2. Embedding rows, V = 50,000, d_in = 4,096, whole process",
+                         [binary, "--d-in", "4096", "--steps", "embeddings", "--format", "summary"], EMBEDDING_PY,
+                         200 if full else 50, 10 if full else 5, 10, 16)
+
+    with tempfile.TemporaryDirectory(prefix="attn-bench-") as tmp:
+        Ts = (512, 1024, 2048, 4096) if full else (512, 1024)
+        long_results = section_long(binary, Ts, 5 if full else 3, 5, tmp)
+        os.environ.update(thread_env(1))  # before numpy is imported in this process
+        blas, fma = section_peak(long_results, tmp, 5 if full else 3)
+
+    print("\n== Summary of the targets ==")
+    print("walkthrough >= 500x faster than PyTorch: %.0fx  %s" % (s1["ratio"], verdict(s1["ratio"] >= 500)))
+    print("walkthrough peak RSS <= 16 MB: %.1f MB  %s" % (s1["rss_kb"] / 1024, verdict(s1["rss_kb"] / 1024 <= 16)))
+    print("embedding rows >= 10x faster: %.0fx  %s" % (s2["ratio"], verdict(s2["ratio"] >= 10)))
+    print("embedding rows peak RSS <= 16 MB: %.1f MB  %s" % (s2["rss_kb"] / 1024, verdict(s2["rss_kb"] / 1024 <= 16)))
+    wins = sum(1 for r in long_results if r["at"] < min(r["torch"], r["numpy"]))
+    print("long inputs faster than the faster peer at equal threads: %d of %d cases  %s"
+          % (wins, len(long_results), verdict(wins == len(long_results))))
+    peak = max(fma.values()) if fma else blas
+    fr = [r["flops"] / r["at"] / 1e9 / peak for r in long_results if r["threads"] == 1]
+    print("matmul >= 75%% of FMA peak per thread: best %.0f%%, worst %.0f%% (1 thread, vs %s)  %s"
+          % (100 * max(fr), 100 * min(fr), "measured FMA peak" if fma else "BLAS throughput, not a peak",
+             verdict(min(fr) >= 0.75)))
+
+
+if __name__ == "__main__":
+    main()
