@@ -8,8 +8,11 @@
 
 #include "attn/tensor_format.hpp"
 #include "attn/text_width.hpp"
+#include "render_common.hpp"
 
 namespace attn {
+
+using render_detail::where_text;
 
 namespace {
 
@@ -64,13 +67,6 @@ std::string pad_right(const std::string& text, std::size_t width) {
   return fmt::format("{}{}", text, std::string(width - std::min(width, display_width(text)), ' '));
 }
 
-std::string where_text(const Trace& trace, const Step& s) {
-  std::string w;
-  if (s.head) w += fmt::format(", head {} of {}", *s.head + 1, trace.config.heads);
-  if (s.batch) w += fmt::format(", sentence {} of {}", *s.batch + 1, trace.inputs.size());
-  return w.empty() ? w : fmt::format(" ({})", w.substr(2));
-}
-
 }  // namespace
 
 std::string_view color_mode_name(ColorMode mode) {
@@ -112,7 +108,7 @@ std::string render_heatmaps(const Trace& trace, const HeatmapOptions& options) {
     // A coloured cell has a space of colour on each side; a shaded one a shading character after.
 
     out += fmt::format("{}step {}/{} [{}] {}{}\n", out.empty() ? "" : "\n", i + 1, n, s.id, s.title,
-                       where_text(trace, s));
+                       where_text(trace, s.head, s.batch));
     out += fmt::format("  {}    rows: queries, columns: keys\n\n", s.equation);
     out += std::string(label_width, ' ');
     // Each label right-aligned over its values (a coloured cell has a space of colour first).
