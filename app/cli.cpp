@@ -4,14 +4,17 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <thread>
 
 #include "attn/error.hpp"
 #include "attn/export.hpp"
+#include "attn/gemm.hpp"
 #include "attn/io.hpp"
 #include "attn/render_explain.hpp"
 #include "attn/render_heatmap.hpp"
@@ -162,10 +165,24 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--file", o.file,
                  "Read the sentence from this file (a sentence argument - reads standard input)")
       ->type_name("FILE");
+  app.add_flag("--timings", o.timings,
+               "After the run, print each step's wall time on stderr, and the matrix products' "
+               "GFLOP/s");
+  app.add_option("--progress", o.progress,
+                 "Show what is being computed on stderr once a run has taken a second: auto "
+                 "(when stderr is a terminal), always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
   app.add_option("--threads", o.threads,
                  "Threads for the large products and softmaxes (default: every core); the "
                  "output is the same for any number")
       ->check(integer_in<int>(1, 256, "1..256"));
+  app.add_option("--matmul", o.matmul,
+                 "Matrix products: reference (PyTorch's order and bits, slow on large shapes), "
+                 "blocked (vectorised, much faster, within rounding of PyTorch) or auto "
+                 "(blocked from 2^20 multiply-adds, so every small trace keeps PyTorch's bits)")
+      ->check(CLI::IsMember({"auto", "reference", "blocked"}))
+      ->capture_default_str();
   app.add_option("--max-memory", o.max_memory,
                  "Refuse a run whose matrices and output would need more memory than this (K, "
                  "M, G, T suffixes), estimated before anything large is allocated")
@@ -395,6 +412,7 @@ TraceConfig make_config(Options& o) {
   o.config.init = parse_init(o.init);
   o.config.multihead = parse_multihead(o.multihead);
   o.config.masked_rows = parse_masked_rows(o.masked_rows);
+  o.config.matmul = parse_matmul(o.matmul);
   if (o.key && !o.query) throw Error("--key " + std::to_string(*o.key) + " needs --query");
   if (o.force && !o.export_dir) throw Error("--force goes with --export");
   o.config.max_memory = parse_size(o.max_memory);
@@ -411,8 +429,104 @@ TraceConfig make_config(Options& o) {
   return o.config;
 }
 
+namespace {
+
+// " h2 s1": a step's head and sentence, 1-based.
+std::string step_where(const Step& s) {
+  std::string w;
+  if (s.head) w += fmt::format(" h{}", *s.head + 1);
+  if (s.batch) w += fmt::format(" s{}", *s.batch + 1);
+  return w;
+}
+
+// --timings: each step's wall time and, for the products, their rate.
+std::string timings_report(const Trace& trace, double total_seconds, double output_seconds) {
+  const TraceConfig& c = trace.config;
+  std::string out = fmt::format(
+      "attn-trace: timings: {} thread{}, matmul {}, blocked kernel code {}\n{:<28} {:>14} {:>10} "
+      "{:>9}\n",
+      c.threads, c.threads == 1 ? "" : "s", matmul_name(c.matmul), gemm_isa_name(), "step", "shape",
+      "ms", "GFLOP/s");
+  double steps = 0.0, product_seconds = 0.0, multiply_adds = 0.0;
+  for (const Step& s : trace.steps) {
+    std::string rate;
+    if (s.multiply_adds > 0.0 && s.seconds > 0.0) {
+      rate = fmt::format("{:.1f}", 2.0 * s.multiply_adds / s.seconds / 1e9);
+      product_seconds += s.seconds, multiply_adds += s.multiply_adds;
+    }
+    const std::string shape =
+        s.shape.size() >= 2 ? fmt::format("[{}, {}]", s.shape[s.shape.size() - 2], s.shape.back())
+                            : fmt::format("[{}]", s.shape.empty() ? 0 : s.shape.back());
+    out += fmt::format("{:<28} {:>14} {:>10.3f} {:>9}\n", s.id + step_where(s), shape,
+                       1e3 * s.seconds, rate);
+    steps += s.seconds;
+  }
+  out += fmt::format(
+      "{:<28} {:>14} {:>10.3f} {:>9}\n", "matrix products", "", 1e3 * product_seconds,
+      product_seconds > 0.0 ? fmt::format("{:.1f}", 2.0 * multiply_adds / product_seconds / 1e9)
+                            : std::string());
+  out += fmt::format("{:<28} {:>14} {:>10.3f}\n", "all steps", "", 1e3 * steps);
+  out += fmt::format("{:<28} {:>14} {:>10.3f}\n", "output", "", 1e3 * output_seconds);
+  out += fmt::format("{:<28} {:>14} {:>10.3f}\n", "total", "", 1e3 * total_seconds);
+  return out;
+}
+
+// The progress line: after a second, what is being computed, at most ten times a second.
+class Progress {
+ public:
+  explicit Progress(std::int64_t heads) : heads_(heads) {}
+  void operator()(const Step& s) {
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    if (elapsed < 1.0 || std::chrono::duration<double>(now - shown_).count() < 0.1) return;
+    shown_ = now;
+    std::string where;
+    if (s.batch) where += fmt::format("sentence {}, ", *s.batch + 1);
+    if (s.head) where += fmt::format("head {}/{}, ", *s.head + 1, heads_);
+    std::fprintf(stderr, "\r\x1b[Kattn-trace: %s%s done (%.1f s)", where.c_str(), s.id.c_str(),
+                 elapsed);
+    std::fflush(stderr);
+    printed_ = true;
+  }
+  // Clears the line, if one was shown.
+  void finish() const {
+    if (printed_) std::fputs("\r\x1b[K", stderr);
+  }
+
+ private:
+  std::int64_t heads_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point shown_{};
+  bool printed_ = false;
+};
+
+}  // namespace
+
 Outcome run(Options& o) {
-  Trace trace = run_trace(make_config(o));
+  const auto start = std::chrono::steady_clock::now();
+  TraceConfig config = make_config(o);
+  auto progress = std::make_shared<Progress>(config.heads);
+  if (o.progress == "always" || (o.progress == "auto" && o.stderr_terminal)) {
+    config.on_record = [progress](const Step& s) { (*progress)(s); };
+  }
+  // The summary of a plain run reduces each step to a line as soon as it is final, and frees the
+  // (T, T) scores head by head: a long input needs one head's scores in memory, not all.
+  const bool stream_summary =
+      o.format == "summary" && !o.expect && !o.export_dir && !o.explain && !o.query;
+  std::string lines, attention;
+  if (stream_summary) {
+    config.release_scores = true;
+    config.on_step = [&](const Step& s) {
+      if (!o.steps.empty() && std::find(o.steps.begin(), o.steps.end(), s.id) == o.steps.end()) {
+        return;
+      }
+      lines += summary_step_line(s, config.threads);
+      attention += summary_attention(s, 5, config.threads);
+    };
+  }
+  Trace trace = run_trace(config);
+  progress->finish();
+  const auto computed = std::chrono::steady_clock::now();
   if (!o.steps.empty()) select_steps(trace, o.steps);
 
   Outcome outcome;
@@ -431,7 +545,8 @@ Outcome run(Options& o) {
   } else if (o.format == "markdown") {
     outcome.out = render_markdown(trace, o.text.precision);
   } else if (o.format == "summary") {
-    outcome.out = render_summary(trace);
+    outcome.out = stream_summary ? summary_head(trace) + lines + attention
+                                 : render_summary(trace, 5, config.threads);
   } else if (o.format == "heatmap") {
     if (o.steps.empty()) {
       // ω, the scaled scores and the weights; the masked scores too when there is a mask.
@@ -458,6 +573,11 @@ Outcome run(Options& o) {
     const DiffResult d = diff_traces(run_doc, expected, o.tolerance);
     outcome.err = d.report;
     if (!d.equal) outcome.code = kExitDifferent;
+  }
+  if (o.timings) {
+    const auto end = std::chrono::steady_clock::now();
+    outcome.err += timings_report(trace, std::chrono::duration<double>(end - start).count(),
+                                  std::chrono::duration<double>(end - computed).count());
   }
   return outcome;
 }

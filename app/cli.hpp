@@ -37,12 +37,16 @@ struct Options {
   std::string init = "rand";
   std::string multihead = "wrapper";
   std::string masked_rows = "nan";
+  std::string matmul = "auto";
   std::optional<std::int64_t> query;  // 1-based
   std::optional<std::int64_t> key;    // 1-based; the key of the written-out dot product
   std::string format = "text";
   std::string max_memory = "4G";
   std::optional<std::string> file;     // the sentence, from a file
   std::optional<int> threads;          // default: every core
+  bool timings = false;                // each step's time on stderr
+  std::string progress = "auto";       // auto (stderr a terminal), always, never
+  bool stderr_terminal = false;        // stderr is a terminal (set by main)
   std::string color = "auto";          // heatmaps: auto, never, 256, 24bit
   std::optional<std::string> explain;  // "I,J": one attention weight explained
   bool step = false;                   // pause after each step on a terminal

@@ -2,10 +2,14 @@
 
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include "attn/error.hpp"
+#include "attn/simd.hpp"
 #include "support/reference.hpp"
 
 using attn::Matrix;
@@ -80,5 +84,62 @@ TEST_CASE(
     CHECK(p.row_sum(1, 0) == 2.0f);
     CHECK(test::bits_of(p.weights) == test::bits_of(attn::softmax_rows(s, kernel)));
     CHECK(p.weights(1, 1) == 0.5f);
+  }
+}
+
+TEST_CASE("the vectorised softmax gives the plain code's bits, in both flavours") {
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> u(-130.0f, 130.0f);
+  const float inf = std::numeric_limits<float>::infinity();
+  // Rows of every length up to 40 (tails of every size), and long ones, with masked keys and
+  // exponents below −104 (0), near the limits, and equal scores.
+  std::vector<Eigen::Index> lengths;
+  for (Eigen::Index n = 1; n <= 40; ++n) lengths.push_back(n);
+  lengths.insert(lengths.end(), {255, 1000, 4097});
+  for (const Eigen::Index n : lengths) {
+    attn::Matrix s(6, n);
+    for (Eigen::Index i = 0; i < s.size(); ++i) s.data()[i] = u(gen);
+    s.row(1).setConstant(3.0f);
+    for (Eigen::Index j = 0; j < n; j += 3) s(2, j) = -inf;
+    s.row(3).setConstant(-inf);  // fully masked
+    s(4, 0) = 1e30f;
+    for (const attn::TorchKernel kernel : test::kKernels) {
+      for (const auto rows : {attn::MaskedRows::kNan, attn::MaskedRows::kZero}) {
+        const attn::SoftmaxParts fast = attn::softmax_parts(s, kernel, rows, 2);
+        const attn::SoftmaxParts fused = attn::softmax_parts(s, kernel, rows, 1, false);
+        attn::set_simd_enabled(false);
+        const attn::SoftmaxParts plain = attn::softmax_parts(s, kernel, rows, 1);
+        attn::set_simd_enabled(true);
+        CAPTURE(n);
+        CHECK(test::bits_of(fast.row_max) == test::bits_of(plain.row_max));
+        CHECK(test::bits_of(fast.exponentials) == test::bits_of(plain.exponentials));
+        CHECK(test::bits_of(fast.row_sum) == test::bits_of(plain.row_sum));
+        CHECK(test::bits_of(fast.weights) == test::bits_of(plain.weights));
+        CHECK(test::bits_of(fused.weights) == test::bits_of(plain.weights));
+        CHECK(fused.exponentials.size() == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("the vectorised exp gives the plain SLEEF port's bits over the softmax's whole range") {
+  // Every float from −128 to 0 at a stride, and the special values: exp(s − max) has s − max <= 0.
+  std::vector<float> xs;
+  for (std::uint32_t b = 0x80000000u; b <= 0xc3000000u; b += 97)
+    xs.push_back(std::bit_cast<float>(b));
+  xs.insert(xs.end(), {-std::numeric_limits<float>::infinity(), -104.0f, -103.99999f, 0.0f});
+  const auto n = static_cast<Eigen::Index>(xs.size());
+  attn::Matrix row(1, n);
+  for (Eigen::Index j = 0; j < n; ++j) row(0, j) = xs[static_cast<std::size_t>(j)];
+  row(0, 0) = 0.0f;  // the row max, so that s − max = s
+  const attn::SoftmaxParts fast = attn::softmax_parts(row, attn::TorchKernel::kAvx2);
+  attn::set_simd_enabled(false);
+  const attn::SoftmaxParts plain = attn::softmax_parts(row, attn::TorchKernel::kAvx2);
+  attn::set_simd_enabled(true);
+  CHECK(n > 10'000'000);
+  CHECK(test::bits_of(fast.exponentials) == test::bits_of(plain.exponentials));
+  for (Eigen::Index j = 0; j < n; j += 100'003) {
+    CHECK(std::bit_cast<std::uint32_t>(fast.exponentials(0, j)) ==
+          std::bit_cast<std::uint32_t>(attn::torch_expf(row(0, j), attn::TorchKernel::kAvx2)));
   }
 }

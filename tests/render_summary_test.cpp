@@ -8,13 +8,13 @@
 
 namespace test = attn::test;
 
-TEST_CASE("the checksum is FNV-1a 64 of the float32 bytes, as the PyTorch references record it") {
-  CHECK(attn::fnv1a64(attn::Matrix(0, 0)) == 0xcbf29ce484222325u);
-  const test::json ref =
-      test::load_reference(attn::TorchKernel::kAvx2, "golden_article_seed123.json");
-  const std::string want = ref.at("embedding_weight_digest").at("fnv1a64_f32le").get<std::string>();
+TEST_CASE("the checksum is XXH3-64 of the float32 bytes, as Python's xxhash computes it") {
+  CHECK(attn::xxh3_64(attn::Matrix(0, 0)) == 0x2d06800538d394c2u);  // XXH3-64 of no bytes
+  const test::json ref = test::load_reference(attn::TorchKernel::kAvx2, "checksums.json");
+  const std::string want =
+      ref.at("embedding_50000x3_seed123").at("xxh3_64_f32le").get<std::string>();
   const attn::Matrix table = attn::embedding_table(123, 50000, 3, attn::TorchKernel::kAvx2);
-  CHECK(fmt::format("{:016x}", attn::fnv1a64(table)) == want);
+  CHECK(fmt::format("{:016x}", attn::xxh3_64(table)) == want);
 }
 
 TEST_CASE("the summary: one line per step, the row-sum residual, the most-attended keys") {
@@ -27,4 +27,41 @@ TEST_CASE("the summary: one line per step, the row-sum residual, the most-attend
   CHECK(out.find("  query 2 'is' attends most to 'is' 0.6870, 'dessert' 0.1470, 'eat' 0.0840\n") !=
         std::string::npos);
   CHECK(out.find("query 3") == std::string::npos);  // only the first 2 queries
+}
+
+TEST_CASE("the summary of a run that frees its scores head by head is the same text") {
+  // The streaming form of --format summary: each step summarised as it is handed on, the (T, T)
+  // steps freed (or computed in place) as soon as the next one exists.
+  std::vector<attn::TraceConfig> configs(7);
+  configs[1].causal = true;
+  configs[2].softmax_steps = true;
+  configs[3].sentences = {"Life is short, eat dessert first", "a b c"};  // padded: masked
+  configs[3].heads = 2;
+  configs[4].heads = 3;
+  configs[4].multihead = attn::MultiheadForm::kSplit;
+  configs[4].d_kq = configs[4].d_v = 6;
+  configs[5].cross = "dessert comes first";
+  std::string words;
+  for (int i = 0; i < 300; ++i) words += fmt::format("w{} ", i);
+  configs[6].sentences = {words};
+  configs[6].vocab_size = 300;
+  configs[6].d_in = 64;
+  configs[6].d_kq = configs[6].d_v = 64;  // every product is blocked
+  configs[6].threads = 2;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    CAPTURE(i);
+    const attn::Trace whole = attn::run_trace(configs[i]);
+    attn::TraceConfig streamed = configs[i];
+    std::string lines, attention;
+    streamed.release_scores = true;
+    streamed.on_step = [&](const attn::Step& s) {
+      lines += attn::summary_step_line(s, 2);
+      attention += attn::summary_attention(s, 5, 2);
+    };
+    const attn::Trace released = attn::run_trace(streamed);
+    CHECK(attn::summary_head(released) + lines + attention == attn::render_summary(whole));
+    bool freed = false;
+    for (const attn::Step& s : released.steps) freed = freed || s.values.size() == 0;
+    CHECK(freed);
+  }
 }

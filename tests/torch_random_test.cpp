@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <random>
@@ -9,6 +11,7 @@
 
 #include "attn/embedding.hpp"
 #include "attn/error.hpp"
+#include "attn/simd.hpp"
 #include "support/reference.hpp"
 
 using attn::Matrix;
@@ -248,4 +251,28 @@ TEST_CASE("kernel names") {
   CHECK(attn::kernel_name(TorchKernel::kDefault) == "default");
   CHECK_THROWS_WITH_AS(attn::parse_kernel("neon"),
                        "torch kernel 'neon' is not known: allowed are avx2, default", attn::Error);
+}
+
+TEST_CASE("the vectorised normal_ gives the plain code's bits") {
+  for (const auto& [mean, std_dev] : {std::pair{0.0f, 1.0f}, {2.5f, 0.01f}, {-1.0f, 3.0f}}) {
+    std::vector<float> fast(100'003), plain(100'003);
+    attn::TorchGenerator g1(99), g2(99);
+    attn::normal_(fast, g1, mean, std_dev, attn::TorchKernel::kAvx2);
+    attn::set_simd_enabled(false);
+    attn::normal_(plain, g2, mean, std_dev, attn::TorchKernel::kAvx2);
+    attn::set_simd_enabled(true);
+    CHECK(std::memcmp(fast.data(), plain.data(), fast.size() * sizeof(float)) == 0);
+  }
+  // Uniforms at the edges: u1 = 1 − u in (0, 1] down to 2^-24, angles across every octant.
+  std::array<float, 16> edge{}, edge_plain{};
+  for (int j = 0; j < 8; ++j) {
+    edge[j] = j == 0 ? 0.99999994f : static_cast<float>(j) / 8.0f;
+    edge[j + 8] = j == 0 ? 0.99999994f : static_cast<float>(j) / 8.0f + 0.01f;
+  }
+  edge_plain = edge;
+  attn::normal_fill_16(edge, 0.0f, 1.0f, attn::TorchKernel::kAvx2);
+  attn::set_simd_enabled(false);
+  attn::normal_fill_16(edge_plain, 0.0f, 1.0f, attn::TorchKernel::kAvx2);
+  attn::set_simd_enabled(true);
+  CHECK(std::memcmp(edge.data(), edge_plain.data(), sizeof edge) == 0);
 }

@@ -471,3 +471,65 @@ TEST_CASE("the trace is the same bits for any number of threads") {
     }
   }
 }
+
+namespace {
+
+// The large case's config: 256 distinct words, d_in 512, d_kq = d_v = 64, nn.Linear weights.
+attn::TraceConfig large_config(const test::json& ref, TorchKernel kernel) {
+  attn::TraceConfig c = config_of(ref, kernel);
+  c.init = attn::WeightInit::kLinear;
+  return c;
+}
+
+// The sampled rows of a reference step {"rows": {"index", "bits"}}, against the same rows of m:
+// the largest |difference| relative to the largest |value| of the reference rows.
+double relative_difference(const Matrix& m, const test::json& step) {
+  const test::json& rows = step.at("rows");
+  double worst = 0.0, scale = 0.0;
+  for (std::size_t r = 0; r < rows.at("index").size(); ++r) {
+    const auto i = rows.at("index").at(r).get<Eigen::Index>();
+    const test::json& bits = rows.at("bits").at(r);
+    for (std::size_t j = 0; j < bits.size(); ++j) {
+      const auto b =
+          static_cast<std::uint32_t>(std::stoul(bits.at(j).get<std::string>(), nullptr, 16));
+      const double want = std::bit_cast<float>(b);
+      scale = std::max(scale, std::fabs(want));
+      worst = std::max(worst, std::fabs(double{m(i, static_cast<Eigen::Index>(j))} - want));
+    }
+  }
+  return scale > 0.0 ? worst / scale : worst;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "large shapes: the blocked kernel stays within 1e-5 of PyTorch, the reference order is exact") {
+  for (const TorchKernel kernel : test::kKernels) {
+    const test::json ref = test::load_reference(kernel, "large_linear_t256.json");
+    const std::string flavour(attn::kernel_name(kernel));
+    CAPTURE(flavour);
+    attn::TraceConfig c = large_config(ref, kernel);
+    c.threads = 2;
+    const attn::Trace fast = attn::run_trace(c);  // auto: every product here is blocked
+    c.matmul = attn::MatmulKernel::kReference;
+    const attn::Trace exact = attn::run_trace(c);
+    for (const test::json& step : ref.at("steps")) {
+      const std::string id = step.at("id").get<std::string>();
+      CAPTURE(id);
+      const attn::Step& f = fast.step(id);
+      const attn::Step& e = exact.step(id);
+      REQUIRE(f.shape == step.at("shape").get<std::vector<std::int64_t>>());
+      // The stated tolerance: 1e-5 of the step's largest value (float32's epsilon is 1.2e-7;
+      // a sum of 512 products may round differently at each of them).
+      const double rel = relative_difference(f.values, step);
+      MESSAGE(flavour, " ", id, ": blocked vs PyTorch, largest difference / largest value = ", rel);
+      CHECK(rel <= 1e-5);
+      CHECK(relative_difference(e.values, step) == 0.0);
+      const bool product = id == "queries" || id == "keys" || id == "values" || id == "omega" ||
+                           id == "context_vectors";
+      const bool says_blocked = f.note.find("blocked kernel") != std::string::npos;
+      CHECK(says_blocked == product);
+      CHECK(e.note.find("blocked kernel") == std::string::npos);
+    }
+  }
+}

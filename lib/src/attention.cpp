@@ -8,8 +8,15 @@
 #include <limits>
 #include <string>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define ATTN_X86 1
+#endif
+
 #include "attn/error.hpp"
+#include "attn/gemm.hpp"
 #include "attn/parallel.hpp"
+#include "attn/simd.hpp"
 
 namespace attn {
 
@@ -53,6 +60,87 @@ float sleef_expf_u10(float d) {
   if (std::isnan(d)) u = d;
   return u;
 }
+
+#ifdef ATTN_X86
+// sleef_expf_u10 on 8 lanes: the same operations in the same order, so the same bits.
+__attribute__((target("avx2,fma"))) __m256 sleef_expf_u10_avx2(__m256 d) {
+  const __m256 q_f = _mm256_round_ps(
+      _mm256_mul_ps(d, _mm256_set1_ps(1.442695040888963407359924681001892137426645954152985934f)),
+      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // min(q, 256) gives 256 for nan, as std::fmin does; max(·, −256) then clamps −inf.
+  const __m256i q = _mm256_cvttps_epi32(
+      _mm256_max_ps(_mm256_min_ps(q_f, _mm256_set1_ps(256.0f)), _mm256_set1_ps(-256.0f)));
+  __m256 s = _mm256_fmadd_ps(q_f, _mm256_set1_ps(-0.693145751953125f), d);
+  s = _mm256_fmadd_ps(q_f, _mm256_set1_ps(-1.428606765330187045e-06f), s);
+  __m256 u = _mm256_set1_ps(0.000198527617612853646278381f);
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.00139304355252534151077271f));
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.00833336077630519866943359f));
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.0416664853692054748535156f));
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.166666671633720397949219f));
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.5f));
+  u = _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_mul_ps(s, s), u, s));
+  const __m256i bias = _mm256_set1_epi32(0x7f);
+  const __m256i half = _mm256_srai_epi32(q, 1);
+  const __m256 p1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
+  const __m256 p2 =
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(q, half), bias), 23));
+  u = _mm256_mul_ps(_mm256_mul_ps(u, p1), p2);
+  u = _mm256_blendv_ps(u, _mm256_setzero_ps(),
+                       _mm256_cmp_ps(d, _mm256_set1_ps(-104.0f), _CMP_LT_OQ));
+  u = _mm256_blendv_ps(u, _mm256_set1_ps(std::numeric_limits<float>::infinity()),
+                       _mm256_cmp_ps(d, _mm256_set1_ps(100.0f), _CMP_GT_OQ));
+  return _mm256_blendv_ps(u, d, _mm256_cmp_ps(d, d, _CMP_UNORD_Q));
+}
+
+// The largest of n >= 1 scores, none nan (then max is std::fmax, in any order).
+__attribute__((target("avx2,fma"))) float row_max_avx2(const float* s, Eigen::Index n) {
+  __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  Eigen::Index j = 0;
+  for (; j + 8 <= n; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(s + j));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float r = lanes[0];
+  for (int l = 1; l < 8; ++l) r = std::fmax(r, lanes[l]);
+  for (; j < n; ++j) r = std::fmax(r, s[j]);
+  return r;
+}
+
+// e_j = exp(s_j − m) into e (which may be s), and their sum as row_sum adds it for kAvx2:
+// 8 lanes (lane j % 8), the tail added to the first lanes, then the tree of shuffles.
+__attribute__((target("avx2,fma"))) float exp_sum_avx2(const float* s, Eigen::Index n, float m,
+                                                       float* e) {
+  const __m256 mv = _mm256_set1_ps(m);
+  Eigen::Index j = 0;
+  for (; j + 8 <= n; j += 8) {
+    _mm256_storeu_ps(e + j, sleef_expf_u10_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv)));
+  }
+  for (; j < n; ++j) e[j] = sleef_expf_u10(s[j] - m);
+  if (n < 8) {
+    float sum = e[0];
+    for (Eigen::Index i = 1; i < n; ++i) sum = sum + e[i];
+    return sum;
+  }
+  __m256 acc = _mm256_loadu_ps(e);
+  Eigen::Index i = 8;
+  for (; i + 8 <= n; i += 8) acc = _mm256_add_ps(acc, _mm256_loadu_ps(e + i));
+  alignas(32) float lane[8];
+  _mm256_store_ps(lane, acc);
+  for (int l = 0; i < n; ++i, ++l) lane[l] = lane[l] + e[i];
+  const float h0 = lane[0] + lane[4], h1 = lane[1] + lane[5];
+  const float h2 = lane[2] + lane[6], h3 = lane[3] + lane[7];
+  return (h0 + h2) + (h1 + h3);
+}
+
+// w_j = e_j * inv (w may be e).
+__attribute__((target("avx2,fma"))) void scale_row_avx2(const float* e, Eigen::Index n, float inv,
+                                                        float* w) {
+  const __m256 iv = _mm256_set1_ps(inv);
+  Eigen::Index j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(w + j, _mm256_mul_ps(_mm256_loadu_ps(e + j), iv));
+  for (; j < n; ++j) w[j] = e[j] * inv;
+}
+
+#endif
 
 // The sum of a softmax row as ATen's vec::reduce_all computes it with 8-lane vectors: rows
 // shorter than a vector are summed in order; longer rows are summed lane by lane (lane j % 8),
@@ -149,9 +237,36 @@ float torch_expf(float x, TorchKernel kernel) {
   return kernel == TorchKernel::kAvx2 ? sleef_expf_u10(x) : std::exp(x);
 }
 
-Matrix matmul(const Matrix& a, const Matrix& b, int threads) {
+MatmulKernel matmul_kernel_for(MatmulKernel kernel, Eigen::Index m, Eigen::Index n,
+                               Eigen::Index k) {
+  if (kernel != MatmulKernel::kAuto) return kernel;
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  return work >= kBlockedMatmulWork ? MatmulKernel::kBlocked : MatmulKernel::kReference;
+}
+
+namespace {
+
+StridedMatrix strided(const Matrix& m) { return {m.data(), m.rows(), m.cols(), m.cols(), 1}; }
+
+// a @ bᵀ without forming bᵀ: bᵀ(k, j) is b(j, k).
+StridedMatrix strided_transpose(const Matrix& m) {
+  return {m.data(), m.cols(), m.rows(), 1, m.cols()};
+}
+
+Matrix blocked(const StridedMatrix& a, const StridedMatrix& b, int threads) {
+  Matrix c = uninitialized_matrix(a.rows, b.cols);  // (M, N)
+  gemm_blocked(a, b, c.data(), b.cols, threads);
+  return c;
+}
+
+}  // namespace
+
+Matrix matmul(const Matrix& a, const Matrix& b, int threads, MatmulKernel kernel) {
   require_inner(a, b, a.cols(), b.rows(), "matmul");
-  Matrix c(a.rows(), b.cols());  // (M, N)
+  if (matmul_kernel_for(kernel, a.rows(), b.cols(), a.cols()) == MatmulKernel::kBlocked) {
+    return blocked(strided(a), strided(b), threads);
+  }
+  Matrix c = uninitialized_matrix(a.rows(), b.cols());  // (M, N)
   const double work =
       static_cast<double>(a.rows()) * static_cast<double>(b.cols()) * static_cast<double>(a.cols());
   // Rows in parallel: each cell is the same left-to-right sum on any thread.
@@ -167,27 +282,50 @@ Matrix matmul(const Matrix& a, const Matrix& b, int threads) {
   return c;
 }
 
-Matrix project(const Matrix& x, const Matrix& w, int threads) {
+Matrix project(const Matrix& x, const Matrix& w, int threads, MatmulKernel kernel) {
   require_inner(x, w, x.cols(), w.rows(), "projection X W");
-  return matmul(x, w, threads);  // (T, d_in) @ (d_in, d_out) -> (T, d_out)
+  return matmul(x, w, threads, kernel);  // (T, d_in) @ (d_in, d_out) -> (T, d_out)
 }
 
-Matrix omega_scores(const Matrix& q, const Matrix& k, int threads) {
+Matrix omega_scores(const Matrix& q, const Matrix& k, int threads, MatmulKernel kernel) {
   require_inner(q, k, q.cols(), k.cols(), "scores Q Kᵀ");
-  const Matrix k_t = k.transpose();  // Kᵀ: (d_k, T_k)
-  return matmul(q, k_t, threads);    // ω = Q Kᵀ -> (T_q, T_k)
+  if (matmul_kernel_for(kernel, q.rows(), k.rows(), q.cols()) == MatmulKernel::kBlocked) {
+    return blocked(strided(q), strided_transpose(k), threads);  // reads K in place
+  }
+  const Matrix k_t = k.transpose();                          // Kᵀ: (d_k, T_k)
+  return matmul(q, k_t, threads, MatmulKernel::kReference);  // ω = Q Kᵀ -> (T_q, T_k)
 }
 
-Matrix scale(const Matrix& omega, Eigen::Index d_k) {
+namespace {
+
+// out = omega / √d_k, element by element; out may be omega.
+void scale_to(const Matrix& omega, Eigen::Index d_k, int threads, Matrix& out) {
   if (d_k < 1) throw Error("d_k " + std::to_string(d_k) + " is too small: it must be >= 1");
   const auto root = static_cast<float>(std::sqrt(static_cast<double>(d_k)));  // d_k**0.5
-  Matrix s(omega.rows(), omega.cols());                                       // (T_q, T_k)
-  for (Eigen::Index i = 0; i < s.size(); ++i) s.data()[i] = omega.data()[i] / root;
+  const Eigen::Index n = omega.cols();
+  parallel_for(omega.rows(), threads, static_cast<double>(omega.size()),
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (Eigen::Index i = begin * n; i < end * n; ++i) {
+                   out.data()[i] = omega.data()[i] / root;
+                 }
+               });
+}
+
+}  // namespace
+
+Matrix scale(const Matrix& omega, Eigen::Index d_k, int threads) {
+  Matrix s = uninitialized_matrix(omega.rows(), omega.cols());  // (T_q, T_k)
+  scale_to(omega, d_k, threads, s);
   return s;
 }
 
+Matrix scale_in_place(Matrix omega, Eigen::Index d_k, int threads) {
+  scale_to(omega, d_k, threads, omega);
+  return omega;
+}
+
 Matrix causal_mask(Eigen::Index t_q, Eigen::Index t_k) {
-  Matrix mask(t_q, t_k);  // (T_q, T_k)
+  Matrix mask = uninitialized_matrix(t_q, t_k);  // (T_q, T_k)
   for (Eigen::Index i = 0; i < t_q; ++i) {
     for (Eigen::Index j = 0; j < t_k; ++j) mask(i, j) = j > i ? 1.0f : 0.0f;
   }
@@ -198,45 +336,85 @@ Matrix apply_mask(const Matrix& omega, const Matrix& mask) {
   if (omega.rows() != mask.rows() || omega.cols() != mask.cols()) {
     throw Error("mask: shapes " + shape_str(omega) + " and " + shape_str(mask) + " differ");
   }
-  Matrix masked = omega;  // (T_q, T_k)
+  Matrix masked = uninitialized_matrix(omega.rows(), omega.cols());  // (T_q, T_k)
+  masked = omega;
   for (Eigen::Index i = 0; i < masked.size(); ++i) {
     if (mask.data()[i] != 0.0f) masked.data()[i] = -std::numeric_limits<float>::infinity();
   }
   return masked;
 }
 
-SoftmaxParts softmax_parts(const Matrix& scores, TorchKernel kernel, MaskedRows masked_rows,
-                           int threads) {
+namespace {
+
+// softmax_parts's work. p.weights is already (T_q, T_k) and may hold the scores themselves
+// (`scores` aliasing it): each row reads its scores before it writes its weights.
+void softmax_into(const Matrix& scores, TorchKernel kernel, MaskedRows masked_rows, int threads,
+                  bool keep_exponentials, SoftmaxParts& p) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   // Every key masked: exp(−inf − (−inf)) is exp(nan) in torch.softmax, and the nan that an x86
   // subtraction creates has the sign bit set (0xffc00000).
   const float torch_nan = std::bit_cast<float>(0xffc00000u);
-  SoftmaxParts p;
-  p.row_max.resize(scores.rows(), 1);                   // m: (T_q, 1)
-  p.exponentials.resize(scores.rows(), scores.cols());  // e: (T_q, T_k)
-  p.row_sum.resize(scores.rows(), 1);                   // Σ: (T_q, 1)
-  p.weights.resize(scores.rows(), scores.cols());       // A: (T_q, T_k)
+  const Eigen::Index n = scores.cols();
+  p.row_max.resize(scores.rows(), 1);                                              // m: (T_q, 1)
+  if (keep_exponentials) p.exponentials = uninitialized_matrix(scores.rows(), n);  // e
+  p.row_sum.resize(scores.rows(), 1);                                              // Σ: (T_q, 1)
+#ifdef ATTN_X86
+  const bool avx2 = kernel == TorchKernel::kAvx2 && use_avx2();
+#endif
   // Rows in parallel: each row is computed the same way on any thread.
   const double work = 16.0 * static_cast<double>(scores.size());
   parallel_for(scores.rows(), threads, work, [&](std::int64_t begin, std::int64_t end) {
     for (Eigen::Index i = begin; i < end; ++i) {
+      const float* s = &scores(i, 0);
+      float* w = n > 0 ? &p.weights(i, 0) : nullptr;
+      float* e = keep_exponentials && n > 0 ? &p.exponentials(i, 0) : w;
       float m = -kInf;
-      for (Eigen::Index j = 0; j < scores.cols(); ++j) m = std::fmax(m, scores(i, j));
+#ifdef ATTN_X86
+      if (avx2 && n > 0) m = row_max_avx2(s, n);
+#endif
+      if (m == -kInf) {
+        for (Eigen::Index j = 0; j < n; ++j) m = std::fmax(m, s[j]);
+      }
       p.row_max(i, 0) = m;
       if (m == -kInf) {
-        p.exponentials.row(i).setConstant(torch_nan);
+        if (keep_exponentials) p.exponentials.row(i).setConstant(torch_nan);
         p.row_sum(i, 0) = torch_nan;
         p.weights.row(i).setConstant(masked_rows == MaskedRows::kZero ? 0.0f : torch_nan);
         continue;
       }
-      for (Eigen::Index j = 0; j < scores.cols(); ++j) {
-        p.exponentials(i, j) = torch_expf(scores(i, j) - m, kernel);  // e_j = exp(s_j − max)
+      float sum = 0.0f;
+#ifdef ATTN_X86
+      if (avx2) {
+        sum = exp_sum_avx2(s, n, m, e);
+        p.row_sum(i, 0) = sum;
+        scale_row_avx2(e, n, 1.0f / sum, w);  // PyTorch multiplies by the reciprocal
+        continue;
       }
-      p.row_sum(i, 0) = row_sum(&p.exponentials(i, 0), scores.cols(), kernel);
-      const float inv = 1.0f / p.row_sum(i, 0);  // PyTorch multiplies by the reciprocal
-      for (Eigen::Index j = 0; j < scores.cols(); ++j) p.weights(i, j) = p.exponentials(i, j) * inv;
+#endif
+      for (Eigen::Index j = 0; j < n; ++j) e[j] = torch_expf(s[j] - m, kernel);  // exp(s_j − max)
+      sum = row_sum(e, n, kernel);
+      p.row_sum(i, 0) = sum;
+      const float inv = 1.0f / sum;  // PyTorch multiplies by the reciprocal
+      for (Eigen::Index j = 0; j < n; ++j) w[j] = e[j] * inv;
     }
   });
+}
+
+}  // namespace
+
+SoftmaxParts softmax_parts(const Matrix& scores, TorchKernel kernel, MaskedRows masked_rows,
+                           int threads, bool keep_exponentials) {
+  SoftmaxParts p;
+  p.weights = uninitialized_matrix(scores.rows(), scores.cols());  // A: (T_q, T_k)
+  softmax_into(scores, kernel, masked_rows, threads, keep_exponentials, p);
+  return p;
+}
+
+SoftmaxParts softmax_in_place(Matrix scores, TorchKernel kernel, MaskedRows masked_rows,
+                              int threads) {
+  SoftmaxParts p;
+  p.weights = std::move(scores);
+  softmax_into(p.weights, kernel, masked_rows, threads, false, p);
   return p;
 }
 
@@ -244,14 +422,19 @@ Matrix softmax_rows(const Matrix& scores, TorchKernel kernel, MaskedRows masked_
   return softmax_parts(scores, kernel, masked_rows, threads).weights;
 }
 
-Matrix row_sums(const Matrix& a) {
+Matrix row_sums(const Matrix& a, int threads) {
   Matrix sums(a.rows(), 1);  // (T_q, 1)
-  for (Eigen::Index i = 0; i < a.rows(); ++i) sums(i, 0) = torch_sum(&a(i, 0), a.cols());
+  parallel_for(a.rows(), threads, 4.0 * static_cast<double>(a.size()),
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (Eigen::Index i = begin; i < end; ++i) {
+                   sums(i, 0) = torch_sum(&a(i, 0), a.cols());
+                 }
+               });
   return sums;
 }
 
 Matrix renormalize_rows(const Matrix& a) {
-  Matrix r(a.rows(), a.cols());  // (T_q, T_k)
+  Matrix r = uninitialized_matrix(a.rows(), a.cols());  // (T_q, T_k)
   for (Eigen::Index i = 0; i < a.rows(); ++i) {
     const float sum = torch_sum(&a(i, 0), a.cols());
     for (Eigen::Index j = 0; j < a.cols(); ++j) r(i, j) = a(i, j) / sum;
@@ -259,9 +442,9 @@ Matrix renormalize_rows(const Matrix& a) {
   return r;
 }
 
-Matrix context_vectors(const Matrix& a, const Matrix& v, int threads) {
+Matrix context_vectors(const Matrix& a, const Matrix& v, int threads, MatmulKernel kernel) {
   require_inner(a, v, a.cols(), v.rows(), "context A V");
-  return matmul(a, v, threads);  // Z = A V -> (T_q, d_v)
+  return matmul(a, v, threads, kernel);  // Z = A V -> (T_q, d_v)
 }
 
 }  // namespace attn

@@ -56,52 +56,66 @@ Matrix embed(std::uint64_t seed, std::int64_t vocab_size, std::int64_t d_in,
 
   // normal_fill: element e is finished by the 16-block e / 16 (uniform draws 16b .. 16b + 15),
   // unless n % 16 != 0 and e >= n - 16: then the tail block (draws n .. n + 15) overwrites it.
-  const bool has_tail = n % 16 != 0;
-  const std::uint64_t tail_start = n - 16;
+  const std::uint64_t full_blocks = n / 16;
 
   std::vector<std::int64_t> rows(ids.begin(), ids.end());  // distinct ids, ascending
   std::sort(rows.begin(), rows.end());
   rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-
-  // The needed blocks in draw order; each row's elements are written as their block finishes.
-  TorchGenerator gen(seed);
-  std::uint64_t position = 0;  // draws consumed so far
-  std::array<float, 16> block{};
   Matrix row_values(static_cast<Eigen::Index>(rows.size()), d_in);  // (distinct ids, d_in)
 
-  auto copy_out = [&](std::uint64_t block_first, std::uint64_t lane_begin, std::uint64_t lane_end) {
-    // Lanes [lane_begin, lane_end) of the block hold elements block_first + lane.
-    for (std::uint64_t lane = lane_begin; lane < lane_end; ++lane) {
-      const std::uint64_t e = block_first + lane;
-      const auto row_id = static_cast<std::int64_t>(e / d);
-      const auto it = std::lower_bound(rows.begin(), rows.end(), row_id);
-      if (it == rows.end() || *it != row_id) continue;
-      row_values(it - rows.begin(), static_cast<Eigen::Index>(e % d)) = block[lane];
+  // Copies elements [first, first + count) of the table, in `values`, into the needed rows.
+  auto scatter = [&](std::uint64_t first, std::uint64_t count, const float* values) {
+    const std::uint64_t last = first + count;
+    auto it = std::lower_bound(rows.begin(), rows.end(), static_cast<std::int64_t>(first / d));
+    for (; it != rows.end() && static_cast<std::uint64_t>(*it) * d < last; ++it) {
+      const std::uint64_t begin = std::max(static_cast<std::uint64_t>(*it) * d, first);
+      const std::uint64_t end = std::min(static_cast<std::uint64_t>(*it) * d + d, last);
+      std::copy(values + (begin - first), values + (end - first),
+                &row_values(it - rows.begin(), static_cast<Eigen::Index>(begin % d)));
     }
-  };
-  auto draw_block = [&](std::uint64_t first_draw) {
-    gen.discard(first_draw - position);
-    for (float& v : block) v = gen.uniform01();
-    position = first_draw + 16;
-    normal_fill_16(block, 0.0f, 1.0f, kernel);
   };
 
-  std::uint64_t last_block = UINT64_MAX;
-  for (const std::int64_t r : rows) {
-    const std::uint64_t begin = static_cast<std::uint64_t>(r) * d;
-    const std::uint64_t end = begin + d;
-    for (std::uint64_t b = begin / 16; b * 16 < end && b < n / 16; ++b) {
-      if (b == last_block) continue;  // already drawn for the previous row
-      draw_block(b * 16);
-      last_block = b;
-      copy_out(b * 16, 0, 16);
+  // The needed blocks, as runs of consecutive blocks in draw order; the generator skips the
+  // draws between runs (discard: no tempering), and draws each run in chunks.
+  TorchGenerator gen(seed);
+  std::uint64_t position = 0;  // draws consumed so far
+  constexpr std::uint64_t kChunkBlocks = 256;
+  std::vector<float> chunk(kChunkBlocks * 16);
+  auto draw_run = [&](std::uint64_t first_block, std::uint64_t end_block) {
+    for (std::uint64_t b = first_block; b < end_block; b += kChunkBlocks) {
+      const std::uint64_t blocks = std::min(kChunkBlocks, end_block - b);
+      gen.discard(b * 16 - position);
+      const std::span<float> draws(chunk.data(), blocks * 16);
+      gen.fill_uniform01(draws);
+      position = (b + blocks) * 16;
+      for (std::uint64_t k = 0; k < blocks; ++k) {
+        normal_fill_16(draws.subspan(k * 16).first<16>(), 0.0f, 1.0f, kernel);
+      }
+      scatter(b * 16, blocks * 16, chunk.data());
     }
+  };
+  std::uint64_t run_begin = 0, run_end = 0;  // [begin, end) blocks, empty at first
+  for (const std::int64_t r : rows) {
+    const std::uint64_t begin = static_cast<std::uint64_t>(r) * d / 16;
+    const std::uint64_t end =
+        std::min(full_blocks, (static_cast<std::uint64_t>(r) * d + d + 15) / 16);
+    if (begin >= end) continue;  // only in the tail
+    if (begin > run_end) {
+      if (run_end > run_begin) draw_run(run_begin, run_end);
+      run_begin = begin;
+    }
+    run_end = std::max(run_end, end);
   }
-  if (has_tail) {
-    // Rows from tail_start / d on have elements in [n - 16, n).
-    if (static_cast<std::uint64_t>(rows.back()) >= tail_start / d) {
-      draw_block(n);
-      copy_out(tail_start, 0, 16);
+  if (run_end > run_begin) draw_run(run_begin, run_end);
+  if (n % 16 != 0) {
+    // The tail block, for the rows with elements in [n - 16, n).
+    const std::uint64_t tail_start = n - 16;
+    if (static_cast<std::uint64_t>(rows.back()) * d + d > tail_start) {
+      std::array<float, 16> block{};
+      gen.discard(n - position);
+      gen.fill_uniform01(block);
+      normal_fill_16(block, 0.0f, 1.0f, kernel);
+      scatter(tail_start, 16, block.data());
     }
   }
 

@@ -154,6 +154,8 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
     settings += fmt::format(", heads {} ({})", c.heads, multihead_name(c.multihead));
   }
   if (c.init != WeightInit::kRand) settings += fmt::format(", init {}", init_name(c.init));
+  if (c.matmul != MatmulKernel::kAuto)
+    settings += fmt::format(", matmul {}", matmul_name(c.matmul));
   if (c.causal) settings += ", causal";
   if (c.causal || trace.pad_id) {
     settings += fmt::format(", masked-rows {}", masked_rows_name(c.masked_rows));

@@ -1,11 +1,18 @@
 #include "attn/torch_random.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cfloat>
 #include <cmath>
 #include <string>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define ATTN_X86 1
+#endif
+
 #include "attn/error.hpp"
+#include "attn/simd.hpp"
 
 namespace attn {
 
@@ -42,8 +49,13 @@ void TorchGenerator::twist() {
   };
   left_ = 624;
   next_ = 0;
-  for (int i = 0; i < 623; ++i) {
-    state_[i] = state_[(i + 397) % 624] ^ twist_word(state_[i], state_[i + 1]);
+  // state_[i] takes state_[(i + 397) % 624], split into its two ranges (no modulo): words
+  // 397.. not yet twisted for i < 227, then words 0.. already twisted.
+  for (int i = 0; i < 227; ++i) {
+    state_[i] = state_[i + 397] ^ twist_word(state_[i], state_[i + 1]);
+  }
+  for (int i = 227; i < 623; ++i) {
+    state_[i] = state_[i - 227] ^ twist_word(state_[i], state_[i + 1]);
   }
   state_[623] = state_[396] ^ twist_word(state_[623], state_[0]);
 }
@@ -86,13 +98,37 @@ float TorchGenerator::uniform01() {
   return static_cast<float>(random() & 0x00FFFFFFu) * 0x1.0p-24f;
 }
 
+void TorchGenerator::fill_uniform01(std::span<float> out) {
+  std::size_t i = 0;
+  while (i < out.size()) {
+    const std::size_t ready = left_ - 1;  // words before the next twist
+    if (ready == 0) {
+      out[i++] = uniform01();  // twists
+      continue;
+    }
+    const std::size_t k = std::min(ready, out.size() - i);
+    const std::uint32_t* words = state_.data() + next_;
+    for (std::size_t j = 0; j < k; ++j) {  // random()'s tempering, a loop the compiler vectorises
+      std::uint32_t y = words[j];
+      y ^= y >> 11;
+      y ^= (y << 7) & 0x9D2C5680u;
+      y ^= (y << 15) & 0xEFC60000u;
+      y ^= y >> 18;
+      out[i + j] = static_cast<float>(y & 0x00FFFFFFu) * 0x1.0p-24f;
+    }
+    next_ += static_cast<std::uint32_t>(k);
+    left_ -= static_cast<std::uint32_t>(k);
+    i += k;
+  }
+}
+
 double TorchGenerator::uniform01_double() {
   return static_cast<double>(random64() & ((std::uint64_t{1} << 53) - 1)) * 0x1.0p-53;
 }
 
 Matrix torch_rand(TorchGenerator& gen, Eigen::Index rows, Eigen::Index cols) {
   Matrix m(rows, cols);  // (rows, cols), filled in memory order
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = gen.uniform01();
+  gen.fill_uniform01(std::span<float>(m.data(), static_cast<std::size_t>(m.size())));
   return m;
 }
 
@@ -179,9 +215,94 @@ SinCos cephes_sincos(float theta) {
   return {bits_to_float(float_to_bits(s) ^ sign_sin), bits_to_float(float_to_bits(c) ^ sign_cos)};
 }
 
+#ifdef ATTN_X86
+// cephes_log, cephes_sincos and the Box-Muller step above on 8 lanes: the same operations in the
+// same order (the branches as selects that leave the other lanes' values bit-exact), so the same
+// bits as the scalar code. It is ATen's own vectorisation of normal_fill_16.
+__attribute__((target("avx2,fma"))) void normal_fill_16_avx2(float* block, float mean, float std) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
+  const __m256 u1 = _mm256_sub_ps(one, _mm256_loadu_ps(block));
+  const __m256 u2 = _mm256_loadu_ps(block + 8);
+
+  // cephes_log(u1)
+  const __m256 x = _mm256_max_ps(u1, _mm256_set1_ps(FLT_MIN));
+  const __m256i xb = _mm256_castps_si256(x);
+  const __m256i e_i = _mm256_sub_epi32(_mm256_srli_epi32(xb, 23), _mm256_set1_epi32(127));
+  const __m256 m = _mm256_castsi256_ps(
+      _mm256_or_si256(_mm256_and_si256(xb, _mm256_set1_epi32(static_cast<int>(~0x7F800000u))),
+                      _mm256_castps_si256(_mm256_set1_ps(0.5f))));
+  __m256 e = _mm256_add_ps(_mm256_cvtepi32_ps(e_i), one);
+  const __m256 small = _mm256_cmp_ps(m, _mm256_set1_ps(0.707106781186547524f), _CMP_LT_OQ);
+  const __m256 tmp = _mm256_and_ps(small, m);
+  e = _mm256_blendv_ps(e, _mm256_sub_ps(e, one), small);
+  __m256 v = _mm256_add_ps(_mm256_sub_ps(m, one), tmp);
+  const __m256 z = _mm256_mul_ps(v, v);
+  __m256 y = _mm256_set1_ps(7.0376836292E-2f);
+  y = _mm256_fmadd_ps(y, v, _mm256_set1_ps(-1.1514610310E-1f));
+  y = _mm256_fmadd_ps(y, v, _mm256_set1_ps(1.1676998740E-1f));
+  y = _mm256_fmadd_ps(y, v, _mm256_set1_ps(-1.2420140846E-1f));
+  y = _mm256_fmadd_ps(y, v, _mm256_set1_ps(1.4249322787E-1f));
+  y = _mm256_fmadd_ps(y, v, _mm256_set1_ps(-1.6668057665E-1f));
+  y = _mm256_fmadd_ps(y, v, _mm256_set1_ps(2.0000714765E-1f));
+  y = _mm256_fmadd_ps(y, v, _mm256_set1_ps(-2.4999993993E-1f));
+  y = _mm256_fmadd_ps(y, v, _mm256_set1_ps(3.3333331174E-1f));
+  y = _mm256_mul_ps(y, v);
+  y = _mm256_fmadd_ps(y, z, _mm256_mul_ps(e, _mm256_set1_ps(-2.12194440e-4f)));
+  y = _mm256_fmadd_ps(z, _mm256_set1_ps(-0.5f), y);
+  v = _mm256_add_ps(v, y);
+  const __m256 log_u1 = _mm256_fmadd_ps(e, _mm256_set1_ps(0.693359375f), v);
+  const __m256 radius = _mm256_sqrt_ps(_mm256_mul_ps(_mm256_set1_ps(-2.0f), log_u1));
+
+  // cephes_sincos(2 pi u2)
+  const __m256 theta = _mm256_mul_ps(_mm256_set1_ps(6.28318548f), u2);
+  __m256i sign_sin = _mm256_castps_si256(_mm256_and_ps(theta, sign));
+  __m256 t = _mm256_andnot_ps(sign, theta);
+  __m256i j = _mm256_cvttps_epi32(_mm256_mul_ps(t, _mm256_set1_ps(1.27323954473516f)));
+  j = _mm256_and_si256(_mm256_add_epi32(j, _mm256_set1_epi32(1)), _mm256_set1_epi32(~1));
+  const __m256 yq = _mm256_cvtepi32_ps(j);
+  const __m256i four = _mm256_set1_epi32(4);
+  sign_sin = _mm256_xor_si256(sign_sin, _mm256_slli_epi32(_mm256_and_si256(j, four), 29));
+  const __m256i sign_cos =
+      _mm256_slli_epi32(_mm256_andnot_si256(_mm256_sub_epi32(j, _mm256_set1_epi32(2)), four), 29);
+  const __m256 poly = _mm256_castsi256_ps(
+      _mm256_cmpeq_epi32(_mm256_and_si256(j, _mm256_set1_epi32(2)), _mm256_setzero_si256()));
+  t = _mm256_fmadd_ps(yq, _mm256_set1_ps(-0.78515625f), t);
+  t = _mm256_fmadd_ps(yq, _mm256_set1_ps(-2.4187564849853515625e-4f), t);
+  t = _mm256_fmadd_ps(yq, _mm256_set1_ps(-3.77489497744594108e-8f), t);
+  const __m256 zz = _mm256_mul_ps(t, t);
+  __m256 yc = _mm256_fmadd_ps(_mm256_set1_ps(2.443315711809948E-5f), zz,
+                              _mm256_set1_ps(-1.388731625493765E-3f));
+  yc = _mm256_fmadd_ps(yc, zz, _mm256_set1_ps(4.166664568298827E-2f));
+  yc = _mm256_mul_ps(yc, zz);
+  yc = _mm256_fmadd_ps(yc, zz, _mm256_xor_ps(_mm256_mul_ps(zz, _mm256_set1_ps(0.5f)), sign));
+  yc = _mm256_add_ps(yc, one);
+  __m256 ys =
+      _mm256_fmadd_ps(_mm256_set1_ps(-1.9515295891E-4f), zz, _mm256_set1_ps(8.3321608736E-3f));
+  ys = _mm256_fmadd_ps(ys, zz, _mm256_set1_ps(-1.6666654611E-1f));
+  ys = _mm256_mul_ps(ys, zz);
+  ys = _mm256_fmadd_ps(ys, t, t);
+  const __m256 s = _mm256_blendv_ps(yc, ys, poly);
+  const __m256 c = _mm256_blendv_ps(ys, yc, poly);
+  const __m256 sin = _mm256_xor_ps(s, _mm256_castsi256_ps(sign_sin));
+  const __m256 cos = _mm256_xor_ps(c, _mm256_castsi256_ps(sign_cos));
+
+  const __m256 sd = _mm256_set1_ps(std), mu = _mm256_set1_ps(mean);
+  _mm256_storeu_ps(block, _mm256_fmadd_ps(_mm256_mul_ps(radius, cos), sd, mu));
+  _mm256_storeu_ps(block + 8, _mm256_fmadd_ps(_mm256_mul_ps(radius, sin), sd, mu));
+}
+
+#endif
+
 }  // namespace
 
 void normal_fill_16(std::span<float, 16> block, float mean, float std, TorchKernel kernel) {
+#ifdef ATTN_X86
+  if (kernel == TorchKernel::kAvx2 && use_avx2()) {
+    normal_fill_16_avx2(block.data(), mean, std);
+    return;
+  }
+#endif
   for (int j = 0; j < 8; ++j) {
     const float u1 = 1.0f - block[j];  // (0, 1]: the radius
     const float u2 = block[j + 8];     // [0, 1): the angle
@@ -230,7 +351,7 @@ void normal_(std::span<float> out, TorchGenerator& gen, float mean, float std, T
     for (float& v : out) v = normal_small(gen, mean, std);
     return;
   }
-  for (float& v : out) v = gen.uniform01();  // all n uniforms first
+  gen.fill_uniform01(out);  // all n uniforms first
   for (std::size_t start = 0; start + 16 <= n; start += 16) {
     normal_fill_16(out.subspan(start).first<16>(), mean, std, kernel);
   }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -92,19 +94,69 @@ class Recorder {
     s.col_labels = std::move(cols);
     s.note = std::move(note);
     s.values = std::move(values);
+    const auto now = std::chrono::steady_clock::now();
+    s.seconds = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
     trace_.steps.push_back(std::move(s));
+    if (trace_.config.on_record) trace_.config.on_record(trace_.steps.back());
     return trace_.steps.back().values;
+  }
+
+  // The last step is the product (m, k) @ (k, n).
+  void mark_product(Eigen::Index m, Eigen::Index n, Eigen::Index k) {
+    trace_.steps.back().multiply_adds =
+        static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  }
+
+  // Hands every step recorded since the last flush to config.on_step, in order; with
+  // config.release_scores, then frees the values of those whose columns are keys (the (T, T)
+  // steps). Call it only where no later step reads those.
+  void flush() {
+    const TraceConfig& c = trace_.config;
+    for (; flushed_ < trace_.steps.size(); ++flushed_) {
+      Step& s = trace_.steps[flushed_];
+      if (c.on_step) c.on_step(s);
+      if (c.release_scores && s.columns_are_keys) s.values = Matrix();
+    }
+    last_ = std::chrono::steady_clock::now();  // the callbacks' time is no step's
+  }
+
+  // flush(), with config.release_scores, except that the last step's values (a (T, T) step) are
+  // handed back instead of freed: the next step can be computed in their memory.
+  Matrix flush_take() {
+    Step& last = trace_.steps.back();
+    const TraceConfig& c = trace_.config;
+    for (; flushed_ + 1 < trace_.steps.size(); ++flushed_) {
+      Step& s = trace_.steps[flushed_];
+      if (c.on_step) c.on_step(s);
+      if (s.columns_are_keys) s.values = Matrix();
+    }
+    if (c.on_step) c.on_step(last);
+    ++flushed_;
+    Matrix values = std::move(last.values);
+    last.values = Matrix();
+    last_ = std::chrono::steady_clock::now();
+    return values;
   }
 
  private:
   Trace& trace_;
   std::int64_t batch_size_;
   bool split_heads_;
+  std::size_t flushed_ = 0;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
 // Given numbers can be so large that a product overflows float32: refuse them here, where the
 // overflow happens, rather than let inf turn into nan in the softmax.
 const Matrix& require_finite(const Matrix& m, const char* what) {
+  // A value is finite unless its exponent bits are all ones: a test the compiler vectorises.
+  std::uint32_t non_finite = 0;
+  for (Eigen::Index i = 0; i < m.size(); ++i) {
+    non_finite |= static_cast<std::uint32_t>(
+        (std::bit_cast<std::uint32_t>(m.data()[i]) & 0x7f800000u) == 0x7f800000u);
+  }
+  if (non_finite == 0) return m;
   for (Eigen::Index i = 0; i < m.rows(); ++i) {
     for (Eigen::Index j = 0; j < m.cols(); ++j) {
       if (!std::isfinite(m(i, j))) {
@@ -116,6 +168,16 @@ const Matrix& require_finite(const Matrix& m, const char* what) {
     }
   }
   return m;
+}
+
+// The note of a step that is a matrix product, (m, k) @ (k, n): empty for the reference order;
+// for the blocked kernel, what it changes.
+std::string product_note(MatmulKernel kernel, Eigen::Index m, Eigen::Index n, Eigen::Index k) {
+  if (matmul_kernel_for(kernel, m, n, k) != MatmulKernel::kBlocked) return {};
+  return fmt::format(
+      "computed by the blocked kernel ({} x {} by {} x {}{}): float32 sums in another order "
+      "than PyTorch's, so the last digits can differ (--matmul reference gives its order)",
+      m, k, k, n, kernel == MatmulKernel::kAuto ? ", a large product" : "");
 }
 
 // The weights of one head: W_q, W_k, W_v as drawn.
@@ -153,6 +215,7 @@ void check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std:
         bytes_text(need), t_q, batch > 1 ? fmt::format(" x {} sentences", batch) : "", c.heads,
         c.heads > 1 ? "s" : "", bytes_text(static_cast<double>(c.max_memory))));
   }
+  if (c.on_memory_estimate) c.on_memory_estimate(need);
 }
 
 // The words of every sentence, one dictionary for all of them, and the padded ids.
@@ -235,8 +298,8 @@ Trace run_trace(const TraceConfig& config) {
   const auto batch_size = static_cast<std::int64_t>(c.x ? 1 : c.sentences.size());
   Recorder rec(trace, batch_size);
   const std::optional<int> no_head;
-  std::vector<Matrix> xs;
-  Matrix x_cross;
+  std::vector<const Matrix*> xs;  // the embeddings steps' values (the deque keeps them in place)
+  const Matrix* x_cross = nullptr;
 
   if (c.x) {
     check_memory(c, c.x->values.rows(), c.x->values.rows(), 1);
@@ -248,9 +311,9 @@ Trace run_trace(const TraceConfig& config) {
       s.words.push_back(std::to_string(i + 1));
     }
     trace.inputs.push_back(s);
-    xs.push_back(rec.add("embeddings", "the input matrix, one row per token",
-                         fmt::format("X = {}", c.x->source), {"T", "d_in"}, c.x->values,
-                         std::nullopt, no_head, s.words));
+    xs.push_back(&rec.add("embeddings", "the input matrix, one row per token",
+                          fmt::format("X = {}", c.x->source), {"T", "d_in"}, c.x->values,
+                          std::nullopt, no_head, s.words));
   } else {
     tokenize_inputs(trace);
     // torch.manual_seed(seed); X = nn.Embedding(V, d_in[, padding_idx])(ids): one call for every
@@ -283,18 +346,21 @@ Trace run_trace(const TraceConfig& config) {
     const auto t = static_cast<Eigen::Index>(trace.inputs[0].words.size());
     for (std::int64_t b = 0; b < batch_size; ++b) {
       const auto& s = trace.inputs[static_cast<std::size_t>(b)];
-      xs.push_back(rec.add("embeddings",
-                           c.cross ? "the embedded query sentence, one row per token"
-                                   : "the embedded sentence, one row per token",
-                           embed_eq, {"T", "d_in"}, embedded.middleRows(b * t, t),
-                           static_cast<int>(b), no_head, s.words, {}, pad_note));
+      xs.push_back(&rec.add("embeddings",
+                            c.cross ? "the embedded query sentence, one row per token"
+                                    : "the embedded sentence, one row per token",
+                            embed_eq, {"T", "d_in"},
+                            batch_size == 1 && !trace.cross
+                                ? std::move(embedded)  // the whole matrix: no copy
+                                : Matrix(embedded.middleRows(b * t, t)),
+                            static_cast<int>(b), no_head, s.words, {}, pad_note));
     }
     if (trace.cross) {
       x_cross =
-          rec.add("embeddings_2", "the embedded key and value sentence, one row per token",
-                  c.embedding ? "X₂ = E(ids₂)" : "X₂ = Embedding(V, d_in)(ids₂)", {"T₂", "d_in"},
-                  embedded.bottomRows(static_cast<Eigen::Index>(trace.cross->ids.size())),
-                  std::nullopt, no_head, trace.cross->words);
+          &rec.add("embeddings_2", "the embedded key and value sentence, one row per token",
+                   c.embedding ? "X₂ = E(ids₂)" : "X₂ = Embedding(V, d_in)(ids₂)", {"T₂", "d_in"},
+                   embedded.bottomRows(static_cast<Eigen::Index>(trace.cross->ids.size())),
+                   std::nullopt, no_head, trace.cross->words);
     }
   }
 
@@ -349,15 +415,19 @@ Trace run_trace(const TraceConfig& config) {
     const auto item = static_cast<int>(b);
     const TokenizedSentence& qs = trace.inputs[static_cast<std::size_t>(b)];
     const TokenizedSentence& ks = trace.key_sentence(item);
-    const Matrix& x = xs[static_cast<std::size_t>(b)];
-    const Matrix& x_kv = c.cross ? x_cross : x;
+    const Matrix& x = *xs[static_cast<std::size_t>(b)];
+    const Matrix& x_kv = c.cross ? *x_cross : x;
     const std::string x_kv_name = c.cross ? "X₂" : "X";
 
     // The mask: causal (key later than query) and padding (a pad token on either side).
     const auto t_q = static_cast<Eigen::Index>(qs.words.size());
     const auto t_kv = static_cast<Eigen::Index>(ks.words.size());
     const bool pad_mask = qs.length < t_q;
-    Matrix mask = c.causal ? causal_mask(t_q, t_kv) : Matrix::Zero(t_q, t_kv);
+    const bool masked = c.causal || trace.pad_id.has_value();
+    // Only a masked run needs the (T, T) mask.
+    Matrix mask = c.causal ? causal_mask(t_q, t_kv)
+                  : masked ? Matrix::Zero(t_q, t_kv)
+                           : Matrix(0, 0);
     if (trace.pad_id) {
       for (Eigen::Index i = 0; i < t_q; ++i) {
         for (Eigen::Index j = 0; j < t_kv; ++j) {
@@ -365,7 +435,6 @@ Trace run_trace(const TraceConfig& config) {
         }
       }
     }
-    const bool masked = c.causal || trace.pad_id.has_value();
     std::string mask_eq, mask_note;
     if (c.causal && masked && trace.pad_id) {
       mask_eq = "M = triu(ones(T, T), diagonal=1) | padding";
@@ -379,7 +448,7 @@ Trace run_trace(const TraceConfig& config) {
                            : "nothing is masked: this sentence has no padding";
     }
     std::vector<std::string> fully_masked;  // 1-based row numbers
-    for (Eigen::Index i = 0; i < t_q; ++i) {
+    for (Eigen::Index i = 0; masked && i < t_q; ++i) {
       if (t_kv > 0 && mask.row(i).minCoeff() == 1.0f) fully_masked.push_back(std::to_string(i + 1));
     }
 
@@ -388,23 +457,32 @@ Trace run_trace(const TraceConfig& config) {
                       std::optional<int> head, const std::string& sub) {
       const std::string q_name = "Q" + sub, k_name = "K" + sub, v_name = "V" + sub;
       const std::string dk = split ? "d_head" : "d_k";
-      const Matrix omega =
+      // The steps live in a deque, so these references stay valid as later steps are added.
+      const Matrix& omega =
           require_finite(rec.add("omega", "unnormalized attention scores",
                                  fmt::format("ω = {} {}ᵀ", q_name, k_name), {"T", t_k},
-                                 omega_scores(q, k, c.threads), item, head, qs.words, ks.words),
+                                 omega_scores(q, k, c.threads, c.matmul), item, head, qs.words,
+                                 ks.words, product_note(c.matmul, q.rows(), k.rows(), q.cols())),
                          "the scores ω");
-      Matrix scores = omega;
+      rec.mark_product(q.rows(), k.rows(), q.cols());
+      const Matrix* scores = &omega;
       if (masked) {
         rec.add("mask", "the mask", mask_eq, {"T", t_k}, mask, item, head, qs.words, ks.words,
                 mask_note);
-        scores = rec.add("masked_omega", "scores with the masked keys set to −inf",
-                         "ω.masked_fill(M, −inf)", {"T", t_k}, apply_mask(omega, mask), item, head,
-                         qs.words, ks.words);
+        scores = &rec.add("masked_omega", "scores with the masked keys set to −inf",
+                          "ω.masked_fill(M, −inf)", {"T", t_k}, apply_mask(omega, mask), item, head,
+                          qs.words, ks.words);
       }
-      const Matrix scaled =
-          rec.add("scaled_scores", "scaled attention scores",
-                  fmt::format("{0} / √{1} = {0} / √{2}", masked ? "masked ω" : "ω", dk, d_k),
-                  {"T", t_k}, scale(scores, d_k), item, head, qs.words, ks.words);
+      // With release_scores and no causal lesson (which reads ω again), each step of the head's
+      // scores is handed on as soon as the next one is computed, in its memory: one (T, T)
+      // matrix per head instead of three.
+      const bool in_place = c.release_scores && !c.causal;
+      const Matrix& scaled = rec.add(
+          "scaled_scores", "scaled attention scores",
+          fmt::format("{0} / √{1} = {0} / √{2}", masked ? "masked ω" : "ω", dk, d_k), {"T", t_k},
+          in_place ? scale_in_place(rec.flush_take(), d_k, c.threads)
+                   : scale(*scores, d_k, c.threads),
+          item, head, qs.words, ks.words);
       std::string weights_note;
       if (!fully_masked.empty()) {
         weights_note =
@@ -418,7 +496,10 @@ Trace run_trace(const TraceConfig& config) {
                       "scaled_dot_product_attention gives them (torch.softmax gives nan)",
                       join(fully_masked, ", "));
       }
-      const SoftmaxParts parts = softmax_parts(scaled, c.kernel, c.masked_rows, c.threads);
+      SoftmaxParts parts =
+          in_place && !c.softmax_steps
+              ? softmax_in_place(rec.flush_take(), c.kernel, c.masked_rows, c.threads)
+              : softmax_parts(scaled, c.kernel, c.masked_rows, c.threads, c.softmax_steps);
       if (c.softmax_steps) {
         // The softmax's own steps: the row max, the exponentials, their sums.
         rec.add("row_max", "the largest scaled score of each row", "m_i = max_j s_ij", {"T", "1"},
@@ -426,16 +507,16 @@ Trace run_trace(const TraceConfig& config) {
                 "subtracted before exp: exp(s − m) <= 1 never overflows, and the weights are the "
                 "same");
         rec.add("exponentials", "the exponentials of the scores minus the row max",
-                "e_ij = exp(s_ij − m_i)", {"T", t_k}, parts.exponentials, item, head, qs.words,
-                ks.words);
+                "e_ij = exp(s_ij − m_i)", {"T", t_k}, std::move(parts.exponentials), item, head,
+                qs.words, ks.words);
         rec.add("row_sums", "the sum of each row of exponentials", "Σ_i = Σ_j e_ij", {"T", "1"},
                 parts.row_sum, item, head, qs.words, {"sum"});
       }
-      const Matrix a = rec.add(
+      const Matrix& a = rec.add(
           "attention_weights", "attention weights, each row sums to 1",
           c.softmax_steps ? std::string("A_ij = e_ij · (1 / Σ_i)")
                           : fmt::format("A = softmax({} / √{})", masked ? "masked ω" : "ω", dk),
-          {"T", t_k}, parts.weights, item, head, qs.words, ks.words, weights_note);
+          {"T", t_k}, std::move(parts.weights), item, head, qs.words, ks.words, weights_note);
       if (c.softmax_steps) {
         // The check: every row of A sums to 1, up to float32 rounding.
         const Matrix sums = row_sums(a);
@@ -453,7 +534,7 @@ Trace run_trace(const TraceConfig& config) {
       if (c.causal) {
         // The walkthrough's other way: softmax without the mask, zero the masked weights, and
         // divide each row by its new sum.
-        const Matrix plain =
+        const Matrix& plain =
             rec.add("unmasked_weights", "the other way: softmax without the mask",
                     fmt::format("A' = softmax(ω / √{})", dk), {"T", t_k},
                     softmax_rows(scale(omega, d_k), c.kernel), item, head, qs.words, ks.words);
@@ -481,9 +562,13 @@ Trace run_trace(const TraceConfig& config) {
                             : fmt::format("; rows {} are all 0 after the mask, and 0 / 0 is nan",
                                           join(fully_masked, ", "))));
       }
-      return rec.add("context_vectors", "context vectors, one row per token",
-                     fmt::format("Z{} = A {}", sub, v_name), {"T", split ? "d_head" : "d_v"},
-                     context_vectors(a, v, c.threads), item, head, qs.words);
+      const Matrix& z =
+          rec.add("context_vectors", "context vectors, one row per token",
+                  fmt::format("Z{} = A {}", sub, v_name), {"T", split ? "d_head" : "d_v"},
+                  context_vectors(a, v, c.threads, c.matmul), item, head, qs.words, {},
+                  product_note(c.matmul, a.rows(), v.cols(), a.cols()));
+      rec.mark_product(a.rows(), v.cols(), a.cols());
+      return z;
     };
 
     // Q = X W_q, K = X₍₂₎ W_k, V = X₍₂₎ W_v: per head (wrapper) or once, d_out wide (split).
@@ -493,20 +578,31 @@ Trace run_trace(const TraceConfig& config) {
     auto project_qkv = [&](const HeadWeights& w, std::optional<int> head) {
       const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";
       Qkv p;
+      auto note = [&](const Matrix& in, const Matrix& w_) {
+        const Eigen::Index d_out = c.init == WeightInit::kRand ? w_.cols() : w_.rows();
+        return product_note(c.matmul, in.rows(), d_out, in.cols());
+      };
       p.q = require_finite(rec.add("queries", "queries, one row per token",
                                    projection_equation(c.init, "Q", "X", "W_q"), {"T", kq},
-                                   apply_weight(x, w.w_q, c.init, c.threads), item, head, qs.words),
+                                   apply_weight(x, w.w_q, c.init, c.threads, c.matmul), item, head,
+                                   qs.words, {}, note(x, w.w_q)),
                            "the queries Q");
-      p.k = require_finite(
-          rec.add("keys", "keys, one row per token",
-                  projection_equation(c.init, "K", x_kv_name, "W_k"), {t_k, kq},
-                  apply_weight(x_kv, w.w_k, c.init, c.threads), item, head, ks.words),
-          "the keys K");
-      p.v = require_finite(
-          rec.add("values", "values, one row per token",
-                  projection_equation(c.init, "V", x_kv_name, "W_v"), {t_k, dv},
-                  apply_weight(x_kv, w.w_v, c.init, c.threads), item, head, ks.words),
-          "the values V");
+      rec.mark_product(x.rows(), c.init == WeightInit::kRand ? w.w_q.cols() : w.w_q.rows(),
+                       x.cols());
+      p.k = require_finite(rec.add("keys", "keys, one row per token",
+                                   projection_equation(c.init, "K", x_kv_name, "W_k"), {t_k, kq},
+                                   apply_weight(x_kv, w.w_k, c.init, c.threads, c.matmul), item,
+                                   head, ks.words, {}, note(x_kv, w.w_k)),
+                           "the keys K");
+      rec.mark_product(x_kv.rows(), c.init == WeightInit::kRand ? w.w_k.cols() : w.w_k.rows(),
+                       x_kv.cols());
+      p.v = require_finite(rec.add("values", "values, one row per token",
+                                   projection_equation(c.init, "V", x_kv_name, "W_v"), {t_k, dv},
+                                   apply_weight(x_kv, w.w_v, c.init, c.threads, c.matmul), item,
+                                   head, ks.words, {}, note(x_kv, w.w_v)),
+                           "the values V");
+      rec.mark_product(x_kv.rows(), c.init == WeightInit::kRand ? w.w_v.cols() : w.w_v.rows(),
+                       x_kv.cols());
       return p;
     };
     std::vector<Matrix> zs;
@@ -514,6 +610,7 @@ Trace run_trace(const TraceConfig& config) {
       for (std::int64_t h = 0; h < c.heads; ++h) {
         const Qkv p = project_qkv(weights[static_cast<std::size_t>(h)], static_cast<int>(h));
         zs.push_back(attend(p.q, p.k, p.v, c.d_kq, static_cast<int>(h), ""));
+        rec.flush();  // this head's scores are done with
       }
     } else {
       const Qkv p = project_qkv(weights[0], no_head);
@@ -522,6 +619,7 @@ Trace run_trace(const TraceConfig& config) {
         // Head h's columns: q.view(T, H, d_head).transpose(0, 1)[h]
         zs.push_back(attend(p.q.middleCols(h * hd, hd), p.k.middleCols(h * hd, hd),
                             p.v.middleCols(h * hd, hd), hd, static_cast<int>(h), "ₕ"));
+        rec.flush();
       }
     }
     // The heads side by side; for the split form, the output projection after them.
@@ -536,7 +634,7 @@ Trace run_trace(const TraceConfig& config) {
               {"T", split ? "d_out" : "H·d_v"}, z, item, no_head, qs.words);
     }
     if (split) {
-      Matrix out = apply_weight(z, w_o, c.init, c.threads);  // (T, d_out)
+      Matrix out = apply_weight(z, w_o, c.init, c.threads, c.matmul);  // (T, d_out)
       std::string eq = projection_equation(c.init, "out", "Z", "W_o");
       if (c.init == WeightInit::kLinear) {
         for (Eigen::Index i = 0; i < out.rows(); ++i) {
@@ -544,9 +642,12 @@ Trace run_trace(const TraceConfig& config) {
         }
         eq += " + b_o";
       }
-      rec.add("output", "the output projection", eq, {"T", "d_out"}, out, item, no_head, qs.words);
+      rec.add("output", "the output projection", eq, {"T", "d_out"}, out, item, no_head, qs.words,
+              {}, product_note(c.matmul, z.rows(), w_o.rows(), z.cols()));
+      rec.mark_product(z.rows(), w_o.rows(), z.cols());
     }
   }
+  rec.flush();
   return trace;
 }
 

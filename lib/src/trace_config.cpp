@@ -33,6 +33,10 @@ constexpr std::pair<MultiheadForm, std::string_view> kMultiheadNames[] = {
     {MultiheadForm::kWrapper, "wrapper"}, {MultiheadForm::kSplit, "split"}};
 constexpr std::pair<MaskedRows, std::string_view> kMaskedRowNames[] = {{MaskedRows::kNan, "nan"},
                                                                        {MaskedRows::kZero, "zero"}};
+constexpr std::pair<MatmulKernel, std::string_view> kMatmulNames[] = {
+    {MatmulKernel::kAuto, "auto"},
+    {MatmulKernel::kReference, "reference"},
+    {MatmulKernel::kBlocked, "blocked"}};
 
 template <typename Enum, std::size_t N>
 std::string_view name_of(Enum value, const std::pair<Enum, std::string_view> (&names)[N]) {
@@ -51,6 +55,10 @@ MultiheadForm parse_multihead(std::string_view name) {
 std::string_view masked_rows_name(MaskedRows rule) { return name_of(rule, kMaskedRowNames); }
 MaskedRows parse_masked_rows(std::string_view name) {
   return parse_name("masked-rows rule", name, kMaskedRowNames);
+}
+std::string_view matmul_name(MatmulKernel kernel) { return name_of(kernel, kMatmulNames); }
+MatmulKernel parse_matmul(std::string_view name) {
+  return parse_name("matmul kernel", name, kMatmulNames);
 }
 
 namespace {
@@ -189,7 +197,14 @@ double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
   if (split) per_item += tq * d_v;                            // the output projection
   const double weights =
       (split ? 1.0 : h) * d_in * (2.0 * d_kq + d_v) + (split ? d_v * d_v + d_v : 0.0);
-  const double values = static_cast<double>(batch) * per_item + weights;
+  // With release_scores, one head's (T, T) steps are held at a time; without the causal lesson
+  // and the softmax's steps, they are computed in one matrix (and a padded batch has its mask).
+  const double squares = static_cast<double>(batch) * h * square_steps * tq * tk;
+  const bool in_place = !c.causal && !c.softmax_steps;
+  const double held_squares = !c.release_scores ? squares
+                              : in_place        ? (batch > 1 ? 2.0 : 1.0) * tq * tk
+                                                : square_steps * tq * tk;
+  const double values = static_cast<double>(batch) * per_item - squares + held_squares + weights;
   return values * (4.0 + c.output_bytes_per_value);
 }
 

@@ -41,10 +41,11 @@ Matrix draw_weight(TorchGenerator& gen, WeightInit init, std::int64_t d_in, std:
   throw Error("unknown init");
 }
 
-Matrix apply_weight(const Matrix& x, const Matrix& w, WeightInit init, int threads) {
-  if (init == WeightInit::kRand) return project(x, w, threads);
+Matrix apply_weight(const Matrix& x, const Matrix& w, WeightInit init, int threads,
+                    MatmulKernel kernel) {
+  if (init == WeightInit::kRand) return project(x, w, threads, kernel);
   const Matrix w_t = w.transpose();  // (d_in, d_out)
-  return project(x, w_t, threads);
+  return project(x, w_t, threads, kernel);
 }
 
 std::string weight_equation(WeightInit init, std::string_view w, std::string_view d_in,

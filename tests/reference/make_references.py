@@ -28,8 +28,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-import torch
+# PyTorch's matmul must be the reference BLAS's (the order attn-trace reproduces), whatever
+# libblas.so.3 points to (installing libopenblas0-pthread switches it): run again with Debian's
+# reference BLAS first on the library path.
+REFERENCE_BLAS = "/usr/lib/x86_64-linux-gnu/blas"
+if __name__ == "__main__" and os.environ.get("LD_LIBRARY_PATH") != REFERENCE_BLAS:
+    sys.exit(subprocess.run([sys.executable, __file__],
+                            env={**os.environ, "LD_LIBRARY_PATH": REFERENCE_BLAS}).returncode)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 from variants import make_variants
 

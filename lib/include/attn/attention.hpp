@@ -14,23 +14,43 @@ enum class MaskedRows {
   kZero,  // zeros, as the math path of scaled_dot_product_attention gives
 };
 
-// a @ b with naive left-to-right float32 accumulation, acc = fl(acc + fl(a_ik * b_kj)), as the
-// reference BLAS that Debian's PyTorch links computes it.
+// How a matrix product is computed.
+enum class MatmulKernel {
+  kReference,  // left to right, acc = fl(acc + fl(a_ik * b_kj)): the order of the reference BLAS
+               // that Debian's PyTorch links, so PyTorch's bits
+  kBlocked,    // gemm_blocked (gemm.hpp): fused multiply-adds in blocks of 256, vectorised and
+               // cache-blocked; tens of times faster, within float32 rounding of PyTorch
+  kAuto,       // kBlocked for products of at least kBlockedMatmulWork multiply-adds, else
+               // kReference: every small trace keeps PyTorch's bits
+};
+// The size (m · n · k multiply-adds) from which kAuto takes the blocked kernel: 2^20, a product
+// of 64 x 128 by 128 x 128; below it the reference order costs under a millisecond.
+inline constexpr double kBlockedMatmulWork = 1 << 20;
+
+// The kernel `kernel` means for an (m, k) @ (k, n) product: kAuto resolved by size.
+MatmulKernel matmul_kernel_for(MatmulKernel kernel, Eigen::Index m, Eigen::Index n, Eigen::Index k);
+
+// a @ b by `kernel` (kReference: naive left-to-right float32 accumulation).
 // Requires: a.cols() == b.rows(). Returns: (a.rows(), b.cols()).
 // Rows are computed on up to `threads` threads; the result is the same bits for any count.
-Matrix matmul(const Matrix& a, const Matrix& b, int threads = 1);
+Matrix matmul(const Matrix& a, const Matrix& b, int threads = 1,
+              MatmulKernel kernel = MatmulKernel::kReference);
 
 // Q = X W_q (and K = X W_k, V = X W_v): x (T, d_in) @ w (d_in, d_out) -> (T, d_out).
 // Requires: x.cols() == w.rows(). Throws Error naming both shapes otherwise.
-Matrix project(const Matrix& x, const Matrix& w, int threads = 1);
+Matrix project(const Matrix& x, const Matrix& w, int threads = 1,
+               MatmulKernel kernel = MatmulKernel::kReference);
 
 // ω = Q Kᵀ: q (T_q, d_k), k (T_k, d_k) -> (T_q, T_k).
 // Requires: q.cols() == k.cols(). Throws Error naming both shapes otherwise.
-Matrix omega_scores(const Matrix& q, const Matrix& k, int threads = 1);
+Matrix omega_scores(const Matrix& q, const Matrix& k, int threads = 1,
+                    MatmulKernel kernel = MatmulKernel::kReference);
 
 // ω / √d_k, a float32 division by (float)sqrt(d_k) as PyTorch's `omega / d_k**0.5`.
 // Requires: d_k >= 1.
-Matrix scale(const Matrix& omega, Eigen::Index d_k);
+Matrix scale(const Matrix& omega, Eigen::Index d_k, int threads = 1);
+// scale in the matrix's own memory: the same numbers, no new (T_q, T_k) matrix.
+Matrix scale_in_place(Matrix omega, Eigen::Index d_k, int threads = 1);
 
 // The causal mask: 1 where key j > query i (j is later than i), 0 elsewhere, as
 // torch.triu(torch.ones(t_q, t_k), diagonal=1). Returns: (t_q, t_k).
@@ -55,11 +75,19 @@ struct SoftmaxParts {
   Matrix weights;       // A_ij = e_ij · (1 / Σ_j e_ij): (T_q, T_k)
 };
 // softmax_rows with its intermediates; a fully masked row has nan exponentials and sum.
+// Without `keep_exponentials`, exponentials is left empty (0 x 0) and the weights are computed in
+// its place: the same numbers, one (T_q, T_k) matrix fewer.
+// The scores must not be nan (ω is checked for finite values before it gets here).
 SoftmaxParts softmax_parts(const Matrix& scores, TorchKernel kernel,
-                           MaskedRows masked_rows = MaskedRows::kNan, int threads = 1);
+                           MaskedRows masked_rows = MaskedRows::kNan, int threads = 1,
+                           bool keep_exponentials = true);
+// softmax_parts without exponentials, the weights computed in the scores' own memory.
+SoftmaxParts softmax_in_place(Matrix scores, TorchKernel kernel,
+                              MaskedRows masked_rows = MaskedRows::kNan, int threads = 1);
 
 // a.sum(dim=-1, keepdim=True), added in the order of ATen's sum kernel. Returns: (rows, 1).
-Matrix row_sums(const Matrix& a);
+// Rows on up to `threads` threads, the same bits for any count.
+Matrix row_sums(const Matrix& a, int threads = 1);
 
 // a / a.sum(dim=-1, keepdim=True): each row divided by its sum, added in the order of ATen's
 // sum kernel (a row of zeros gives nan, as in PyTorch). Returns: the same shape.
@@ -67,7 +95,8 @@ Matrix renormalize_rows(const Matrix& a);
 
 // Z = A V: a (T_q, T_k) @ v (T_k, d_v) -> (T_q, d_v).
 // Requires: a.cols() == v.rows(). Throws Error naming both shapes otherwise.
-Matrix context_vectors(const Matrix& a, const Matrix& v, int threads = 1);
+Matrix context_vectors(const Matrix& a, const Matrix& v, int threads = 1,
+                       MatmulKernel kernel = MatmulKernel::kReference);
 
 // torch.exp on one float: SLEEF's expf_u10 (as PyTorch's AVX2 kernels vectorise it) for kAvx2,
 // the C library's expf for kDefault.

@@ -11,12 +11,23 @@
 namespace attn {
 
 // One line per step — id, head and sentence, shape, min, max, mean (of the finite values), the
-// number of non-finite values, and the FNV-1a 64-bit checksum of its float32 bits, which is the
-// same on every machine — then for each attention_weights step the largest row-sum residual
+// number of non-finite values, and the XXH3-64 checksum of its float32 bits, which is the same on
+// every machine — then for each attention_weights step the largest row-sum residual
 // |Σ_j A_ij − 1| and, for the first `queries` query tokens, their three most-attended keys.
-std::string render_summary(const Trace& trace, std::int64_t queries = 5);
+// The statistics are computed on up to `threads` threads; the text is the same for any count.
+std::string render_summary(const Trace& trace, std::int64_t queries = 5, int threads = 1);
 
-// FNV-1a 64 over the little-endian bytes of the float32 values, row-major.
-std::uint64_t fnv1a64(const Matrix& m);
+// render_summary in parts, for a caller that sees the steps one at a time (TraceConfig::on_step)
+// and may free them: render_summary is summary_head, then summary_step_line of every step, then
+// summary_attention of every step.
+std::string summary_head(const Trace& trace);  // the settings, the tokens, the column names
+std::string summary_step_line(const Step& step, int threads = 1);
+// For an attention_weights step: the row-sum residual and the first queries' most-attended keys;
+// empty for any other step.
+std::string summary_attention(const Step& step, std::int64_t queries = 5, int threads = 1);
+
+// XXH3-64 (seed 0) of the little-endian bytes of the float32 values, row-major: Python's
+// xxhash.xxh3_64_hexdigest(t.numpy().astype('<f4').tobytes()) of the same tensor.
+std::uint64_t xxh3_64(const Matrix& m);
 
 }  // namespace attn

@@ -41,6 +41,8 @@ class TorchGenerator {
 
   // (random() & 0xFFFFFF) * 2^-24: the float32 uniform in [0, 1) behind torch.rand.
   float uniform01();
+  // out.size() calls of uniform01(), tempering the state's words in bulk.
+  void fill_uniform01(std::span<float> out);
   // (random64() & (2^53 - 1)) * 2^-53: the double uniform of the small normal path.
   double uniform01_double();
 

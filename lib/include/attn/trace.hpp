@@ -4,6 +4,8 @@
 // steps. Every output format and every test reads it.
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,6 +46,10 @@ std::string_view multihead_name(MultiheadForm form);   // "wrapper", "split"
 MultiheadForm parse_multihead(std::string_view name);  // throws Error for any other name
 std::string_view masked_rows_name(MaskedRows rule);    // "nan", "zero"
 MaskedRows parse_masked_rows(std::string_view name);   // throws Error for any other name
+std::string_view matmul_name(MatmulKernel kernel);     // "auto", "reference", "blocked"
+MatmulKernel parse_matmul(std::string_view name);      // throws Error for any other name
+
+struct Step;
 
 // A matrix the user gives instead of one the trace would compute or draw.
 struct GivenMatrix {
@@ -70,6 +76,22 @@ struct TraceConfig {
   MaskedRows masked_rows = MaskedRows::kNan;  // weights of a row whose every key is masked
   bool softmax_steps = false;  // record the softmax's row max, exponentials and sums as steps
   int threads = 1;  // for the large products and softmaxes; the result is the same for any count
+  // The matrix products' kernel: kAuto keeps PyTorch's order for small products and takes the
+  // blocked kernel for large ones; each step computed by the blocked kernel says so in its note.
+  MatmulKernel matmul = MatmulKernel::kAuto;
+
+  // Called with each step, in computation order, once its values are final (during run_trace).
+  // With release_scores, the values of the (T, T) steps (those whose columns are keys) are freed
+  // right after the call: the step keeps its id, labels and shape, its values become 0 x 0, and
+  // a long input needs memory for one head's scores at a time. For renderers that reduce each
+  // step to a few numbers (--format summary).
+  std::function<void(const Step&)> on_step;
+  bool release_scores = false;
+  // Called as each step is recorded, its values still in use: for a progress display.
+  std::function<void(const Step&)> on_record;
+  // Called with estimate_bytes() once the sentences' lengths are known, before anything large
+  // is allocated: a program may prepare that much memory.
+  std::function<void(double bytes)> on_memory_estimate;
 
   // The memory a run may take: the trace's floats, plus `output_bytes_per_value` bytes of output
   // for each of them (what a renderer will write), estimated before anything large is allocated.
@@ -102,6 +124,10 @@ struct Step {
   bool columns_are_keys = false;        // the columns are the key tokens (a score-like step)
   std::string note;                     // a sentence that explains this step's values, or empty
   Matrix values;                        // float32, row-major
+  // Wall-clock seconds from the previous step's recording to this one's: the work of this step.
+  double seconds = 0.0;
+  // For a matrix product (queries, keys, values, omega, context_vectors, output): m · n · k.
+  double multiply_adds = 0.0;
 };
 
 // One sentence of the input, as tokens and ids.
@@ -117,7 +143,7 @@ struct Trace {
   std::optional<std::int64_t> pad_id;      // the padding token's id, when a batch needs padding
   std::vector<TokenizedSentence> inputs;   // one per batch item (queries, keys and values)
   std::optional<TokenizedSentence> cross;  // the keys' and values' sentence of cross-attention
-  std::vector<Step> steps;                 // in computation order
+  std::deque<Step> steps;                  // in computation order
 
   // The step with this id (and head and batch item, where they apply). Throws Error naming it
   // if there is none.

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/attention.hpp"
 #include "attn/matrix.hpp"
 #include "attn/torch_random.hpp"
 
@@ -28,7 +29,8 @@ Matrix draw_weight(TorchGenerator& gen, WeightInit init, std::int64_t d_in, std:
 
 // The projection: X W for kRand, X Wᵀ for the (d_out, d_in) layouts. x: (T, d_in) -> (T, d_out).
 // Throws Error naming both shapes if they do not fit.
-Matrix apply_weight(const Matrix& x, const Matrix& w, WeightInit init, int threads = 1);
+Matrix apply_weight(const Matrix& x, const Matrix& w, WeightInit init, int threads = 1,
+                    MatmulKernel kernel = MatmulKernel::kReference);
 
 // "W_q = torch.rand(d_in, d_kq)", as the init draws the weight `w`.
 std::string weight_equation(WeightInit init, std::string_view w, std::string_view d_in,

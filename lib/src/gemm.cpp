@@ -1,0 +1,287 @@
+#include "attn/gemm.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <new>
+
+#include "attn/parallel.hpp"
+#include "attn/simd.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define ATTN_GEMM_X86 1
+#endif
+
+namespace attn {
+
+namespace {
+
+// The loops and the packing follow BLIS (van Zee and van de Geijn, 2015): a panel of B, kc x nc,
+// is copied into slivers of NR columns, each stored row by row, so that the micro-kernel reads
+// it with unit stride; cells past the matrix edge are zero. A is read in place, MR rows at a
+// time (copying it cost a third of the time when B is only 128 wide), except a last sliver of
+// fewer than MR rows, which is copied with zero rows below it.
+
+// A micro-kernel: s (MR x NR) = an A sliver @ the packed B sliver, each cell a chain of fmas over
+// the kc products in order, starting from 0; then c = s (first) or c = c + s, for the MR x NR
+// cells at c with leading dimension ldc. The A sliver is read in place: a_rp is a(r, p) at
+// a[r * rs + p * cs] (a packed edge sliver is the case rs = 1, cs = MR).
+struct SliverA {
+  const float* a;
+  std::int64_t rs, cs;
+};
+using MicroKernel = void (*)(std::int64_t kc, SliverA a, const float* pb, float* c,
+                             std::int64_t ldc, bool first);
+
+struct KernelShape {
+  int mr, nr;           // the tile
+  std::int64_t mc, nc;  // rows of A and columns of B packed at a time (L2 and L3 blocks)
+  MicroKernel run;
+};
+
+void kernel_generic(std::int64_t kc, SliverA a, const float* pb, float* c, std::int64_t ldc,
+                    bool first) {
+  constexpr int kMr = 4, kNr = 8;
+  float acc[kMr][kNr] = {};
+  for (std::int64_t p = 0; p < kc; ++p, pb += kNr) {
+    for (int r = 0; r < kMr; ++r) {
+      const float a_rp = a.a[r * a.rs + p * a.cs];
+      for (int j = 0; j < kNr; ++j) acc[r][j] = std::fma(a_rp, pb[j], acc[r][j]);
+    }
+  }
+  for (int r = 0; r < kMr; ++r) {
+    for (int j = 0; j < kNr; ++j) c[r * ldc + j] = first ? acc[r][j] : c[r * ldc + j] + acc[r][j];
+  }
+}
+
+#ifdef ATTN_GEMM_X86
+__attribute__((target("avx2,fma"))) void kernel_avx2(std::int64_t kc, SliverA a, const float* pb,
+                                                     float* c, std::int64_t ldc, bool first) {
+  constexpr int kMr = 6, kNr = 16;
+  __m256 acc[kMr][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  // Rows 0-2 and 3-5 from two pointers: a(r, p) at a_k[0], a_k[rs] and a_k[2 rs].
+  const float* a0 = a.a;
+  const float* a3 = a.a + 3 * a.rs;
+  const std::int64_t rs = a.rs;
+  for (std::int64_t p = 0; p < kc; ++p, a0 += a.cs, a3 += a.cs, pb += kNr) {
+    const __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8);
+    const float* rows[2] = {a0, a3};
+#pragma GCC unroll 6
+    for (int r = 0; r < kMr; ++r) {
+      const __m256 av = _mm256_broadcast_ss(rows[r / 3] + (r % 3) * rs);
+      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+    }
+  }
+  if (first) {
+#pragma GCC unroll 6
+    for (int r = 0; r < kMr; ++r) {
+      _mm256_storeu_ps(c + r * ldc, acc[r][0]);
+      _mm256_storeu_ps(c + r * ldc + 8, acc[r][1]);
+    }
+  } else {
+#pragma GCC unroll 6
+    for (int r = 0; r < kMr; ++r) {
+      _mm256_storeu_ps(c + r * ldc, _mm256_add_ps(_mm256_loadu_ps(c + r * ldc), acc[r][0]));
+      _mm256_storeu_ps(c + r * ldc + 8, _mm256_add_ps(_mm256_loadu_ps(c + r * ldc + 8), acc[r][1]));
+    }
+  }
+}
+
+__attribute__((target("avx512f"))) void kernel_avx512(std::int64_t kc, SliverA a, const float* pb,
+                                                      float* c, std::int64_t ldc, bool first) {
+  constexpr int kMr = 12, kNr = 32;
+  __m512 acc[kMr][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  // Rows 3k to 3k + 2 from pointer k: a(r, p) at a_k[0], a_k[rs] and a_k[2 rs].
+  const std::int64_t rs = a.rs;
+  const float* a0 = a.a;
+  const float* a3 = a.a + 3 * rs;
+  const float* a6 = a.a + 6 * rs;
+  const float* a9 = a.a + 9 * rs;
+  for (std::int64_t p = 0; p < kc; ++p, a0 += a.cs, a3 += a.cs, a6 += a.cs, a9 += a.cs, pb += kNr) {
+    const __m512 b0 = _mm512_loadu_ps(pb), b1 = _mm512_loadu_ps(pb + 16);
+    const float* rows[4] = {a0, a3, a6, a9};
+#pragma GCC unroll 12
+    for (int r = 0; r < kMr; ++r) {
+      const __m512 av = _mm512_set1_ps(rows[r / 3][(r % 3) * rs]);
+      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+    }
+  }
+  if (first) {
+#pragma GCC unroll 12
+    for (int r = 0; r < kMr; ++r) {
+      _mm512_storeu_ps(c + r * ldc, acc[r][0]);
+      _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
+    }
+  } else {
+#pragma GCC unroll 12
+    for (int r = 0; r < kMr; ++r) {
+      _mm512_storeu_ps(c + r * ldc, _mm512_add_ps(_mm512_loadu_ps(c + r * ldc), acc[r][0]));
+      _mm512_storeu_ps(c + r * ldc + 16,
+                       _mm512_add_ps(_mm512_loadu_ps(c + r * ldc + 16), acc[r][1]));
+    }
+  }
+}
+#endif
+
+constexpr KernelShape kGeneric{4, 8, 128, 4096, kernel_generic};
+#ifdef ATTN_GEMM_X86
+constexpr KernelShape kAvx2{6, 16, 144, 4096, kernel_avx2};
+constexpr KernelShape kAvx512{12, 32, 96, 2048, kernel_avx512};
+#endif
+
+bool cpu_has(GemmIsa isa) {
+#ifdef ATTN_GEMM_X86
+  switch (isa) {
+    case GemmIsa::kAvx512:
+      return use_avx512();
+    case GemmIsa::kAvx2:
+      return use_avx2();
+    default:
+      return true;
+  }
+#else
+  return isa == GemmIsa::kBest || isa == GemmIsa::kGeneric;
+#endif
+}
+
+GemmIsa best_isa() {
+  return cpu_has(GemmIsa::kAvx512) ? GemmIsa::kAvx512
+         : cpu_has(GemmIsa::kAvx2) ? GemmIsa::kAvx2
+                                   : GemmIsa::kGeneric;
+}
+
+const KernelShape& shape_for(GemmIsa isa) {
+  if (isa == GemmIsa::kBest) isa = best_isa();
+#ifdef ATTN_GEMM_X86
+  if (isa == GemmIsa::kAvx512) return kAvx512;
+  if (isa == GemmIsa::kAvx2) return kAvx2;
+#endif
+  return kGeneric;
+}
+
+// 64-byte aligned floats for the packed panels and the tile.
+struct AlignedFloats {
+  explicit AlignedFloats(std::int64_t n)
+      : data(static_cast<float*>(
+            ::operator new[](static_cast<std::size_t>(n) * sizeof(float), std::align_val_t{64}))) {}
+  ~AlignedFloats() { ::operator delete[](data, std::align_val_t{64}); }
+  AlignedFloats(const AlignedFloats&) = delete;
+  AlignedFloats& operator=(const AlignedFloats&) = delete;
+  float* data;
+};
+
+std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
+
+// The `rows` (< mr) rows from i0 and columns [p0, p0 + kc) of a, as one sliver of mr rows whose
+// last rows are zero (rs = 1, cs = mr).
+void pack_a_edge(const StridedMatrix& a, std::int64_t i0, std::int64_t rows, std::int64_t p0,
+                 std::int64_t kc, int mr, float* out) {
+  for (std::int64_t r = 0; r < mr; ++r) {
+    const float* row = a.data + (i0 + r) * a.row_stride + p0 * a.col_stride;
+    for (std::int64_t p = 0; p < kc; ++p) out[p * mr + r] = r < rows ? row[p * a.col_stride] : 0.0f;
+  }
+}
+
+// Rows [p0, p0 + kc) and columns [j0, j0 + nc) of b, as slivers of nr columns.
+void pack_b(const StridedMatrix& b, std::int64_t p0, std::int64_t kc, std::int64_t j0,
+            std::int64_t nc, int nr, float* out) {
+  for (std::int64_t t = 0; t < nc; t += nr) {
+    const std::int64_t cols = std::min<std::int64_t>(nr, nc - t);
+    const float* base = b.data + p0 * b.row_stride + (j0 + t) * b.col_stride;
+    for (std::int64_t p = 0; p < kc; ++p, out += nr) {
+      const float* row = base + p * b.row_stride;
+      std::int64_t c = 0;
+      for (; c < cols; ++c) out[c] = row[c * b.col_stride];
+      for (; c < nr; ++c) out[c] = 0.0f;
+    }
+  }
+}
+
+// Rows [r0, r1) of c = a @ b.
+void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const StridedMatrix& b, float* c,
+               std::int64_t ldc, std::int64_t r0, std::int64_t r1) {
+  const std::int64_t n = b.cols, k = a.cols;
+  if (k == 0) {
+    for (std::int64_t i = r0; i < r1; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  const std::int64_t mc_max = std::min(ks.mc, round_up(r1 - r0, ks.mr));
+  const std::int64_t nc_max = std::min(ks.nc, round_up(n, ks.nr));
+  AlignedFloats pa(ks.mr * kGemmBlockK), pb(nc_max * kGemmBlockK), tile(ks.mr * ks.nr);
+  for (std::int64_t jc = 0; jc < n; jc += nc_max) {
+    const std::int64_t nc = std::min(nc_max, n - jc);
+    for (std::int64_t pc = 0; pc < k; pc += kGemmBlockK) {
+      const std::int64_t kc = std::min(kGemmBlockK, k - pc);
+      const bool first = pc == 0;
+      pack_b(b, pc, kc, jc, nc, ks.nr, pb.data);
+      for (std::int64_t ic = r0; ic < r1; ic += mc_max) {
+        const std::int64_t mc = std::min(mc_max, r1 - ic);
+        // The last sliver of A, when it has fewer than mr rows, is packed with zero rows.
+        const std::int64_t full = mc / ks.mr * ks.mr;
+        if (full < mc) pack_a_edge(a, ic + full, mc - full, pc, kc, ks.mr, pa.data);
+        for (std::int64_t jr = 0; jr < nc; jr += ks.nr) {
+          const std::int64_t cols = std::min<std::int64_t>(ks.nr, nc - jr);
+          for (std::int64_t ir = 0; ir < mc; ir += ks.mr) {
+            const std::int64_t rows = std::min<std::int64_t>(ks.mr, mc - ir);
+            const SliverA sliver =
+                rows == ks.mr ? SliverA{a.data + (ic + ir) * a.row_stride + pc * a.col_stride,
+                                        a.row_stride, a.col_stride}
+                              : SliverA{pa.data, 1, ks.mr};
+            float* out_tile = c + (ic + ir) * ldc + jc + jr;
+            if (rows == ks.mr && cols == ks.nr) {
+              ks.run(kc, sliver, pb.data + jr * kc, out_tile, ldc, first);
+              continue;
+            }
+            // An edge tile: computed whole into `tile`, then its cells inside c merged the same
+            // way: c = s_0 for the first block of k, then c = c + s_b for each later one.
+            ks.run(kc, sliver, pb.data + jr * kc, tile.data, ks.nr, true);
+            for (std::int64_t r = 0; r < rows; ++r) {
+              float* out = out_tile + r * ldc;
+              const float* s = tile.data + r * ks.nr;
+              if (first) {
+                for (std::int64_t j = 0; j < cols; ++j) out[j] = s[j];
+              } else {
+                for (std::int64_t j = 0; j < cols; ++j) out[j] = out[j] + s[j];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool gemm_isa_supported(GemmIsa isa) { return cpu_has(isa); }
+
+std::string_view gemm_isa_name() {
+  switch (best_isa()) {
+    case GemmIsa::kAvx512:
+      return "avx512";
+    case GemmIsa::kAvx2:
+      return "avx2";
+    default:
+      return "generic";
+  }
+}
+
+void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std::int64_t ldc,
+                  int threads, GemmIsa isa) {
+  const KernelShape& ks = shape_for(isa);
+  const double work =
+      static_cast<double>(a.rows) * static_cast<double>(b.cols) * static_cast<double>(a.cols);
+  parallel_for(a.rows, threads, work, [&](std::int64_t begin, std::int64_t end) {
+    gemm_rows(ks, a, b, c, ldc, begin, end);
+  });
+}
+
+}  // namespace attn

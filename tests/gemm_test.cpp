@@ -1,0 +1,117 @@
+#include "attn/gemm.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "attn/attention.hpp"
+#include "attn/simd.hpp"
+#include "support/reference.hpp"
+
+namespace {
+
+using attn::GemmIsa;
+using attn::Matrix;
+using attn::StridedMatrix;
+
+Matrix random_matrix(Eigen::Index rows, Eigen::Index cols, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Matrix m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = u(gen);
+  return m;
+}
+
+// The blocked product as gemm.hpp defines it, one cell at a time.
+Matrix blocked_definition(const Matrix& a, const Matrix& b) {
+  Matrix c(a.rows(), b.cols());
+  for (Eigen::Index i = 0; i < a.rows(); ++i) {
+    for (Eigen::Index j = 0; j < b.cols(); ++j) {
+      float total = 0.0f;
+      for (Eigen::Index p0 = 0; p0 < a.cols(); p0 += attn::kGemmBlockK) {
+        float s = 0.0f;
+        const Eigen::Index p1 = std::min<Eigen::Index>(a.cols(), p0 + attn::kGemmBlockK);
+        for (Eigen::Index p = p0; p < p1; ++p) s = std::fma(a(i, p), b(p, j), s);
+        total = p0 == 0 ? s : total + s;
+      }
+      c(i, j) = total;
+    }
+  }
+  return c;
+}
+
+Matrix run(const Matrix& a, const Matrix& b, int threads, GemmIsa isa) {
+  Matrix c(a.rows(), b.cols());
+  gemm_blocked({a.data(), a.rows(), a.cols(), a.cols(), 1},
+               {b.data(), b.rows(), b.cols(), b.cols(), 1}, c.data(), b.cols(), threads, isa);
+  return c;
+}
+
+bool same_bits(const Matrix& x, const Matrix& y) {
+  return x.rows() == y.rows() && x.cols() == y.cols() &&
+         std::memcmp(x.data(), y.data(), static_cast<std::size_t>(x.size()) * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and thread count") {
+  // Shapes with edges in every direction: fewer rows than a tile, columns past a sliver, inner
+  // dimensions across one and several blocks of 256, and one of 0.
+  const std::vector<std::array<Eigen::Index, 3>> shapes = {
+      {1, 1, 1},    {5, 7, 3},     {13, 33, 257},  {12, 32, 256}, {25, 65, 600},
+      {100, 3, 40}, {7, 200, 513}, {300, 130, 70}, {4, 9, 0}};
+  std::uint32_t seed = 1;
+  for (const auto& [m, n, k] : shapes) {
+    const Matrix a = random_matrix(m, k, seed++), b = random_matrix(k, n, seed++);
+    const Matrix want = k == 0 ? Matrix(Matrix::Zero(m, n)) : blocked_definition(a, b);
+    for (GemmIsa isa : {GemmIsa::kBest, GemmIsa::kAvx512, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
+      if (!attn::gemm_isa_supported(isa)) continue;
+      for (int threads : {1, 2, 3}) {
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(k);
+        CAPTURE(static_cast<int>(isa));
+        CAPTURE(threads);
+        CHECK(same_bits(run(a, b, threads, isa), want));
+      }
+    }
+  }
+}
+
+TEST_CASE("the blocked product reads a transposed operand in place") {
+  const Matrix q = random_matrix(70, 40, 11), k = random_matrix(90, 40, 12);
+  const Matrix k_t = k.transpose();
+  Matrix c(70, 90);
+  attn::gemm_blocked({q.data(), 70, 40, 40, 1}, {k.data(), 40, 90, 1, 40}, c.data(), 90, 2);
+  CHECK(same_bits(c, blocked_definition(q, k_t)));
+  CHECK(same_bits(attn::omega_scores(q, k, 1, attn::MatmulKernel::kBlocked), c));
+}
+
+TEST_CASE("the blocked product is within float32 rounding of the reference order") {
+  // |c - c_ref| <= 2 k u Σ_p |a_ip| |b_pj|, u = 2^-24: both are sums of k rounded products.
+  const Matrix a = random_matrix(64, 1000, 21), b = random_matrix(1000, 48, 22);
+  const Matrix fast = attn::matmul(a, b, 1, attn::MatmulKernel::kBlocked);
+  const Matrix ref = attn::matmul(a, b, 1, attn::MatmulKernel::kReference);
+  const Matrix bound = a.cwiseAbs() * b.cwiseAbs();
+  int outside = 0;
+  for (Eigen::Index i = 0; i < fast.size(); ++i) {
+    const double tol = 2.0 * 1000 * std::ldexp(1.0, -24) * bound.data()[i];
+    if (std::fabs(double{fast.data()[i]} - double{ref.data()[i]}) > tol) ++outside;
+  }
+  CHECK(outside == 0);
+  CHECK_FALSE(same_bits(fast, ref));  // the orders do differ
+}
+
+TEST_CASE("auto takes the blocked kernel from 2^20 multiply-adds") {
+  using attn::MatmulKernel;
+  CHECK(attn::matmul_kernel_for(MatmulKernel::kAuto, 64, 128, 128) == MatmulKernel::kBlocked);
+  CHECK(attn::matmul_kernel_for(MatmulKernel::kAuto, 64, 128, 127) == MatmulKernel::kReference);
+  CHECK(attn::matmul_kernel_for(MatmulKernel::kAuto, 6, 2, 3) == MatmulKernel::kReference);
+  CHECK(attn::matmul_kernel_for(MatmulKernel::kReference, 4096, 4096, 4096) ==
+        MatmulKernel::kReference);
+  CHECK(attn::matmul_kernel_for(MatmulKernel::kBlocked, 1, 1, 1) == MatmulKernel::kBlocked);
+}
