@@ -439,6 +439,12 @@ std::string step_where(const Step& s) {
   return w;
 }
 
+// The line without its trailing spaces, and a newline.
+std::string trimmed(std::string line) {
+  line.erase(line.find_last_not_of(' ') + 1);
+  return line + "\n";
+}
+
 // --timings: each step's wall time and, for the products, their rate.
 std::string timings_report(const Trace& trace, double total_seconds, double output_seconds) {
   const TraceConfig& c = trace.config;
@@ -457,14 +463,14 @@ std::string timings_report(const Trace& trace, double total_seconds, double outp
     const std::string shape =
         s.shape.size() >= 2 ? fmt::format("[{}, {}]", s.shape[s.shape.size() - 2], s.shape.back())
                             : fmt::format("[{}]", s.shape.empty() ? 0 : s.shape.back());
-    out += fmt::format("{:<28} {:>14} {:>10.3f} {:>9}\n", s.id + step_where(s), shape,
-                       1e3 * s.seconds, rate);
+    out += trimmed(fmt::format("{:<28} {:>14} {:>10.3f} {:>9}", s.id + step_where(s), shape,
+                               1e3 * s.seconds, rate));
     steps += s.seconds;
   }
-  out += fmt::format(
-      "{:<28} {:>14} {:>10.3f} {:>9}\n", "matrix products", "", 1e3 * product_seconds,
+  out += trimmed(fmt::format(
+      "{:<28} {:>14} {:>10.3f} {:>9}", "matrix products", "", 1e3 * product_seconds,
       product_seconds > 0.0 ? fmt::format("{:.1f}", 2.0 * multiply_adds / product_seconds / 1e9)
-                            : std::string());
+                            : std::string()));
   out += fmt::format("{:<28} {:>14} {:>10.3f}\n", "all steps", "", 1e3 * steps);
   out += fmt::format("{:<28} {:>14} {:>10.3f}\n", "output", "", 1e3 * output_seconds);
   out += fmt::format("{:<28} {:>14} {:>10.3f}\n", "total", "", 1e3 * total_seconds);

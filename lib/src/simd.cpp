@@ -2,29 +2,52 @@
 
 #include <atomic>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 namespace attn {
 
 namespace {
 
 std::atomic<bool> g_enabled{true};
 
-bool cpu_avx2() {
 #if defined(__x86_64__)
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-#else
-  return false;
-#endif
+// What CPUID and XGETBV say, read once, on first use: three CPUID instructions, where
+// __builtin_cpu_supports has libgcc's start-up code issue many (each one a trap to the hypervisor
+// in a virtual machine).
+struct CpuFeatures {
+  bool avx2_fma = false;
+  bool avx512f = false;
+};
+
+__attribute__((target("xsave"))) CpuFeatures read_cpu() {
+  CpuFeatures f;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return f;
+  const bool osxsave = (c & bit_OSXSAVE) != 0, avx = (c & bit_AVX) != 0, fma = (c & bit_FMA) != 0;
+  if (!osxsave || !avx) return f;
+  const unsigned long long xcr0 = _xgetbv(0);
+  const bool ymm = (xcr0 & 0x6) == 0x6;    // the OS saves XMM and YMM state
+  const bool zmm = (xcr0 & 0xe6) == 0xe6;  // ... and the AVX-512 state
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return f;
+  f.avx2_fma = ymm && fma && (b & bit_AVX2) != 0;
+  f.avx512f = f.avx2_fma && zmm && (b & bit_AVX512F) != 0;
+  return f;
 }
 
-bool cpu_avx512() {
-#if defined(__x86_64__)
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
-#else
-  return false;
-#endif
+const CpuFeatures& cpu() {
+  static const CpuFeatures features = read_cpu();
+  return features;
 }
+
+bool cpu_avx2() { return cpu().avx2_fma; }
+bool cpu_avx512() { return cpu().avx512f; }
+#else
+bool cpu_avx2() { return false; }
+bool cpu_avx512() { return false; }
+#endif
 
 }  // namespace
 

@@ -56,7 +56,11 @@ std::size_t display_width(std::string_view text) {
       width += text.size() - i;
       break;
     }
-    char32_t c = len == 1 ? b0 : (len == 2 ? b0 & 0x1F : len == 3 ? b0 & 0x0F : b0 & 0x07);
+    if (len == 1) {  // ASCII (or a stray byte): one column
+      ++width, ++i;
+      continue;
+    }
+    char32_t c = len == 2 ? b0 & 0x1F : len == 3 ? b0 & 0x0F : b0 & 0x07;
     for (std::size_t k = 1; k < len; ++k) {
       c = (c << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
     }

@@ -284,6 +284,95 @@ case_threads_do_not_change_the_output() {
     cmp "$work/a" "$work/b" && cmp "$work/a" "$work/c"
 }
 
+case_threads_do_not_change_the_summary_of_a_long_input() {
+  # Blocked products, scores freed head by head, statistics on several threads.
+  local words; words=$(for i in $(seq 0 699); do printf 'w%d ' "$i"; done)
+  local args=(--vocab-size 700 --d-in 256 --d-kq 64 --d-v 32 --heads 3 --format summary)
+  "$binary" "$words" "${args[@]}" --threads 1 >"$work/a" &&
+    "$binary" "$words" "${args[@]}" --threads 2 >"$work/b" &&
+    "$binary" "$words" "${args[@]}" --threads 3 >"$work/c" &&
+    cmp "$work/a" "$work/b" && cmp "$work/a" "$work/c"
+}
+
+case_matmul_blocked_says_so() {
+  expect_output matmul_blocked --matmul blocked --steps queries,omega,context_vectors
+}
+case_matmul_reference_long_input() {
+  # --matmul reference keeps PyTorch's order on any shape: its products differ from auto's.
+  local words; words=$(for i in $(seq 0 299); do printf 'w%d ' "$i"; done)
+  local args=(--vocab-size 300 --d-in 64 --d-kq 64 --d-v 64 --format summary --steps omega)
+  "$binary" "$words" "${args[@]}" >"$work/auto" &&
+    "$binary" "$words" "${args[@]}" --matmul reference >"$work/reference" &&
+    ! cmp -s "$work/auto" "$work/reference" &&
+    grep -q "matmul reference" "$work/reference" && ! grep -q "matmul" "$work/auto"
+}
+case_error_unknown_matmul_kernel() {
+  expect_error "--matmul: fast not in {auto,reference,blocked} (see attn-trace --help)" --matmul fast
+}
+case_error_unknown_progress_mode() {
+  expect_error "--progress: sometimes not in {auto,always,never} (see attn-trace --help)" \
+    --progress sometimes
+}
+
+case_timings() {
+  # Each step's wall time on stderr; stdout as without --timings.
+  run --timings --format summary
+  local ok=1
+  [ "$(cat "$work/status")" = 0 ] || { echo "FAIL: exit code $(cat "$work/status")"; ok=0; }
+  cmp -s "$golden_dir/summary.txt" "$work/stdout" || { echo "FAIL: stdout changed"; ok=0; }
+  head -n 1 "$work/stderr" | grep -Eq "^attn-trace: timings: [0-9]+ threads?, matmul auto, blocked kernel code (avx512|avx2|generic)$" ||
+    { echo "FAIL: no timings header:"; cat "$work/stderr"; ok=0; }
+  for id in embeddings w_query queries omega scaled_scores attention_weights context_vectors \
+    "matrix products" "all steps" output total; do
+    grep -Eq "^$id +(\[[0-9, ]+\] +)?[0-9]+\.[0-9]{3}( +[0-9.]+)?$" "$work/stderr" ||
+      { echo "FAIL: no timing line for $id:"; cat "$work/stderr"; ok=0; }
+  done
+  [ $ok = 1 ]
+}
+
+# A run of a few seconds: 4096 tokens, 24 heads of d_in 1024, on one thread.
+long_run_args() {
+  for i in $(seq 0 4095); do printf 'w%d ' "$i"; done >"$work/long.txt"
+  echo --file "$work/long.txt" --vocab-size 4096 --d-in 1024 --d-kq 128 --d-v 128 --heads 24 \
+    --threads 1 --format summary --steps context_concat
+}
+case_progress_only_on_a_terminal() {
+  # Piped (auto): nothing on stderr. --progress always: the progress line, then cleared; the
+  # output is the same.
+  local args; read -ra args <<<"$(long_run_args)"
+  "$binary" "${args[@]}" >"$work/piped" 2>"$work/piped_err" &&
+    "$binary" "${args[@]}" --progress always >"$work/always" 2>"$work/always_err" || return 1
+  local ok=1
+  [ -s "$work/piped_err" ] && { echo "FAIL: stderr not empty when piped:"; cat "$work/piped_err"; ok=0; }
+  cmp -s "$work/piped" "$work/always" || { echo "FAIL: --progress changed the output"; ok=0; }
+  grep -aq "attn-trace: head [0-9]*/24, [a-z_]* done ([0-9.]* s)" "$work/always_err" ||
+    { echo "FAIL: no progress line:"; cat -v "$work/always_err"; ok=0; }
+  [ "$(tail -c 4 "$work/always_err" | od -An -c | tr -d ' ')" = '\r033[K' ] ||
+    { echo "FAIL: the progress line is not cleared at the end:"; tail -c 40 "$work/always_err" | cat -v; ok=0; }
+  [ $ok = 1 ]
+}
+case_progress_in_a_terminal() {
+  command -v tmux >/dev/null || { echo "FAIL: tmux is not installed"; return 1; }
+  local args; args=$(long_run_args)
+  local session="attn-progress-$$" screen="$work/screen" sock="$work/tmux.sock"
+  tmux -S "$sock" new-session -d -s "$session" -x 120 -y 30 \
+    "$binary $args >$work/out; echo EXIT=\$?; sleep 60"
+  wait_for() {  # pattern, tenths of a second: until the screen shows it
+    for _ in $(seq "$2"); do
+      tmux -S "$sock" capture-pane -p -t "$session" >"$screen"
+      grep -q "$1" "$screen" && return 0
+      sleep 0.1
+    done
+    echo "FAIL: the screen never showed '$1':"; cat "$screen"; return 1
+  }
+  local ok=0
+  wait_for "^attn-trace: head [0-9]*/24, [a-z_]* done ([0-9.]* s)" 600 &&
+    wait_for "^EXIT=0" 6000 && ! grep -q "done (" "$screen" && grep -q "context_concat" "$work/out" &&
+    ok=1
+  tmux -S "$sock" kill-server 2>/dev/null
+  [ $ok = 1 ]
+}
+
 case_two_runs_same_bytes() {
   local args=("Two runs, same bytes: a b c d e f g h i j" --seed 99 --d-in 16 --d-kq 8 --d-v 8)
   "$binary" "${args[@]}" >"$work/a" && "$binary" "${args[@]}" >"$work/b" && cmp "$work/a" "$work/b"
