@@ -199,7 +199,12 @@ void pack_b(const StridedMatrix& b, std::int64_t p0, std::int64_t kc, std::int64
     for (std::int64_t p = 0; p < kc; ++p, out += nr) {
       const float* row = base + p * b.row_stride;
       std::int64_t c = 0;
-      for (; c < cols; ++c) out[c] = row[c * b.col_stride];
+      if (b.col_stride == 1) {
+        std::copy(row, row + cols, out);  // a row-major B: a plain copy the compiler vectorises
+        c = cols;
+      } else {
+        for (; c < cols; ++c) out[c] = row[c * b.col_stride];
+      }
       for (; c < nr; ++c) out[c] = 0.0f;
     }
   }
