@@ -196,6 +196,15 @@ void pack_b(const StridedMatrix& b, std::int64_t p0, std::int64_t kc, std::int64
   for (std::int64_t t = 0; t < nc; t += nr) {
     const std::int64_t cols = std::min<std::int64_t>(nr, nc - t);
     const float* base = b.data + p0 * b.row_stride + (j0 + t) * b.col_stride;
+    if (b.row_stride == 1 && b.col_stride != 1) {
+      // A transposed B (Kᵀ read from K): each column of B is a row of K, read in order.
+      for (std::int64_t c = 0; c < nr; ++c) {
+        const float* column = base + c * b.col_stride;
+        for (std::int64_t p = 0; p < kc; ++p) out[p * nr + c] = c < cols ? column[p] : 0.0f;
+      }
+      out += kc * nr;
+      continue;
+    }
     for (std::int64_t p = 0; p < kc; ++p, out += nr) {
       const float* row = base + p * b.row_stride;
       std::int64_t c = 0;

@@ -572,8 +572,8 @@ Trace run_trace(const TraceConfig& config) {
     };
 
     // Q = X W_q, K = X₍₂₎ W_k, V = X₍₂₎ W_v: per head (wrapper) or once, d_out wide (split).
-    struct Qkv {
-      Matrix q, k, v;
+    struct Qkv {  // the steps' values (the deque keeps them in place)
+      const Matrix *q, *k, *v;
     };
     auto project_qkv = [&](const HeadWeights& w, std::optional<int> head) {
       const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";
@@ -582,25 +582,25 @@ Trace run_trace(const TraceConfig& config) {
         const Eigen::Index d_out = c.init == WeightInit::kRand ? w_.cols() : w_.rows();
         return product_note(c.matmul, in.rows(), d_out, in.cols());
       };
-      p.q = require_finite(rec.add("queries", "queries, one row per token",
-                                   projection_equation(c.init, "Q", "X", "W_q"), {"T", kq},
-                                   apply_weight(x, w.w_q, c.init, c.threads, c.matmul), item, head,
-                                   qs.words, {}, note(x, w.w_q)),
-                           "the queries Q");
+      p.q = &require_finite(rec.add("queries", "queries, one row per token",
+                                    projection_equation(c.init, "Q", "X", "W_q"), {"T", kq},
+                                    apply_weight(x, w.w_q, c.init, c.threads, c.matmul), item, head,
+                                    qs.words, {}, note(x, w.w_q)),
+                            "the queries Q");
       rec.mark_product(x.rows(), c.init == WeightInit::kRand ? w.w_q.cols() : w.w_q.rows(),
                        x.cols());
-      p.k = require_finite(rec.add("keys", "keys, one row per token",
-                                   projection_equation(c.init, "K", x_kv_name, "W_k"), {t_k, kq},
-                                   apply_weight(x_kv, w.w_k, c.init, c.threads, c.matmul), item,
-                                   head, ks.words, {}, note(x_kv, w.w_k)),
-                           "the keys K");
+      p.k = &require_finite(rec.add("keys", "keys, one row per token",
+                                    projection_equation(c.init, "K", x_kv_name, "W_k"), {t_k, kq},
+                                    apply_weight(x_kv, w.w_k, c.init, c.threads, c.matmul), item,
+                                    head, ks.words, {}, note(x_kv, w.w_k)),
+                            "the keys K");
       rec.mark_product(x_kv.rows(), c.init == WeightInit::kRand ? w.w_k.cols() : w.w_k.rows(),
                        x_kv.cols());
-      p.v = require_finite(rec.add("values", "values, one row per token",
-                                   projection_equation(c.init, "V", x_kv_name, "W_v"), {t_k, dv},
-                                   apply_weight(x_kv, w.w_v, c.init, c.threads, c.matmul), item,
-                                   head, ks.words, {}, note(x_kv, w.w_v)),
-                           "the values V");
+      p.v = &require_finite(rec.add("values", "values, one row per token",
+                                    projection_equation(c.init, "V", x_kv_name, "W_v"), {t_k, dv},
+                                    apply_weight(x_kv, w.w_v, c.init, c.threads, c.matmul), item,
+                                    head, ks.words, {}, note(x_kv, w.w_v)),
+                            "the values V");
       rec.mark_product(x_kv.rows(), c.init == WeightInit::kRand ? w.w_v.cols() : w.w_v.rows(),
                        x_kv.cols());
       return p;
@@ -609,7 +609,7 @@ Trace run_trace(const TraceConfig& config) {
     if (!split) {
       for (std::int64_t h = 0; h < c.heads; ++h) {
         const Qkv p = project_qkv(weights[static_cast<std::size_t>(h)], static_cast<int>(h));
-        zs.push_back(attend(p.q, p.k, p.v, c.d_kq, static_cast<int>(h), ""));
+        zs.push_back(attend(*p.q, *p.k, *p.v, c.d_kq, static_cast<int>(h), ""));
         rec.flush();  // this head's scores are done with
       }
     } else {
@@ -617,8 +617,8 @@ Trace run_trace(const TraceConfig& config) {
       const Eigen::Index hd = c.d_kq / c.heads;  // d_head = d_out / H
       for (std::int64_t h = 0; h < c.heads; ++h) {
         // Head h's columns: q.view(T, H, d_head).transpose(0, 1)[h]
-        zs.push_back(attend(p.q.middleCols(h * hd, hd), p.k.middleCols(h * hd, hd),
-                            p.v.middleCols(h * hd, hd), hd, static_cast<int>(h), "ₕ"));
+        zs.push_back(attend(p.q->middleCols(h * hd, hd), p.k->middleCols(h * hd, hd),
+                            p.v->middleCols(h * hd, hd), hd, static_cast<int>(h), "ₕ"));
         rec.flush();
       }
     }
