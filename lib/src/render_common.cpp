@@ -125,18 +125,46 @@ std::string python_list_repr(const std::vector<std::string>& items) {
   return fmt::format("[{}]", join(quoted, ", "));
 }
 
+namespace {
+
+// A sentence as the brief preamble shows it: whole up to 12 words; longer, its first 8 words,
+// "…", its last 2, and its length.
+std::string brief_sentence(const std::string& sentence, const TokenizedSentence& tokens) {
+  constexpr std::size_t kWhole = 12, kHead = 8, kTail = 2;
+  const std::size_t n = static_cast<std::size_t>(tokens.length);
+  if (n <= kWhole) return python_str_repr(sentence);
+  std::vector<std::string> shown(tokens.words.begin(), tokens.words.begin() + kHead);
+  shown.push_back("…");
+  shown.insert(shown.end(), tokens.words.begin() + static_cast<std::ptrdiff_t>(n - kTail),
+               tokens.words.begin() + static_cast<std::ptrdiff_t>(n));
+  return fmt::format("{} ({} words, shortened)", python_str_repr(join(shown, " ")), n);
+}
+
+}  // namespace
+
 void append_preamble(std::string& out, const Trace& trace, bool brief) {
   const TraceConfig& c = trace.config;
   const std::size_t batch_size = trace.inputs.size();
   if (c.x) {
     out += fmt::format("input: X from {}, {} tokens of width {}\n", c.x->source, c.x->values.rows(),
                        c.x->values.cols());
+  } else if (brief) {
+    std::vector<std::string> shown;
+    for (std::size_t b = 0; b < batch_size; ++b) {
+      shown.push_back(brief_sentence(c.sentences[b], trace.inputs[b]));
+    }
+    out += batch_size > 1 ? fmt::format("sentences: [{}]\n", join(shown, ", "))
+                          : fmt::format("sentence: {}\n", shown[0]);
   } else if (batch_size > 1) {
     out += fmt::format("sentences: {}\n", python_list_repr(c.sentences));
   } else {
     out += fmt::format("sentence: {}\n", python_str_repr(c.sentences[0]));
   }
-  if (c.cross) out += fmt::format("cross: {} (keys and values)\n", python_str_repr(*c.cross));
+  if (c.cross) {
+    out += fmt::format("cross: {} (keys and values)\n",
+                       brief && trace.cross ? brief_sentence(*c.cross, *trace.cross)
+                                            : python_str_repr(*c.cross));
+  }
   std::string settings =
       c.x ? fmt::format("seed {}, d-in {}, d-kq {}, d-v {}, torch-kernel {}", c.seed, c.d_in,
                         c.d_kq, c.d_v, kernel_name(c.kernel))
