@@ -219,23 +219,28 @@ void pack_b(const StridedMatrix& b, std::int64_t p0, std::int64_t kc, std::int64
   }
 }
 
-// Rows [r0, r1) of c = a @ b.
-void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const StridedMatrix& b, float* c,
-               std::int64_t ldc, std::int64_t r0, std::int64_t r1) {
-  const std::int64_t n = b.cols, k = a.cols;
-  if (k == 0) {
-    for (std::int64_t i = r0; i < r1; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
-    return;
+// B packed once for all threads: for each block of kGemmBlockK rows, its slivers of NR columns
+// (n rounded up to NR), sliver t of block kb at data + kb * kGemmBlockK * n_r + t * kc * NR.
+struct PackedB {
+  const float* data;
+  std::int64_t n_r;
+  const float* sliver(std::int64_t pc, std::int64_t kc, std::int64_t col, int nr) const {
+    return data + pc * n_r + col / nr * kc * nr;
   }
+};
+
+// Rows [r0, r1) of c = a @ b, b packed.
+void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const PackedB& pb, std::int64_t n,
+               float* c, std::int64_t ldc, std::int64_t r0, std::int64_t r1) {
+  const std::int64_t k = a.cols;
   const std::int64_t mc_max = std::min(ks.mc, round_up(r1 - r0, ks.mr));
   const std::int64_t nc_max = std::min(ks.nc, round_up(n, ks.nr));
-  AlignedFloats pa(ks.mr * kGemmBlockK), pb(nc_max * kGemmBlockK), tile(ks.mr * ks.nr);
+  AlignedFloats pa(ks.mr * kGemmBlockK), tile(ks.mr * ks.nr);
   for (std::int64_t jc = 0; jc < n; jc += nc_max) {
     const std::int64_t nc = std::min(nc_max, n - jc);
     for (std::int64_t pc = 0; pc < k; pc += kGemmBlockK) {
       const std::int64_t kc = std::min(kGemmBlockK, k - pc);
       const bool first = pc == 0;
-      pack_b(b, pc, kc, jc, nc, ks.nr, pb.data);
       for (std::int64_t ic = r0; ic < r1; ic += mc_max) {
         const std::int64_t mc = std::min(mc_max, r1 - ic);
         // The last sliver of A, when it has fewer than mr rows, is packed with zero rows.
@@ -243,6 +248,7 @@ void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const StridedMatri
         if (full < mc) pack_a_edge(a, ic + full, mc - full, pc, kc, ks.mr, pa.data);
         for (std::int64_t jr = 0; jr < nc; jr += ks.nr) {
           const std::int64_t cols = std::min<std::int64_t>(ks.nr, nc - jr);
+          const float* b_sliver = pb.sliver(pc, kc, jc + jr, ks.nr);
           for (std::int64_t ir = 0; ir < mc; ir += ks.mr) {
             const std::int64_t rows = std::min<std::int64_t>(ks.mr, mc - ir);
             const SliverA sliver =
@@ -251,12 +257,12 @@ void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const StridedMatri
                               : SliverA{pa.data, 1, ks.mr};
             float* out_tile = c + (ic + ir) * ldc + jc + jr;
             if (rows == ks.mr && cols == ks.nr) {
-              ks.run(kc, sliver, pb.data + jr * kc, out_tile, ldc, first);
+              ks.run(kc, sliver, b_sliver, out_tile, ldc, first);
               continue;
             }
             // An edge tile: computed whole into `tile`, then its cells inside c merged the same
             // way: c = s_0 for the first block of k, then c = c + s_b for each later one.
-            ks.run(kc, sliver, pb.data + jr * kc, tile.data, ks.nr, true);
+            ks.run(kc, sliver, b_sliver, tile.data, ks.nr, true);
             for (std::int64_t r = 0; r < rows; ++r) {
               float* out = out_tile + r * ldc;
               const float* s = tile.data + r * ks.nr;
@@ -291,10 +297,28 @@ std::string_view gemm_isa_name() {
 void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std::int64_t ldc,
                   int threads, GemmIsa isa) {
   const KernelShape& ks = shape_for(isa);
-  const double work =
-      static_cast<double>(a.rows) * static_cast<double>(b.cols) * static_cast<double>(a.cols);
-  parallel_for(a.rows, threads, work, [&](std::int64_t begin, std::int64_t end) {
-    gemm_rows(ks, a, b, c, ldc, begin, end);
+  const std::int64_t m = a.rows, n = b.cols, k = a.cols;
+  if (k == 0) {
+    for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  // B packed once, its slivers split across the threads, then shared by all of them.
+  const std::int64_t n_r = round_up(n, ks.nr), slivers = n_r / ks.nr;
+  const std::int64_t blocks = (k + kGemmBlockK - 1) / kGemmBlockK;
+  AlignedFloats packed(blocks * kGemmBlockK * n_r);
+  const PackedB pb{packed.data, n_r};
+  parallel_for(blocks * slivers, threads, static_cast<double>(k) * static_cast<double>(n_r),
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t i = begin; i < end; ++i) {
+                   const std::int64_t pc = i / slivers * kGemmBlockK, col = i % slivers * ks.nr;
+                   const std::int64_t kc = std::min(kGemmBlockK, k - pc);
+                   pack_b(b, pc, kc, col, std::min<std::int64_t>(ks.nr, n - col), ks.nr,
+                          packed.data + pc * n_r + col / ks.nr * kc * ks.nr);
+                 }
+               });
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  parallel_for(m, threads, work, [&](std::int64_t begin, std::int64_t end) {
+    gemm_rows(ks, a, pb, n, c, ldc, begin, end);
   });
 }
 

@@ -161,9 +161,9 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
     out += fmt::format("sentence: {}\n", python_str_repr(c.sentences[0]));
   }
   if (c.cross) {
-    out += fmt::format("cross: {} (keys and values)\n",
-                       brief && trace.cross ? brief_sentence(*c.cross, *trace.cross)
-                                            : python_str_repr(*c.cross));
+    out += fmt::format("cross: {} (keys and values)\n", brief && trace.cross
+                                                            ? brief_sentence(*c.cross, *trace.cross)
+                                                            : python_str_repr(*c.cross));
   }
   std::string settings =
       c.x ? fmt::format("seed {}, d-in {}, d-kq {}, d-v {}, torch-kernel {}", c.seed, c.d_in,

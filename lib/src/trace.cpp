@@ -150,13 +150,14 @@ class Recorder {
 // Given numbers can be so large that a product overflows float32: refuse them here, where the
 // overflow happens, rather than let inf turn into nan in the softmax.
 const Matrix& require_finite(const Matrix& m, const char* what) {
-  // A value is finite unless its exponent bits are all ones: a test the compiler vectorises.
-  std::uint32_t non_finite = 0;
+  // A value is finite unless its exponent bits are all ones, and then (and only then) adding 1
+  // to the exponent carries into the sign bit: integer and, add and or, which the compiler
+  // vectorises.
+  std::uint32_t carried = 0;
   for (Eigen::Index i = 0; i < m.size(); ++i) {
-    non_finite |= static_cast<std::uint32_t>(
-        (std::bit_cast<std::uint32_t>(m.data()[i]) & 0x7f800000u) == 0x7f800000u);
+    carried |= (std::bit_cast<std::uint32_t>(m.data()[i]) & 0x7f800000u) + 0x00800000u;
   }
-  if (non_finite == 0) return m;
+  if ((carried & 0x80000000u) == 0) return m;
   for (Eigen::Index i = 0; i < m.rows(); ++i) {
     for (Eigen::Index j = 0; j < m.cols(); ++j) {
       if (!std::isfinite(m(i, j))) {
