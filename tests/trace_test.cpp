@@ -1,6 +1,7 @@
 #include "attn/trace.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
@@ -8,6 +9,8 @@
 #include "attn/attention.hpp"
 #include "attn/embedding.hpp"
 #include "attn/error.hpp"
+#include "attn/render_summary.hpp"
+#include "attn/simd.hpp"
 #include "support/reference.hpp"
 
 using attn::Matrix;
@@ -531,5 +534,36 @@ TEST_CASE(
       CHECK(says_blocked == product);
       CHECK(e.note.find("blocked kernel") == std::string::npos);
     }
+  }
+}
+
+TEST_CASE("the vectorised code paths change no bit of a trace, nor of its summary") {
+  // AVX-512 / AVX2 products, softmax, exp, normal_ and statistics against the plain C++ code.
+  std::string words;
+  for (int i = 0; i < 300; ++i) words += fmt::format("w{} ", i);
+  std::vector<attn::TraceConfig> configs(3);
+  configs[0].sentences = {words};
+  configs[0].vocab_size = 300;
+  configs[0].d_in = 96;
+  configs[0].d_kq = configs[0].d_v = 64;  // blocked products
+  configs[0].heads = 2;
+  configs[0].threads = 2;
+  configs[1] = configs[0];
+  configs[1].causal = true;
+  configs[1].softmax_steps = true;
+  configs[2].sentences = {"Life is short, eat dessert first", "a b"};  // masked rows: nan
+  for (const attn::TraceConfig& c : configs) {
+    const attn::Trace fast = attn::run_trace(c);
+    const std::string fast_summary = attn::render_summary(fast, 5, 2);
+    attn::set_simd_enabled(false);
+    const attn::Trace plain = attn::run_trace(c);
+    const std::string plain_summary = attn::render_summary(plain, 5, 2);
+    attn::set_simd_enabled(true);
+    REQUIRE(fast.steps.size() == plain.steps.size());
+    for (std::size_t i = 0; i < fast.steps.size(); ++i) {
+      CAPTURE(fast.steps[i].id);
+      CHECK(test::bits_of(fast.steps[i].values) == test::bits_of(plain.steps[i].values));
+    }
+    CHECK(fast_summary == plain_summary);
   }
 }

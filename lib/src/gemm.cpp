@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <memory>
 #include <new>
 
 #include "attn/parallel.hpp"
@@ -18,11 +16,13 @@ namespace attn {
 
 namespace {
 
-// The loops and the packing follow BLIS (van Zee and van de Geijn, 2015): a panel of B, kc x nc,
-// is copied into slivers of NR columns, each stored row by row, so that the micro-kernel reads
-// it with unit stride; cells past the matrix edge are zero. A is read in place, MR rows at a
-// time (copying it cost a third of the time when B is only 128 wide), except a last sliver of
-// fewer than MR rows, which is copied with zero rows below it.
+// The loops and the packing follow BLIS (van Zee and van de Geijn, 2015): B is copied once per
+// product, for each block of kGemmBlockK rows, into slivers of NR columns stored row by row, so
+// that the micro-kernel reads it with unit stride (cells past the matrix edge are zero); the
+// threads share it. A is read in place, MR rows at a time (copying it cost a third of the time
+// when B is only 128 wide), except a last sliver of fewer than MR rows, which is copied with zero
+// rows below it. The loops walk C in blocks of mc rows and nc columns, so that the A rows and the
+// B slivers in use stay in the L2 and L3 caches.
 
 // A micro-kernel: s (MR x NR) = an A sliver @ the packed B sliver, each cell a chain of fmas over
 // the kc products in order, starting from 0; then c = s (first) or c = c + s, for the MR x NR
@@ -37,7 +37,7 @@ using MicroKernel = void (*)(std::int64_t kc, SliverA a, const float* pb, float*
 
 struct KernelShape {
   int mr, nr;           // the tile
-  std::int64_t mc, nc;  // rows of A and columns of B packed at a time (L2 and L3 blocks)
+  std::int64_t mc, nc;  // rows of A and columns of B walked at a time (L2 and L3 blocks)
   MicroKernel run;
 };
 
