@@ -494,9 +494,14 @@ class Progress {
     std::fflush(stderr);
     printed_ = true;
   }
-  // Clears the line, if one was shown.
-  void finish() const {
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  // An error that ends the run early must not be written after the progress line.
+  ~Progress() { finish(); }
+  // Clears the line, if one is shown.
+  void finish() {
     if (printed_) std::fputs("\r\x1b[K", stderr);
+    printed_ = false;
   }
 
  private:

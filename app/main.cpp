@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -43,15 +44,17 @@ void print_paused(const std::vector<std::string>& blocks) {
   std::fflush(stdout);
 }
 
-}  // namespace
-
 // Makes `bytes` of heap ready before a run of 2 MiB or more: allocated, asked for 2 MiB pages,
 // faulted in with one call (MADV_POPULATE_WRITE, Linux 5.14) where the system allows, and freed
 // back to the heap, which keeps it (see main). The run's matrices then take memory that is already
-// there instead of taking a page fault per 4 KiB. Best effort: a refusal changes nothing but speed.
+// there instead of taking a page fault per 4 KiB. Best effort: a refusal changes nothing but speed;
+// and never more than half the memory the system has free, since the estimate is an upper bound.
 void prepare_heap(double bytes) {
   constexpr double kWorthIt = 2.0 * (1 << 20);
-  if (bytes < kWorthIt || bytes > 64.0 * (1ull << 30)) return;
+  const double free_bytes =
+      static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (free_bytes > 0.0) bytes = std::min(bytes, free_bytes / 2.0);
+  if (bytes < kWorthIt) return;
   const auto size = static_cast<std::size_t>(bytes);
   void* p = std::malloc(size);
   if (p == nullptr) return;
@@ -70,6 +73,8 @@ void prepare_heap(double bytes) {
 #endif
   std::free(p);
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Large matrices from the heap rather than from fresh mmap()s, and the heap kept: a long
