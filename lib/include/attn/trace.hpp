@@ -83,8 +83,10 @@ struct TraceConfig {
   // Called with each step, in computation order, once its values are final (during run_trace).
   // With release_scores, the values of the (T, T) steps (those whose columns are keys) are freed
   // right after the call: the step keeps its id, labels and shape, its values become 0 x 0, and
-  // a long input needs memory for one head's scores at a time. For renderers that reduce each
-  // step to a few numbers (--format summary).
+  // a long input needs memory for one head's scores at a time (without the causal lesson and the
+  // softmax's steps, the scaled scores and the weights are even computed in the memory of the
+  // step before them: one (T, T) matrix per head). For renderers that reduce each step to a few
+  // numbers (--format summary).
   std::function<void(const Step&)> on_step;
   bool release_scores = false;
   // Called as each step is recorded, its values still in use: for a progress display.
