@@ -60,10 +60,12 @@ bool same_bits(const Matrix& x, const Matrix& y) {
 
 TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and thread count") {
   // Shapes with edges in every direction: fewer rows than a tile, columns past a sliver, inner
-  // dimensions across one and several blocks of 256, and one of 0.
-  const std::vector<std::array<Eigen::Index, 3>> shapes = {
-      {1, 1, 1},    {5, 7, 3},     {13, 33, 257},  {12, 32, 256}, {25, 65, 600},
-      {100, 3, 40}, {7, 200, 513}, {300, 130, 70}, {4, 9, 0}};
+  // dimensions across one and several blocks of 256, one of 0, and a B too wide to pack whole.
+  const std::vector<std::array<Eigen::Index, 3>>
+      shapes = {{1, 1, 1},     {5, 7, 3},      {13, 33, 257}, {12, 32, 256},
+                {25, 65, 600}, {100, 3, 40},   {7, 200, 513}, {300, 130, 70},
+                {4, 9, 0},     {7, 4096, 2304}};  // B packed in two groups of blocks (32 MiB at
+                                                  // most at a time)
   std::uint32_t seed = 1;
   for (const auto& [m, n, k] : shapes) {
     const Matrix a = random_matrix(m, k, seed++), b = random_matrix(k, n, seed++);

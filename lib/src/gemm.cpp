@@ -219,26 +219,27 @@ void pack_b(const StridedMatrix& b, std::int64_t p0, std::int64_t kc, std::int64
   }
 }
 
-// B packed once for all threads: for each block of kGemmBlockK rows, its slivers of NR columns
-// (n rounded up to NR), sliver t of block kb at data + kb * kGemmBlockK * n_r + t * kc * NR.
+// Rows [k_begin, k_end) of B packed for all threads: for each block of kGemmBlockK rows, its
+// slivers of NR columns (n rounded up to NR), sliver t of the block at row pc at
+// data + (pc - k_begin) * n_r + t * kc * NR.
 struct PackedB {
   const float* data;
-  std::int64_t n_r;
+  std::int64_t n_r, k_begin, k_end;
   const float* sliver(std::int64_t pc, std::int64_t kc, std::int64_t col, int nr) const {
-    return data + pc * n_r + col / nr * kc * nr;
+    return data + (pc - k_begin) * n_r + col / nr * kc * nr;
   }
 };
 
-// Rows [r0, r1) of c = a @ b, b packed.
+// Rows [r0, r1) of c = a @ b, for the rows of b that pb holds (c = s_0 for the first block).
 void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const PackedB& pb, std::int64_t n,
                float* c, std::int64_t ldc, std::int64_t r0, std::int64_t r1) {
-  const std::int64_t k = a.cols;
+  const std::int64_t k = pb.k_end;
   const std::int64_t mc_max = std::min(ks.mc, round_up(r1 - r0, ks.mr));
   const std::int64_t nc_max = std::min(ks.nc, round_up(n, ks.nr));
   AlignedFloats pa(ks.mr * kGemmBlockK), tile(ks.mr * ks.nr);
   for (std::int64_t jc = 0; jc < n; jc += nc_max) {
     const std::int64_t nc = std::min(nc_max, n - jc);
-    for (std::int64_t pc = 0; pc < k; pc += kGemmBlockK) {
+    for (std::int64_t pc = pb.k_begin; pc < k; pc += kGemmBlockK) {
       const std::int64_t kc = std::min(kGemmBlockK, k - pc);
       const bool first = pc == 0;
       for (std::int64_t ic = r0; ic < r1; ic += mc_max) {
@@ -302,24 +303,34 @@ void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std:
     for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
     return;
   }
-  // B packed once, its slivers split across the threads, then shared by all of them.
+  // B packed once, its slivers split across the threads, then shared by all of them; in groups of
+  // blocks of at most 32 MiB, so that a wide weight matrix is not copied whole.
   const std::int64_t n_r = round_up(n, ks.nr), slivers = n_r / ks.nr;
+  const std::int64_t block_floats = kGemmBlockK * n_r;
+  const std::int64_t group_blocks = std::max<std::int64_t>(
+      1, (std::int64_t{32} << 20) / static_cast<std::int64_t>(sizeof(float)) / block_floats);
   const std::int64_t blocks = (k + kGemmBlockK - 1) / kGemmBlockK;
-  AlignedFloats packed(blocks * kGemmBlockK * n_r);
-  const PackedB pb{packed.data, n_r};
-  parallel_for(blocks * slivers, threads, static_cast<double>(k) * static_cast<double>(n_r),
-               [&](std::int64_t begin, std::int64_t end) {
-                 for (std::int64_t i = begin; i < end; ++i) {
-                   const std::int64_t pc = i / slivers * kGemmBlockK, col = i % slivers * ks.nr;
-                   const std::int64_t kc = std::min(kGemmBlockK, k - pc);
-                   pack_b(b, pc, kc, col, std::min<std::int64_t>(ks.nr, n - col), ks.nr,
-                          packed.data + pc * n_r + col / ks.nr * kc * ks.nr);
-                 }
-               });
+  AlignedFloats packed(std::min(blocks, group_blocks) * block_floats);
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  parallel_for(m, threads, work, [&](std::int64_t begin, std::int64_t end) {
-    gemm_rows(ks, a, pb, n, c, ldc, begin, end);
-  });
+  for (std::int64_t g = 0; g < blocks; g += group_blocks) {
+    const PackedB pb{packed.data, n_r, g * kGemmBlockK,
+                     std::min(k, (g + group_blocks) * kGemmBlockK)};
+    const std::int64_t group = (pb.k_end - pb.k_begin + kGemmBlockK - 1) / kGemmBlockK;
+    parallel_for(group * slivers, threads,
+                 static_cast<double>(pb.k_end - pb.k_begin) * static_cast<double>(n_r),
+                 [&](std::int64_t begin, std::int64_t end) {
+                   for (std::int64_t i = begin; i < end; ++i) {
+                     const std::int64_t pc = pb.k_begin + i / slivers * kGemmBlockK;
+                     const std::int64_t col = i % slivers * ks.nr;
+                     const std::int64_t kc = std::min(kGemmBlockK, k - pc);
+                     pack_b(b, pc, kc, col, std::min<std::int64_t>(ks.nr, n - col), ks.nr,
+                            packed.data + (pc - pb.k_begin) * n_r + col / ks.nr * kc * ks.nr);
+                   }
+                 });
+    parallel_for(m, threads, work, [&](std::int64_t begin, std::int64_t end) {
+      gemm_rows(ks, a, pb, n, c, ldc, begin, end);
+    });
+  }
 }
 
 }  // namespace attn
