@@ -14,7 +14,6 @@
 
 #include "attn/error.hpp"
 #include "attn/export.hpp"
-#include "attn/gemm.hpp"
 #include "attn/io.hpp"
 #include "attn/render_explain.hpp"
 #include "attn/render_heatmap.hpp"
@@ -431,52 +430,6 @@ TraceConfig make_config(Options& o) {
 
 namespace {
 
-// " h2 s1": a step's head and sentence, 1-based.
-std::string step_where(const Step& s) {
-  std::string w;
-  if (s.head) w += fmt::format(" h{}", *s.head + 1);
-  if (s.batch) w += fmt::format(" s{}", *s.batch + 1);
-  return w;
-}
-
-// The line without its trailing spaces, and a newline.
-std::string trimmed(std::string line) {
-  line.erase(line.find_last_not_of(' ') + 1);
-  return line + "\n";
-}
-
-// --timings: each step's wall time and, for the products, their rate.
-std::string timings_report(const Trace& trace, double total_seconds, double output_seconds) {
-  const TraceConfig& c = trace.config;
-  std::string out = fmt::format(
-      "attn-trace: timings: {} thread{}, matmul {}, blocked kernel code {}\n{:<28} {:>14} {:>10} "
-      "{:>9}\n",
-      c.threads, c.threads == 1 ? "" : "s", matmul_name(c.matmul), gemm_isa_name(), "step", "shape",
-      "ms", "GFLOP/s");
-  double steps = 0.0, product_seconds = 0.0, multiply_adds = 0.0;
-  for (const Step& s : trace.steps) {
-    std::string rate;
-    if (s.multiply_adds > 0.0 && s.seconds > 0.0) {
-      rate = fmt::format("{:.1f}", 2.0 * s.multiply_adds / s.seconds / 1e9);
-      product_seconds += s.seconds, multiply_adds += s.multiply_adds;
-    }
-    const std::string shape =
-        s.shape.size() >= 2 ? fmt::format("[{}, {}]", s.shape[s.shape.size() - 2], s.shape.back())
-                            : fmt::format("[{}]", s.shape.empty() ? 0 : s.shape.back());
-    out += trimmed(fmt::format("{:<28} {:>14} {:>10.3f} {:>9}", s.id + step_where(s), shape,
-                               1e3 * s.seconds, rate));
-    steps += s.seconds;
-  }
-  out += trimmed(fmt::format(
-      "{:<28} {:>14} {:>10.3f} {:>9}", "matrix products", "", 1e3 * product_seconds,
-      product_seconds > 0.0 ? fmt::format("{:.1f}", 2.0 * multiply_adds / product_seconds / 1e9)
-                            : std::string()));
-  out += fmt::format("{:<28} {:>14} {:>10.3f}\n", "all steps", "", 1e3 * steps);
-  out += fmt::format("{:<28} {:>14} {:>10.3f}\n", "output", "", 1e3 * output_seconds);
-  out += fmt::format("{:<28} {:>14} {:>10.3f}\n", "total", "", 1e3 * total_seconds);
-  return out;
-}
-
 // The progress line: after a second, what is being computed, at most ten times a second.
 class Progress {
  public:
@@ -587,7 +540,7 @@ Outcome run(Options& o) {
   }
   if (o.timings) {
     const auto end = std::chrono::steady_clock::now();
-    outcome.err += timings_report(trace, std::chrono::duration<double>(end - start).count(),
+    outcome.err += render_timings(trace, std::chrono::duration<double>(end - start).count(),
                                   std::chrono::duration<double>(end - computed).count());
   }
   return outcome;

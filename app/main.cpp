@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "attn/error.hpp"
+#include "attn/matrix.hpp"
 #include "cli.hpp"
 
 namespace {
@@ -58,13 +59,7 @@ void prepare_heap(double bytes) {
   const auto size = static_cast<std::size_t>(bytes);
   void* p = std::malloc(size);
   if (p == nullptr) return;
-#if defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  const auto begin = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1);
-  const std::uintptr_t last = (begin + size) & ~(kHuge - 1);
-  if (last > first) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-#endif
+  attn::advise_huge_pages(p, size);
 #if defined(MADV_POPULATE_WRITE)
   const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
   const std::uintptr_t from = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);

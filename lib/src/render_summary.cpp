@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "attn/attention.hpp"
+#include "attn/gemm.hpp"
 #include "attn/parallel.hpp"
 #include "attn/simd.hpp"
 #include "render_common.hpp"
@@ -198,6 +199,51 @@ std::string summary_attention(const Step& s, std::int64_t queries, int threads) 
     out += fmt::format("  query {} {} attends most to {}\n", i + 1,
                        python_str_repr(s.row_labels.at(static_cast<std::size_t>(i))),
                        join(best, ", "));
+  }
+  return out;
+}
+
+namespace {
+
+// The line without its trailing spaces, and a newline.
+std::string trimmed(std::string line) {
+  line.erase(line.find_last_not_of(' ') + 1);
+  return line + "\n";
+}
+
+std::string gflops(double multiply_adds, double seconds) {
+  return fmt::format("{:.1f}", 2.0 * multiply_adds / seconds / 1e9);
+}
+
+}  // namespace
+
+std::string render_timings(const Trace& trace, double total_seconds, double output_seconds) {
+  const TraceConfig& c = trace.config;
+  std::string out = fmt::format(
+      "attn-trace: timings: {} thread{}, matmul {}, blocked kernel code {}\n{:<28} {:>14} {:>10} "
+      "{}\n",
+      c.threads, c.threads == 1 ? "" : "s", matmul_name(c.matmul), gemm_isa_name(), "step", "shape",
+      "ms", "GFLOP/s");
+  double steps = 0.0, product_seconds = 0.0, multiply_adds = 0.0;
+  for (const Step& s : trace.steps) {
+    std::string rate;
+    if (s.multiply_adds > 0.0 && s.seconds > 0.0) {
+      rate = gflops(s.multiply_adds, s.seconds);
+      product_seconds += s.seconds, multiply_adds += s.multiply_adds;
+    }
+    const std::string shape =
+        s.shape.size() >= 2 ? fmt::format("[{}, {}]", s.shape[s.shape.size() - 2], s.shape.back())
+                            : fmt::format("[{}]", s.shape.empty() ? 0 : s.shape.back());
+    out += trimmed(fmt::format("{:<28} {:>14} {:>10.3f} {:>9}", s.id + where(s), shape,
+                               1e3 * s.seconds, rate));
+    steps += s.seconds;
+  }
+  out += trimmed(
+      fmt::format("{:<28} {:>14} {:>10.3f} {:>9}", "matrix products", "", 1e3 * product_seconds,
+                  product_seconds > 0.0 ? gflops(multiply_adds, product_seconds) : std::string()));
+  for (const auto& [label, seconds] :
+       {std::pair{"all steps", steps}, {"output", output_seconds}, {"total", total_seconds}}) {
+    out += fmt::format("{:<28} {:>14} {:>10.3f}\n", label, "", 1e3 * seconds);
   }
   return out;
 }

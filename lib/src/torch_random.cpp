@@ -60,14 +60,22 @@ void TorchGenerator::twist() {
   state_[623] = state_[396] ^ twist_word(state_[623], state_[0]);
 }
 
-std::uint32_t TorchGenerator::random() {
-  if (--left_ == 0) twist();
-  std::uint32_t y = state_[next_++];
+namespace {
+
+// MT19937's tempering of a state word into a draw.
+std::uint32_t temper(std::uint32_t y) {
   y ^= y >> 11;
   y ^= (y << 7) & 0x9D2C5680u;
   y ^= (y << 15) & 0xEFC60000u;
   y ^= y >> 18;
   return y;
+}
+
+}  // namespace
+
+std::uint32_t TorchGenerator::random() {
+  if (--left_ == 0) twist();
+  return temper(state_[next_++]);
 }
 
 std::uint64_t TorchGenerator::random64() {
@@ -108,13 +116,8 @@ void TorchGenerator::fill_uniform01(std::span<float> out) {
     }
     const std::size_t k = std::min(ready, out.size() - i);
     const std::uint32_t* words = state_.data() + next_;
-    for (std::size_t j = 0; j < k; ++j) {  // random()'s tempering, a loop the compiler vectorises
-      std::uint32_t y = words[j];
-      y ^= y >> 11;
-      y ^= (y << 7) & 0x9D2C5680u;
-      y ^= (y << 15) & 0xEFC60000u;
-      y ^= y >> 18;
-      out[i + j] = static_cast<float>(y & 0x00FFFFFFu) * 0x1.0p-24f;
+    for (std::size_t j = 0; j < k; ++j) {  // a loop the compiler vectorises
+      out[i + j] = static_cast<float>(temper(words[j]) & 0x00FFFFFFu) * 0x1.0p-24f;
     }
     next_ += static_cast<std::uint32_t>(k);
     left_ -= static_cast<std::uint32_t>(k);

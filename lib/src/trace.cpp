@@ -55,6 +55,16 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
 }
 
 // Records steps, adding the batch and head dimensions to their shapes where they apply.
+// The note of a step that is a matrix product, (m, k) @ (k, n): empty for the reference order;
+// for the blocked kernel, what it changes.
+std::string product_note(MatmulKernel kernel, Eigen::Index m, Eigen::Index n, Eigen::Index k) {
+  if (matmul_kernel_for(kernel, m, n, k) != MatmulKernel::kBlocked) return {};
+  return fmt::format(
+      "computed by the blocked kernel ({} x {} by {} x {}{}): float32 sums in another order "
+      "than PyTorch's, so the last digits can differ (--matmul reference gives its order)",
+      m, k, k, n, kernel == MatmulKernel::kAuto ? ", a large product" : "");
+}
+
 class Recorder {
  public:
   Recorder(Trace& trace, std::int64_t batch_size)
@@ -102,47 +112,44 @@ class Recorder {
     return trace_.steps.back().values;
   }
 
-  // The last step is the product (m, k) @ (k, n).
+  // The last step is the product (m, k) @ (k, n): its size, for --timings, and its note when
+  // the blocked kernel computed it.
   void mark_product(Eigen::Index m, Eigen::Index n, Eigen::Index k) {
-    trace_.steps.back().multiply_adds =
-        static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+    Step& s = trace_.steps.back();
+    s.multiply_adds = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+    s.note = product_note(trace_.config.matmul, m, n, k);
   }
 
   // Hands every step recorded since the last flush to config.on_step, in order; with
   // config.release_scores, then frees the values of those whose columns are keys (the (T, T)
   // steps). Call it only where no later step reads those.
-  void flush() {
-    const TraceConfig& c = trace_.config;
-    for (; flushed_ < trace_.steps.size(); ++flushed_) {
-      Step& s = trace_.steps[flushed_];
-      if (c.on_step) c.on_step(s);
-      if (c.release_scores && s.columns_are_keys) s.values = Matrix();
-    }
-    last_ = std::chrono::steady_clock::now();  // the callbacks' time is no step's
-  }
+  void flush() { hand_on(false); }
 
   // flush(), with config.release_scores, except that the last step's values (a (T, T) step) are
   // handed back instead of freed: the next step can be computed in their memory.
-  Matrix flush_take() {
-    Step& last = trace_.steps.back();
-    const TraceConfig& c = trace_.config;
-    for (; flushed_ + 1 < trace_.steps.size(); ++flushed_) {
-      Step& s = trace_.steps[flushed_];
-      if (c.on_step) c.on_step(s);
-      if (s.columns_are_keys) s.values = Matrix();
-    }
-    if (c.on_step) c.on_step(last);
-    ++flushed_;
-    Matrix values = std::move(last.values);
-    last.values = Matrix();
-    last_ = std::chrono::steady_clock::now();
-    return values;
-  }
+  Matrix flush_take() { return hand_on(true); }
 
  private:
   Trace& trace_;
   std::int64_t batch_size_;
   bool split_heads_;
+  Matrix hand_on(bool take_last) {
+    const TraceConfig& c = trace_.config;
+    Matrix taken;
+    for (; flushed_ < trace_.steps.size(); ++flushed_) {
+      Step& s = trace_.steps[flushed_];
+      if (c.on_step) c.on_step(s);
+      if (take_last && flushed_ + 1 == trace_.steps.size()) {
+        taken = std::move(s.values);
+        s.values = Matrix();
+      } else if (c.release_scores && s.columns_are_keys) {
+        s.values = Matrix();
+      }
+    }
+    last_ = std::chrono::steady_clock::now();  // the callbacks' time is no step's
+    return taken;
+  }
+
   std::size_t flushed_ = 0;
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
@@ -169,16 +176,6 @@ const Matrix& require_finite(const Matrix& m, const char* what) {
     }
   }
   return m;
-}
-
-// The note of a step that is a matrix product, (m, k) @ (k, n): empty for the reference order;
-// for the blocked kernel, what it changes.
-std::string product_note(MatmulKernel kernel, Eigen::Index m, Eigen::Index n, Eigen::Index k) {
-  if (matmul_kernel_for(kernel, m, n, k) != MatmulKernel::kBlocked) return {};
-  return fmt::format(
-      "computed by the blocked kernel ({} x {} by {} x {}{}): float32 sums in another order "
-      "than PyTorch's, so the last digits can differ (--matmul reference gives its order)",
-      m, k, k, n, kernel == MatmulKernel::kAuto ? ", a large product" : "");
 }
 
 // The weights of one head: W_q, W_k, W_v as drawn.
@@ -459,12 +456,11 @@ Trace run_trace(const TraceConfig& config) {
       const std::string q_name = "Q" + sub, k_name = "K" + sub, v_name = "V" + sub;
       const std::string dk = split ? "d_head" : "d_k";
       // The steps live in a deque, so these references stay valid as later steps are added.
-      const Matrix& omega =
-          require_finite(rec.add("omega", "unnormalized attention scores",
-                                 fmt::format("ω = {} {}ᵀ", q_name, k_name), {"T", t_k},
-                                 omega_scores(q, k, c.threads, c.matmul), item, head, qs.words,
-                                 ks.words, product_note(c.matmul, q.rows(), k.rows(), q.cols())),
-                         "the scores ω");
+      const Matrix& omega = require_finite(
+          rec.add("omega", "unnormalized attention scores",
+                  fmt::format("ω = {} {}ᵀ", q_name, k_name), {"T", t_k},
+                  omega_scores(q, k, c.threads, c.matmul), item, head, qs.words, ks.words),
+          "the scores ω");
       rec.mark_product(q.rows(), k.rows(), q.cols());
       const Matrix* scores = &omega;
       if (masked) {
@@ -566,8 +562,7 @@ Trace run_trace(const TraceConfig& config) {
       const Matrix& z =
           rec.add("context_vectors", "context vectors, one row per token",
                   fmt::format("Z{} = A {}", sub, v_name), {"T", split ? "d_head" : "d_v"},
-                  context_vectors(a, v, c.threads, c.matmul), item, head, qs.words, {},
-                  product_note(c.matmul, a.rows(), v.cols(), a.cols()));
+                  context_vectors(a, v, c.threads, c.matmul), item, head, qs.words);
       rec.mark_product(a.rows(), v.cols(), a.cols());
       return z;
     };
@@ -579,31 +574,24 @@ Trace run_trace(const TraceConfig& config) {
     auto project_qkv = [&](const HeadWeights& w, std::optional<int> head) {
       const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";
       Qkv p;
-      auto note = [&](const Matrix& in, const Matrix& w_) {
-        const Eigen::Index d_out = c.init == WeightInit::kRand ? w_.cols() : w_.rows();
-        return product_note(c.matmul, in.rows(), d_out, in.cols());
+      // One projection step: in W (or in Wᵀ for the (d_out, d_in) layouts).
+      auto project_step = [&](const char* id, const char* title, const char* out, const Matrix& in,
+                              const std::string& in_name, const Matrix& w_, const char* w_name,
+                              std::vector<std::string> dims, const std::vector<std::string>& words,
+                              const char* what) {
+        const Matrix& m = require_finite(
+            rec.add(id, title, projection_equation(c.init, out, in_name, w_name), std::move(dims),
+                    apply_weight(in, w_, c.init, c.threads, c.matmul), item, head, words),
+            what);
+        rec.mark_product(in.rows(), c.init == WeightInit::kRand ? w_.cols() : w_.rows(), in.cols());
+        return &m;
       };
-      p.q = &require_finite(rec.add("queries", "queries, one row per token",
-                                    projection_equation(c.init, "Q", "X", "W_q"), {"T", kq},
-                                    apply_weight(x, w.w_q, c.init, c.threads, c.matmul), item, head,
-                                    qs.words, {}, note(x, w.w_q)),
-                            "the queries Q");
-      rec.mark_product(x.rows(), c.init == WeightInit::kRand ? w.w_q.cols() : w.w_q.rows(),
-                       x.cols());
-      p.k = &require_finite(rec.add("keys", "keys, one row per token",
-                                    projection_equation(c.init, "K", x_kv_name, "W_k"), {t_k, kq},
-                                    apply_weight(x_kv, w.w_k, c.init, c.threads, c.matmul), item,
-                                    head, ks.words, {}, note(x_kv, w.w_k)),
-                            "the keys K");
-      rec.mark_product(x_kv.rows(), c.init == WeightInit::kRand ? w.w_k.cols() : w.w_k.rows(),
-                       x_kv.cols());
-      p.v = &require_finite(rec.add("values", "values, one row per token",
-                                    projection_equation(c.init, "V", x_kv_name, "W_v"), {t_k, dv},
-                                    apply_weight(x_kv, w.w_v, c.init, c.threads, c.matmul), item,
-                                    head, ks.words, {}, note(x_kv, w.w_v)),
-                            "the values V");
-      rec.mark_product(x_kv.rows(), c.init == WeightInit::kRand ? w.w_v.cols() : w.w_v.rows(),
-                       x_kv.cols());
+      p.q = project_step("queries", "queries, one row per token", "Q", x, "X", w.w_q, "W_q",
+                         {"T", kq}, qs.words, "the queries Q");
+      p.k = project_step("keys", "keys, one row per token", "K", x_kv, x_kv_name, w.w_k, "W_k",
+                         {t_k, kq}, ks.words, "the keys K");
+      p.v = project_step("values", "values, one row per token", "V", x_kv, x_kv_name, w.w_v, "W_v",
+                         {t_k, dv}, ks.words, "the values V");
       return p;
     };
     std::vector<Matrix> zs;
@@ -643,8 +631,7 @@ Trace run_trace(const TraceConfig& config) {
         }
         eq += " + b_o";
       }
-      rec.add("output", "the output projection", eq, {"T", "d_out"}, out, item, no_head, qs.words,
-              {}, product_note(c.matmul, z.rows(), w_o.rows(), z.cols()));
+      rec.add("output", "the output projection", eq, {"T", "d_out"}, out, item, no_head, qs.words);
       rec.mark_product(z.rows(), w_o.rows(), z.cols());
     }
   }

@@ -235,28 +235,34 @@ case_softmax_steps() {
 }
 case_describe() { expect_output describe --describe; }
 case_step_mode_does_not_pause_when_piped() { expect_output default --step; }
-case_step_mode_in_a_terminal() {
-  # A real terminal: tmux runs the tool, send-keys answers its prompts, capture-pane reads it.
+# A real terminal: tmux runs the command in a session of its own; tmux_wait_for reads the screen.
+tmux_start() {  # name, width, height, command
   command -v tmux >/dev/null || { echo "FAIL: tmux is not installed"; return 1; }
-  local session="attn-step-$$" screen="$work/screen" sock="$work/tmux.sock"
-  tmux -S "$sock" new-session -d -s "$session" -x 100 -y 50 \
-    "$binary --step 'a b' --d-kq 1 --d-v 1; echo EXIT=\$?; sleep 30"
-  wait_for() {  # pattern: until the screen shows it, at most 5 s
-    for _ in $(seq 50); do
-      tmux -S "$sock" capture-pane -p -t "$session" >"$screen"
-      grep -q "$1" "$screen" && return 0
-      sleep 0.1
-    done
-    echo "FAIL: the screen never showed '$1':"; cat "$screen"; return 1
-  }
+  tmux_session="attn-$1-$$" tmux_sock="$work/tmux.sock" screen="$work/screen"
+  tmux -S "$tmux_sock" new-session -d -s "$tmux_session" -x "$2" -y "$3" "$4"
+}
+tmux_wait_for() {  # pattern [tenths of a second, default 50]: until the screen shows it
+  for _ in $(seq "${2:-50}"); do
+    tmux -S "$tmux_sock" capture-pane -p -t "$tmux_session" >"$screen"
+    grep -q "$1" "$screen" && return 0
+    sleep 0.1
+  done
+  echo "FAIL: the screen never showed '$1':"; cat "$screen"; return 1
+}
+tmux_keys() { tmux -S "$tmux_sock" send-keys -t "$tmux_session" "$@"; }
+tmux_stop() { tmux -S "$tmux_sock" kill-server 2>/dev/null; }
+
+case_step_mode_in_a_terminal() {
+  # send-keys answers the prompts.
+  tmux_start step 100 50 "$binary --step 'a b' --d-kq 1 --d-v 1; echo EXIT=\$?; sleep 30" || return 1
   local ok=0
-  wait_for "step 1/11 \[embeddings\]" && wait_for "^-- Enter: next step, q: quit --" &&
+  tmux_wait_for "step 1/11 \[embeddings\]" && tmux_wait_for "^-- Enter: next step, q: quit --" &&
     ! grep -q "step 2/11" "$screen" &&
-    tmux -S "$sock" send-keys -t "$session" Enter && wait_for "step 2/11 \[w_query\]" &&
+    tmux_keys Enter && tmux_wait_for "step 2/11 \[w_query\]" &&
     ! grep -q "step 3/11" "$screen" &&
-    tmux -S "$sock" send-keys -t "$session" q Enter && wait_for "^EXIT=0" &&
+    tmux_keys q Enter && tmux_wait_for "^EXIT=0" &&
     ! grep -q "step 3/11" "$screen" && ok=1
-  tmux -S "$sock" kill-server 2>/dev/null
+  tmux_stop
   [ $ok = 1 ]
 }
 
@@ -352,24 +358,13 @@ case_progress_only_on_a_terminal() {
   [ $ok = 1 ]
 }
 case_progress_in_a_terminal() {
-  command -v tmux >/dev/null || { echo "FAIL: tmux is not installed"; return 1; }
   local args; args=$(long_run_args)
-  local session="attn-progress-$$" screen="$work/screen" sock="$work/tmux.sock"
-  tmux -S "$sock" new-session -d -s "$session" -x 120 -y 30 \
-    "$binary $args >$work/out; echo EXIT=\$?; sleep 60"
-  wait_for() {  # pattern, tenths of a second: until the screen shows it
-    for _ in $(seq "$2"); do
-      tmux -S "$sock" capture-pane -p -t "$session" >"$screen"
-      grep -q "$1" "$screen" && return 0
-      sleep 0.1
-    done
-    echo "FAIL: the screen never showed '$1':"; cat "$screen"; return 1
-  }
+  tmux_start progress 120 30 "$binary $args >$work/out; echo EXIT=\$?; sleep 60" || return 1
   local ok=0
-  wait_for "^attn-trace: head [0-9]*/24, [a-z_]* done ([0-9.]* s)" 600 &&
-    wait_for "^EXIT=0" 6000 && ! grep -q "done (" "$screen" && grep -q "context_concat" "$work/out" &&
-    ok=1
-  tmux -S "$sock" kill-server 2>/dev/null
+  tmux_wait_for "^attn-trace: head [0-9]*/24, [a-z_]* done ([0-9.]* s)" 600 &&
+    tmux_wait_for "^EXIT=0" 6000 && ! grep -q "done (" "$screen" &&
+    grep -q "context_concat" "$work/out" && ok=1
+  tmux_stop
   [ $ok = 1 ]
 }
 

@@ -26,6 +26,11 @@ std::string summary_step_line(const Step& step, int threads = 1);
 // empty for any other step.
 std::string summary_attention(const Step& step, std::int64_t queries = 5, int threads = 1);
 
+// --timings: each step's wall time (Step::seconds) and, for the matrix products, their GFLOP/s,
+// then the products' total, all steps, the output (`output_seconds`) and the whole run
+// (`total_seconds`). A report for stderr, headed "attn-trace: timings:".
+std::string render_timings(const Trace& trace, double total_seconds, double output_seconds);
+
 // XXH3-64 (seed 0) of the little-endian bytes of the float32 values, row-major: Python's
 // xxhash.xxh3_64_hexdigest(t.numpy().astype('<f4').tobytes()) of the same tensor.
 std::uint64_t xxh3_64(const Matrix& m);
