@@ -42,6 +42,8 @@ CLI::Validator integer_in(Int lo, Int hi, const std::string& range, const std::s
         if (ec != std::errc() || value < lo || value > hi) {
           return fmt::format("{} is out of range; allowed: {}", text, allowed);
         }
+        // Decimal, always: CLI11 would read 0123 as octal and refuse 09.
+        text = fmt::format("{}", value);
         return {};
       },
       range);
@@ -69,6 +71,18 @@ void add_tolerance_options(CLI::App& app, DiffOptions& t) {
   app.add_option("--rtol", t.rtol, "Relative tolerance")->check(tolerance())->capture_default_str();
 }
 
+// Options given twice are refused by check_repeats, after CLI11 has taken them all; a flag
+// takes no value (CLI11 would read --causal=3 as true).
+void take_last(CLI::App& app, const std::vector<const CLI::Option*>& repeatable) {
+  for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_positional()) continue;
+    if (std::find(repeatable.begin(), repeatable.end(), opt) == repeatable.end()) {
+      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    }
+    if (opt->get_expected_min() == 0) opt->disable_flag_override();
+  }
+}
+
 CLI::Validator dimension() {
   return integer_in<std::int64_t>(1, kMaxDimension, fmt::format("1..{}", kMaxDimension),
                                   " (wider is not sensible for a trace)");
@@ -77,29 +91,39 @@ CLI::Validator dimension() {
 }  // namespace
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("sentences", o.sentences,
-                 "The sentence to trace (default: the walkthrough's). Several sentences form a "
-                 "batch, padded to the longest; quote each one");
+  app.add_option("sentence", o.words,
+                 "The sentence to trace (default: the walkthrough's), quoted or not: the words "
+                 "of every argument form one sentence; - reads it from standard input");
+  CLI::Option* sentence_option =
+      app.add_option("-s,--sentence", o.sentences,
+                     "One sentence of a batch; give it once per sentence (the batch is padded "
+                     "to the longest)")
+          ->type_name("TEXT")
+          ->allow_extra_args(false);
+  app.add_option("--batch", o.batch,
+                 "A batch from a file, one sentence per line (blank lines skipped; - reads "
+                 "standard input)")
+      ->type_name("FILE");
   app.add_option("--seed", o.config.seed, "torch.manual_seed before the embedding and the weights")
-      ->check(integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(), "0..2^64-1"))
+      ->transform(integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(), "0..2^64-1"))
       ->capture_default_str();
   app.add_option("--vocab-size", o.config.vocab_size,
                  "Rows of nn.Embedding(vocab-size, d-in); at least the sentence's distinct words")
-      ->check(integer_in<std::int64_t>(1, kMaxVocabSize, fmt::format("1..{}", kMaxVocabSize)))
+      ->transform(integer_in<std::int64_t>(1, kMaxVocabSize, fmt::format("1..{}", kMaxVocabSize)))
       ->capture_default_str();
   app.add_option("--d-in", o.config.d_in, "Embedding width d_in")
-      ->check(dimension())
+      ->transform(dimension())
       ->capture_default_str();
   CLI::Option* d_kq = app.add_option("--d-kq", o.config.d_kq, "Width d_q = d_k of queries and keys")
-                          ->check(dimension())
+                          ->transform(dimension())
                           ->capture_default_str();
   CLI::Option* d_v =
       app.add_option("--d-v", o.config.d_v, "Width d_v of values and context vectors")
-          ->check(dimension())
+          ->transform(dimension())
           ->capture_default_str();
   app.add_option("--d-out", o.d_out,
                  "Sets d_kq and d_v to one width d_out, as the split multi-head form has it")
-      ->check(dimension())
+      ->transform(dimension())
       ->excludes(d_kq)
       ->excludes(d_v);
   app.add_flag("--causal", o.config.causal,
@@ -110,7 +134,7 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::IsMember({"nan", "zero"}))
       ->capture_default_str();
   app.add_option("--heads", o.config.heads, "Number of attention heads")
-      ->check(integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads)))
+      ->transform(integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads)))
       ->capture_default_str();
   app.add_option("--multihead", o.multihead,
                  "With --heads: wrapper (the walkthrough: one module per head, contexts "
@@ -128,13 +152,13 @@ void add_options(CLI::App& app, Options& o) {
       ->type_name("SENTENCE");
   app.add_option("--query", o.query,
                  "Print the path of the N-th token (1-based) instead of the whole trace")
-      ->check(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1..T"));
+      ->transform(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1..T"));
   app.add_option("--key", o.key,
                  "With --query: the key whose dot product is written out (default 5, the "
                  "walkthrough's query_2.dot(keys[4]), or T if T < 5)")
-      ->check(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1..T"));
+      ->transform(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1..T"));
   app.add_option("--precision", o.text.precision, "Decimals printed, as torch.set_printoptions")
-      ->check(integer_in<int>(0, 8, "0..8"))
+      ->transform(integer_in<int>(0, 8, "0..8"))
       ->capture_default_str();
   app.add_option("--torch-kernel", o.kernel,
                  "PyTorch CPU kernels to reproduce: avx2 (x86 default) or default (non-AVX2, ARM)")
@@ -175,7 +199,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--threads", o.threads,
                  "Threads for the large products and softmaxes (default: every core); the "
                  "output is the same for any number")
-      ->check(integer_in<int>(1, 256, "1..256"));
+      ->transform(integer_in<int>(1, 256, "1..256"));
   app.add_option("--matmul", o.matmul,
                  "Matrix products: reference (PyTorch's order and bits, slow on large shapes), "
                  "blocked (vectorised, much faster, within rounding of PyTorch) or auto "
@@ -247,20 +271,160 @@ void add_options(CLI::App& app, Options& o) {
       ->type_name("FILE");
 
   // An option given twice is an error (check_repeats), not a conversion failure inside CLI11.
-  for (CLI::Option* opt : app.get_options()) {
-    if (!opt->get_positional() && opt != steps) {
-      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    }
-  }
+  take_last(app, {steps, sentence_option});
 }
 
 void check_repeats(const CLI::App& app) {
   // Subcommand options are checked on their own App.
   for (const CLI::Option* opt : app.get_options()) {
-    // --steps takes a list, and may be given more than once.
-    if (!opt->get_positional() && opt->get_name() != "--steps" && opt->count() > 1) {
+    // --steps takes a list, and -s/--sentence a batch: both may be given more than once.
+    if (!opt->get_positional() && opt->get_name() != "--steps" &&
+        opt->get_name() != "--sentence" && opt->count() > 1) {
       throw Error(fmt::format("{}: given {} times, once is allowed (see attn-trace --help)",
                               opt->get_name(), opt->count()));
+    }
+  }
+}
+
+namespace {
+
+// The Levenshtein distance between two option names.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "--casual" -> " (did you mean --causal?)", when an option of `app` is close enough.
+std::string closest_option(const CLI::App& app, std::string_view name) {
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(2, name.size() / 3) + 1;
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const std::string& long_name : opt->get_lnames()) {
+      const std::string candidate = "--" + long_name;
+      std::size_t d = edit_distance(name, candidate);
+      // A prefix of an option is a likely typo too: --head for --heads.
+      if (candidate.rfind(name, 0) == 0 && name.size() >= 4) d = std::min<std::size_t>(d, 1);
+      if (d < best_distance) best_distance = d, best = candidate;
+    }
+  }
+  return best.empty() ? "" : fmt::format(": did you mean {}?", best);
+}
+
+// What the user gave, checked in their terms before CLI11 reads it: an unknown option (with the
+// closest spelling), and an argument that begins with '-' but is no option (a sentence such as
+// "-hello world", which CLI11 would read as -h).
+void check_arguments(const CLI::App& app, const CLI::App& diff, int argc,
+                     const char* const* argv) {
+  const CLI::App* current = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") return;
+    if (arg == "-" || arg.empty() || arg[0] != '-') {
+      if (current == &app && arg == diff.get_name()) current = &diff;
+      continue;
+    }
+    const bool long_form = arg.size() > 2 && arg[1] == '-';
+    const std::string name(long_form ? arg.substr(0, arg.find('=')) : arg.substr(0, 2));
+    const CLI::Option* opt = nullptr;
+    for (const CLI::Option* o : current->get_options()) {
+      if (!o->get_positional() && o->check_name(name)) opt = o;
+    }
+    if (opt == nullptr && current == &diff) {
+      // The main options do not go with diff.
+      for (const CLI::Option* o : app.get_options()) {
+        if (!o->get_positional() && o->check_name(name)) {
+          throw Error(fmt::format("{} does not go with diff: diff compares two JSON traces and "
+                                  "takes --atol and --rtol",
+                                  name));
+        }
+      }
+    }
+    if (opt == nullptr && long_form) {
+      throw Error(fmt::format("unknown option {}{} (see attn-trace --help)", name,
+                              closest_option(*current, name)));
+    }
+    if (opt == nullptr || (!long_form && arg.size() > 2 && opt->get_expected_min() == 0)) {
+      throw Error(fmt::format("'{}' is not an option: to trace a sentence that begins with '-', "
+                              "put -- before it: attn-trace -- '{}'",
+                              arg, arg));
+    }
+    // An option's value is the next argument, unless given as --name=value or -sVALUE.
+    const bool value_attached = long_form ? arg.find('=') != std::string_view::npos : arg.size() > 2;
+    if (opt->get_expected_min() > 0 && !value_attached) ++i;
+  }
+}
+
+// CLI11's messages in the user's terms.
+[[noreturn]] void reword(const CLI::ParseError& e, const CLI::App& diff) {
+  const std::string what = e.what();
+  if (diff.parsed() && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+    throw Error("diff needs two JSON traces: attn-trace diff A.json B.json");
+  }
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    const std::string extra = what.substr(what.find(':') + 2);
+    if (diff.parsed()) {
+      throw Error(fmt::format("diff compares two JSON traces: '{}' is one argument too many",
+                              extra));
+    }
+    throw Error(fmt::format("'{}' was not expected (see attn-trace --help)", extra));
+  }
+  if (const std::size_t at = what.find(" excludes "); at != std::string::npos) {
+    throw Error(fmt::format("{} and {} do not go together (see attn-trace --help)",
+                            what.substr(0, at), what.substr(at + 10)));
+  }
+  if (const std::size_t at = what.find(" was given a disallowed flag override");
+      at != std::string::npos) {
+    throw Error(fmt::format("--{} is a flag and takes no value: give --{} alone",
+                            what.substr(0, at), what.substr(0, at)));
+  }
+  throw Error(what + " (see attn-trace --help)");
+}
+
+}  // namespace
+
+void parse(CLI::App& app, Options& options, DiffCommand& diff_command, int argc,
+           const char* const* argv) {
+  CLI::App* diff = app.get_subcommand("diff");
+  check_arguments(app, *diff, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    throw;
+  } catch (const CLI::CallForVersion&) {
+    throw;
+  } catch (const CLI::ParseError& e) {
+    reword(e, *diff);
+  }
+  check_repeats(app);
+  check_repeats(*diff);
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->count() > 0) options.given.push_back(opt->get_name());
+  }
+  if (diff->parsed()) {
+    // --atol and --rtol before diff count as after it; no other option goes with diff.
+    for (const std::string& name : options.given) {
+      if (name == "--atol" || name == "--rtol") {
+        if (diff->get_option(name)->count() > 0) {
+          throw Error(fmt::format("{}: given 2 times, once is allowed (see attn-trace --help)",
+                                  name));
+        }
+        (name == "--atol" ? diff_command.tolerance.atol : diff_command.tolerance.rtol) =
+            name == "--atol" ? options.tolerance.atol : options.tolerance.rtol;
+      } else {
+        throw Error(fmt::format("{} does not go with diff: diff compares two JSON traces and "
+                                "takes --atol and --rtol",
+                                name == "sentence" ? "a sentence" : name));
+      }
     }
   }
 }
@@ -339,7 +503,10 @@ std::uint64_t parse_size(const std::string& text) {
   } else if (ptr != end) {
     shift = -1;
   }
-  if (ec != std::errc() || shift < 0 || value == 0 || (value >> (63 - shift)) != 0) {
+  if (ptr != text.data() && (ec == std::errc::result_out_of_range || (shift > 0 && (value >> (63 - shift)) != 0))) {
+    throw Error(fmt::format("--max-memory '{}' is too large: a size is at most 2^63 - 1 bytes", text));
+  }
+  if (ec != std::errc() || shift < 0 || value == 0 || (value >> 63) != 0) {
     throw Error(
         fmt::format("--max-memory '{}' is not a size: give a number of bytes, or with K, "
                     "M, G or T, like 4G",
@@ -376,17 +543,94 @@ ColorMode color_mode(const Options& o) {
 
 }  // namespace
 
-TraceConfig make_config(Options& o) {
-  // A sentence too long for a command line: "-" reads standard input, --file a file.
-  if (o.file) {
-    if (!o.sentences.empty()) {
-      throw Error("--file gives the sentence: give no sentence argument with it");
+namespace {
+
+bool given_option(const Options& o, std::string_view name) {
+  return std::find(o.given.begin(), o.given.end(), name) != o.given.end();
+}
+
+// The sentences, from one of: the arguments (one sentence, quoted or not; "-" reads standard
+// input), -s/--sentence (one batch item each), --batch (a file, a sentence a line) or --file.
+std::vector<std::string> read_sentences(const Options& o) {
+  std::vector<std::string> sources;
+  if (!o.words.empty()) sources.emplace_back("a sentence argument");
+  if (!o.sentences.empty()) sources.emplace_back("-s/--sentence");
+  if (o.batch) sources.emplace_back("--batch");
+  if (o.file) sources.emplace_back("--file");
+  if (sources.size() > 1) {
+    throw Error(fmt::format("{} and {} both give the sentence: give it one way", sources[0],
+                            sources[1]));
+  }
+  if (o.file) return {without_final_newlines(read_file(*o.file))};
+  if (o.batch) {
+    const std::string text = *o.batch == "-" ? read_stdin() : read_file(*o.batch);
+    const std::string source = *o.batch == "-" ? "standard input" : *o.batch;
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    if (text.rfind("\xef\xbb\xbf", 0) == 0) start = 3;  // a UTF-8 byte-order mark
+    while (start < text.size()) {
+      std::size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      std::string line = text.substr(start, end - start);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t\v\f") != std::string::npos) lines.push_back(line);
+      start = end + 1;
     }
-    o.sentences.push_back(without_final_newlines(read_file(*o.file)));
+    if (lines.empty()) {
+      throw Error(fmt::format("{} has no sentences: give one sentence per line", source));
+    }
+    return lines;
   }
-  for (std::string& sentence : o.sentences) {
-    if (sentence == "-") sentence = without_final_newlines(read_stdin());
+  if (!o.sentences.empty()) return o.sentences;
+  if (o.words.size() == 1 && o.words[0] == "-") return {without_final_newlines(read_stdin())};
+  if (o.words.empty()) return {};
+  return {fmt::format("{}", fmt::join(o.words, " "))};
+}
+
+// What this run shows: the text trace, or another view that the option names.
+std::string view_of(const Options& o) {
+  if (o.explain) return "--explain";
+  if (o.query) return "--query";
+  if (o.export_dir) return "--export";
+  return "--format " + o.format;
+}
+
+// Refuses an option that this run's view would ignore: nothing given is silently dropped.
+void check_view_options(const Options& o) {
+  const std::string view = view_of(o);
+  const bool text = view == "--format text";
+  auto refuse = [&view](std::string_view option, std::string_view what) {
+    throw Error(fmt::format("{} {}: it does not go with {}", option, what, view));
+  };
+  if (o.export_dir && given_option(o, "--format")) {
+    throw Error("--export writes .npy files and prints their names: give no --format with it");
   }
+  if (o.text.describe && !text) refuse("--describe", "adds notes to the text trace");
+  if (o.step && !text) refuse("--step", "pauses the text trace after each step");
+  if (given_option(o, "--precision") &&
+      !(text || view == "--format markdown" || view == "--format heatmap" || o.query ||
+        o.explain)) {
+    refuse("--precision", "sets the decimals that text, markdown and heatmaps print");
+  }
+  if (given_option(o, "--color") && view != "--format heatmap") {
+    refuse("--color", "colours heatmaps");
+  }
+  if ((o.query || o.explain) && o.config.softmax_steps) {
+    refuse("--softmax-steps", "adds the softmax's steps to a trace");
+  }
+  if (o.explain && !o.steps.empty()) refuse("--steps", "chooses the steps of a trace");
+  for (const char* name : {"--atol", "--rtol"}) {
+    if (given_option(o, name) && !o.expect) {
+      throw Error(fmt::format("{} goes with --expect (or with diff, after it)", name));
+    }
+  }
+}
+
+}  // namespace
+
+TraceConfig make_config(Options& o) {
+  check_view_options(o);
+  o.sentences = read_sentences(o);
   o.config.x = given(o.x);
   o.config.embedding = given(o.embedding);
   o.config.w_query = given(o.w_query);
@@ -570,6 +814,7 @@ void add_diff_options(CLI::App& diff, DiffCommand& command) {
       ->type_name("FILE")
       ->required();
   add_tolerance_options(diff, command.tolerance);
+  take_last(diff, {});
 }
 
 Outcome run_diff(const DiffCommand& command) {

@@ -28,7 +28,9 @@ struct Outcome {
 };
 
 struct Options {
-  std::vector<std::string> sentences;  // the positional arguments: one sentence each
+  std::vector<std::string> words;      // the positional arguments: one sentence, quoted or not
+  std::vector<std::string> sentences;  // -s/--sentence: one batch item each
+  std::optional<std::string> batch;    // --batch FILE: one sentence per line ("-": stdin)
   std::optional<std::int64_t> d_out;   // sets d_kq and d_v
   std::optional<std::string> cross;    // the key and value sentence
   TraceConfig config;
@@ -58,6 +60,7 @@ struct Options {
   bool force = false;
   std::optional<std::string> expect;  // a JSON trace to compare the run with
   DiffOptions tolerance;
+  std::vector<std::string> given;  // the long names of the options given (set by parse)
   // Bring your own numbers: matrix files.
   std::optional<std::string> x, embedding, w_query, w_key, w_value, w_out, b_out;
 };
@@ -67,6 +70,14 @@ struct DiffCommand {
   std::string a, b;
   DiffOptions tolerance;
 };
+
+// Parses the command line into `app` (made by add_commands): every argument checked, in the
+// user's terms, before CLI11 sees it (an option's closest spelling suggested, a sentence that
+// begins with '-' sent behind `--`), CLI11's own errors reworded, no option given twice, the
+// options before `diff` applied to it or refused, and `options.given` set. Throws attn::Error
+// for a usage error, and lets CLI::CallForHelp and CLI::CallForVersion through.
+void parse(CLI::App& app, Options& options, DiffCommand& diff_command, int argc,
+           const char* const* argv);
 
 // Adds every option of the tool to `app`, writing into `options`.
 void add_options(CLI::App& app, Options& options);

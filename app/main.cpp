@@ -82,30 +82,31 @@ int main(int argc, char** argv) {
   attn::cli::Options options;
   options.config.on_memory_estimate = prepare_heap;
   attn::cli::DiffCommand diff_command;
-  CLI::App* diff = attn::cli::add_commands(app, options, diff_command);
+  const CLI::App* diff = attn::cli::add_commands(app, options, diff_command);
 
   try {
-    app.parse(argc, argv);
+    attn::cli::parse(app, options, diff_command, argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    return fail(std::string(e.what()) + " (see attn-trace --help)");
+  } catch (const attn::Error& e) {
+    return fail(e.what());
   }
 
   // What the terminal can do, read here: the library never reads the environment.
   options.interactive = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
   options.stderr_terminal = isatty(STDERR_FILENO);
-  options.color_terminal = isatty(STDOUT_FILENO) && !set("NO_COLOR");
+  // A dumb terminal draws no escape sequences, whatever COLORTERM says.
+  const char* term = std::getenv("TERM");
+  const bool dumb = term != nullptr && std::string_view(term) == "dumb";
+  options.color_terminal = isatty(STDOUT_FILENO) && !set("NO_COLOR") && !dumb;
   const char* colorterm = std::getenv("COLORTERM");
   options.truecolor = colorterm != nullptr && (std::string_view(colorterm) == "truecolor" ||
                                                std::string_view(colorterm) == "24bit");
 
   attn::cli::Outcome outcome;
   try {
-    attn::cli::check_repeats(app);
-    attn::cli::check_repeats(*diff);
     outcome = diff->parsed() ? attn::cli::run_diff(diff_command) : attn::cli::run(options);
   } catch (const attn::Error& e) {
     return fail(e.what());

@@ -116,10 +116,11 @@ case_init_rand_transposed_earlier_walkthrough() {
     --d-kq 24 --d-v 28 --query 2
 }
 case_batch_padded() {
-  expect_output batch_padded "Life is short, eat dessert first" "eat dessert" "short life is sweet"
+  expect_output batch_padded -s "Life is short, eat dessert first" -s "eat dessert" \
+    -s "short life is sweet"
 }
 case_batch_padded_zero_rule_query_2() {
-  expect_output batch_padded_zero_query_2 "Life is short, eat dessert first" "eat dessert" \
+  expect_output batch_padded_zero_query_2 -s "Life is short, eat dessert first" -s "eat dessert" \
     --masked-rows zero --query 2
 }
 case_version() { expect_output version --version; }
@@ -130,7 +131,7 @@ case_json_walkthrough_default_kernel() {
   expect_output_file data/traces/walkthrough_default_kernel.json --format json --torch-kernel default
 }
 case_json_batch_heads_causal_steps() {
-  expect_output json_batch_heads_causal --format json --steps mask,attention_weights "a b" "c" \
+  expect_output json_batch_heads_causal --format json --steps mask,attention_weights -s "a b" -s "c" \
     --heads 2 --causal
 }
 case_csv_omega() { expect_output csv_omega --format csv --steps omega; }
@@ -229,7 +230,7 @@ case_heatmap_cjk_aligned() {
 }
 case_explain_2_5() { expect_output explain_2_5 --explain 2,5; }
 case_explain_masked_cell() { expect_output explain_causal_2_5 --explain 2,5 --causal; }
-case_explain_heads_batch() { expect_output explain_heads_batch --explain 1,2 --heads 2 "a b" "c" --masked-rows zero; }
+case_explain_heads_batch() { expect_output explain_heads_batch --explain 1,2 --heads 2 -s "a b" -s "c" --masked-rows zero; }
 case_softmax_steps() {
   expect_output softmax_steps --softmax-steps --steps scaled_scores,row_max,exponentials,row_sums,attention_weights,weight_sums
 }
@@ -280,7 +281,7 @@ case_memory_limit_raised() {
 }
 
 case_summary() { expect_output summary --format summary; }
-case_summary_batch_heads() { expect_output summary_batch_heads --format summary "a b c" "d" --heads 2 --causal; }
+case_summary_batch_heads() { expect_output summary_batch_heads --format summary -s "a b c" -s "d" --heads 2 --causal; }
 
 case_threads_do_not_change_the_output() {
   local words; words=$(for i in $(seq 400); do printf 'w%d ' $((i % 300)); done)
@@ -436,7 +437,7 @@ case_error_key_past_end() {
 }
 case_error_key_without_query() { expect_error "--key 3 needs --query" --key 3; }
 case_error_unknown_option() {
-  expect_error "The following argument was not expected: --head (see attn-trace --help)" --head 2
+  expect_error "unknown option --head: did you mean --heads? (see attn-trace --help)" --head 2
 }
 case_error_unknown_kernel() {
   expect_error "--torch-kernel: neon not in {avx2,default} (see attn-trace --help)" --torch-kernel neon
@@ -451,7 +452,7 @@ case_error_split_heads_do_not_divide() {
   expect_error "d_out 4 does not split into 3 heads: it must be a multiple of 3" --heads 3 --multihead split --d-out 4
 }
 case_error_d_out_conflicts_with_d_kq() {
-  expect_error "--d-kq excludes --d-out (see attn-trace --help)" --d-out 4 --d-kq 2
+  expect_error "--d-kq and --d-out do not go together (see attn-trace --help)" --d-out 4 --d-kq 2
 }
 case_error_heads_zero() { expect_error "--heads: 0 is out of range; allowed: 1..64 (see attn-trace --help)" --heads 0; }
 case_error_unknown_init() {
@@ -461,19 +462,19 @@ case_error_unknown_masked_rows_rule() {
   expect_error "--masked-rows: skip not in {nan,zero} (see attn-trace --help)" --masked-rows skip
 }
 case_error_cross_with_a_batch() {
-  expect_error "cross-attention takes one query sentence; got 2 sentences" "a b" "c" --cross "d e"
+  expect_error "cross-attention takes one query sentence; got 2 sentences" -s "a b" -s "c" --cross "d e"
 }
 case_error_cross_sentence_empty() {
   expect_error "the --cross sentence has no words: give at least one word (commas and white space do not count)" --cross " , "
 }
 case_error_batch_sentence_empty() {
-  expect_error "sentence 2 of 2 has no words: give at least one word (commas and white space do not count)" "a b" ""
+  expect_error "sentence 2 of 2 has no words: give at least one word (commas and white space do not count)" -s "a b" -s ""
 }
 case_error_cross_key_past_end() {
   expect_error "key 3 is out of range: the key and value sentence has 2 tokens, allowed 1..2" --cross "x y" --query 1 --key 3
 }
 case_error_format_with_query() {
-  expect_error "--query excludes --format (see attn-trace --help)" --format json --query 2
+  expect_error "--query and --format do not go together (see attn-trace --help)" --format json --query 2
 }
 case_error_unknown_step() {
   expect_error "step 'weights' is not in this trace: its steps are embeddings, w_query, w_key, w_value, queries, keys, values, omega, scaled_scores, attention_weights, context_vectors" --steps weights
@@ -501,7 +502,7 @@ case_error_x_labelled_and_sentence() {
   expect_error "data/your_journey.csv labels its rows already: give no sentence with it" "a b c d e f" --x data/your_journey.csv
 }
 case_error_x_with_embedding() {
-  expect_error "--embedding excludes --x (see attn-trace --help)" --x data/your_journey.csv --embedding tests/golden/inputs/w_4x2.csv
+  expect_error "--embedding and --x do not go together (see attn-trace --help)" --x data/your_journey.csv --embedding tests/golden/inputs/w_4x2.csv
 }
 case_error_explain_not_a_cell() {
   expect_error "--explain '2' is not a cell: give I,J, the query's and the key's token numbers from 1, like --explain 2,5" --explain 2
@@ -510,7 +511,7 @@ case_error_explain_out_of_range() {
   expect_error "key 7 is out of range: the sentence has 6 tokens, allowed 1..6" --explain 1,7
 }
 case_error_explain_with_format() {
-  expect_error "--format excludes --explain (see attn-trace --help)" --explain 1,2 --format json
+  expect_error "--format and --explain do not go together (see attn-trace --help)" --explain 1,2 --format json
 }
 case_error_unknown_color() {
   expect_error "--color: always not in {auto,never,256,24bit} (see attn-trace --help)" --color always
@@ -520,6 +521,94 @@ case_error_threads_zero() {
 }
 case_error_option_twice() {
   expect_error "--seed: given 2 times, once is allowed (see attn-trace --help)" --seed 1 --seed 2
+}
+
+# --- read as the user meant: the sentence, numbers, options that would be ignored ---------------
+case_unquoted_sentence_is_one_sentence() { expect_output default Life is short, eat dessert first; }
+case_batch_from_a_file() {
+  # A byte-order mark, CRLF line ends and blank lines: the same batch as three -s.
+  expect_output batch_padded --batch tests/golden/inputs/batch_bom_crlf.txt
+}
+case_batch_from_stdin() {
+  "$binary" --batch - <tests/golden/inputs/batch_bom_crlf.txt >"$work/stdout" &&
+    cmp "$golden_dir/batch_padded.txt" "$work/stdout"
+}
+case_error_batch_file_without_sentences() {
+  printf '\n  \n' >"$work/blank.txt"
+  expect_error "$work/blank.txt has no sentences: give one sentence per line" --batch "$work/blank.txt"
+}
+case_error_two_ways_to_give_the_sentence() {
+  expect_error "a sentence argument and -s/--sentence both give the sentence: give it one way" \
+    -s "a b" c d
+}
+case_error_sentence_beginning_with_a_dash() {
+  expect_error "'-hello world' is not an option: to trace a sentence that begins with '-', put -- before it: attn-trace -- '-hello world'" \
+    "-hello world"
+}
+case_sentence_beginning_with_a_dash_after_double_dash() {
+  run -- "-hello world" --d-kq 1
+  [ "$(cat "$work/status")" = 0 ] && head -n 1 "$work/stdout" | grep -qx "sentence: '-hello world --d-kq 1'"
+}
+case_numbers_are_decimal() {
+  run --seed 0123 && cmp -s "$golden_dir/default.txt" "$work/stdout" || { echo "FAIL: --seed 0123 is not seed 123"; return 1; }
+  "$binary" --seed 09 --d-in 010 >"$work/a" && "$binary" --seed 9 --d-in 10 >"$work/b" && cmp "$work/a" "$work/b"
+}
+case_error_size_too_large() {
+  expect_error "--max-memory '99999999999999999999999' is too large: a size is at most 2^63 - 1 bytes" \
+    --max-memory 99999999999999999999999
+}
+case_error_flag_with_a_value() {
+  expect_error "--causal is a flag and takes no value: give --causal alone" --causal=3
+}
+case_error_mistyped_option_suggests() {
+  expect_error "unknown option --casual: did you mean --causal? (see attn-trace --help)" --casual &&
+    expect_error "unknown option --sed: did you mean --seed? (see attn-trace --help)" --sed 3
+}
+case_error_diff_missing_trace() {
+  expect_error "diff needs two JSON traces: attn-trace diff A.json B.json" diff data/traces/walkthrough.json
+}
+case_error_diff_third_trace() {
+  expect_error "diff compares two JSON traces: 'c.json' is one argument too many" diff a.json b.json c.json
+}
+case_diff_tolerance_before_the_subcommand() {
+  expect_report 0 "equal: 11 steps, 222 cells, all within atol 0.001, rtol 1e-05
+" "" --atol 1e-3 diff data/traces/walkthrough.json data/traces/walkthrough_default_kernel.json
+}
+case_error_diff_takes_no_trace_option() {
+  expect_error "--seed does not go with diff: diff compares two JSON traces and takes --atol and --rtol" \
+    --seed 3 diff a.json b.json &&
+    expect_error "--seed does not go with diff: diff compares two JSON traces and takes --atol and --rtol" \
+      diff a.json b.json --seed 3
+}
+case_error_options_a_view_would_ignore() {
+  expect_error "--export writes .npy files and prints their names: give no --format with it" \
+    --export "$work/e" --format json &&
+    expect_error "--step pauses the text trace after each step: it does not go with --format json" \
+      --step --format json &&
+    expect_error "--describe adds notes to the text trace: it does not go with --format markdown" \
+      --describe --format markdown &&
+    expect_error "--describe adds notes to the text trace: it does not go with --format heatmap" \
+      --describe --format heatmap &&
+    expect_error "--describe adds notes to the text trace: it does not go with --query" \
+      --describe --query 2 &&
+    expect_error "--describe adds notes to the text trace: it does not go with --explain" \
+      --describe --explain 2,5 &&
+    expect_error "--color colours heatmaps: it does not go with --format text" --color never &&
+    expect_error "--precision sets the decimals that text, markdown and heatmaps print: it does not go with --format json" \
+      --precision 2 --format json &&
+    expect_error "--softmax-steps adds the softmax's steps to a trace: it does not go with --query" \
+      --softmax-steps --query 2 &&
+    expect_error "--steps chooses the steps of a trace: it does not go with --explain" \
+      --steps omega --explain 2,5 &&
+    expect_error "--atol goes with --expect (or with diff, after it)" --atol 1 &&
+    [ ! -e "$work/e" ]
+}
+case_dumb_terminal_gets_no_colour() {
+  # On a terminal (script gives one), auto colour: escapes with TERM=xterm, none with TERM=dumb.
+  TERM=xterm-256color COLORTERM=truecolor script -qec "$binary --format heatmap --steps attention_weights" /dev/null >"$work/xterm"
+  TERM=dumb COLORTERM=truecolor script -qec "$binary --format heatmap --steps attention_weights" /dev/null >"$work/dumb"
+  grep -q $'\x1b\\[48;2;' "$work/xterm" || { echo "FAIL: no colour on an xterm"; return 1; }
+  ! grep -q $'\x1b' "$work/dumb" || { echo "FAIL: escapes with TERM=dumb:"; cat -v "$work/dumb" | head; return 1; }
 }
 
 "case_$case_name"

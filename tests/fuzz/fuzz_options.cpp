@@ -1,6 +1,6 @@
 // Fuzzes the command line up to the run: the input is split at each NUL byte into arguments
-// (at most 32), and they go through what app/main.cpp does before it runs anything: CLI11's
-// parse with every option and the diff subcommand, check_repeats, then make_config and resolve.
+// (at most 32), and they go through what app/main.cpp does before it runs anything: cli::parse
+// with every option and the diff subcommand, then make_config and resolve.
 // run_trace is not called: this target is about options, their validators and their
 // combinations, not about the arithmetic.
 //
@@ -85,16 +85,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   CLI::App app;
   attn::cli::Options options;
   attn::cli::DiffCommand diff_command;
-  CLI::App* diff = attn::cli::add_commands(app, options, diff_command);
+  attn::cli::add_commands(app, options, diff_command);
 
   try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
+    attn::cli::parse(app, options, diff_command, static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError&) {
-    return 0;  // --help, --version, or a usage error: main prints it and exits
+    return 0;  // --help or --version: main prints it and exits
+  } catch (const attn::Error&) {
+    return 0;  // a usage error: refused with a one-line message, exit code 2
   }
   try {
-    attn::cli::check_repeats(app);
-    attn::cli::check_repeats(*diff);
     // main runs run_diff when diff was given; make_config reads none of diff's files, so it is
     // exercised with the options given before the subcommand too.
     const attn::TraceConfig config = attn::cli::make_config(options);
