@@ -57,7 +57,9 @@ constexpr std::pair<std::string_view, std::string_view> kDescriptions[] = {
      "attention weights as the weights: the token, enriched by what it attends to."},
     {"context_concat",
      "The heads' context vectors side by side: each head attended in its own way."},
-    {"output", "The output projection: the concatenated heads times W_o, plus its bias."},
+    {"output",
+     "The output projection: the concatenated heads times W_o (plus its bias b_o when the "
+     "weights are nn.Linear's)."},
 };
 
 }  // namespace
