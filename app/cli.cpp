@@ -21,257 +21,37 @@
 #include "attn/render_summary.hpp"
 #include "attn/render_table.hpp"
 #include "attn/version.hpp"
+#include "option_table.hpp"
 
 namespace attn::cli {
 
 namespace {
 
-// A validator that accepts a decimal integer in [lo, hi] and says what it wanted otherwise.
-template <typename Int>
-CLI::Validator integer_in(Int lo, Int hi, const std::string& range, const std::string& note = "") {
-  const std::string allowed = range + note;
-  return CLI::Validator(
-      [lo, hi, allowed](std::string& text) -> std::string {
-        const std::size_t digits_from = (!text.empty() && text[0] == '-') ? 1 : 0;
-        const bool is_integer =
-            text.size() > digits_from &&
-            text.find_first_not_of("0123456789", digits_from) == std::string::npos;
-        if (!is_integer) return fmt::format("'{}' is not an integer; allowed: {}", text, allowed);
-        Int value{};
-        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (ec != std::errc() || value < lo || value > hi) {
-          return fmt::format("{} is out of range; allowed: {}", text, allowed);
-        }
-        // Decimal, always: CLI11 would read 0123 as octal and refuse 09.
-        text = fmt::format("{}", value);
-        return {};
-      },
-      range);
-}
-
-// A tolerance: a finite number >= 0.
-CLI::Validator tolerance() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        double v = 0;
-        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (ec != std::errc() || ptr != text.data() + text.size() || !(v >= 0) ||
-            !std::isfinite(v)) {
-          return fmt::format("'{}' is not a tolerance; allowed: a number >= 0", text);
-        }
-        return {};
-      },
-      "NUMBER >= 0");
-}
-
-void add_tolerance_options(CLI::App& app, DiffOptions& t) {
-  app.add_option("--atol", t.atol, "Absolute tolerance: |a - b| <= atol + rtol * |b|")
-      ->check(tolerance())
-      ->capture_default_str();
-  app.add_option("--rtol", t.rtol, "Relative tolerance")->check(tolerance())->capture_default_str();
-}
-
 // Options given twice are refused by check_repeats, after CLI11 has taken them all; a flag
 // takes no value (CLI11 would read --causal=3 as true).
-void take_last(CLI::App& app, const std::vector<const CLI::Option*>& repeatable) {
+void take_last(CLI::App& app) {
   for (CLI::Option* opt : app.get_options()) {
     if (opt->get_positional()) continue;
-    if (std::find(repeatable.begin(), repeatable.end(), opt) == repeatable.end()) {
+    const std::string& name = opt->get_name();
+    if (name != "--steps" && name != "--sentence") {
       opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     }
     if (opt->get_expected_min() == 0) opt->disable_flag_override();
   }
 }
 
-CLI::Validator dimension() {
-  return integer_in<std::int64_t>(1, kMaxDimension, fmt::format("1..{}", kMaxDimension),
-                                  " (wider is not sensible for a trace)");
-}
-
 }  // namespace
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("sentence", o.words,
-                 "The sentence to trace (default: the walkthrough's), quoted or not: the words "
-                 "of every argument form one sentence; - reads it from standard input");
-  CLI::Option* sentence_option =
-      app.add_option("-s,--sentence", o.sentences,
-                     "One sentence of a batch; give it once per sentence (the batch is padded "
-                     "to the longest)")
-          ->type_name("TEXT")
-          ->allow_extra_args(false);
-  app.add_option("--batch", o.batch,
-                 "A batch from a file, one sentence per line (blank lines skipped; - reads "
-                 "standard input)")
-      ->type_name("FILE");
-  app.add_option("--seed", o.config.seed, "torch.manual_seed before the embedding and the weights")
-      ->transform(integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(), "0..2^64-1"))
-      ->capture_default_str();
-  app.add_option("--vocab-size", o.config.vocab_size,
-                 "Rows of nn.Embedding(vocab-size, d-in); at least the sentence's distinct words")
-      ->transform(integer_in<std::int64_t>(1, kMaxVocabSize, fmt::format("1..{}", kMaxVocabSize)))
-      ->capture_default_str();
-  app.add_option("--d-in", o.config.d_in, "Embedding width d_in")
-      ->transform(dimension())
-      ->capture_default_str();
-  CLI::Option* d_kq = app.add_option("--d-kq", o.config.d_kq, "Width d_q = d_k of queries and keys")
-                          ->transform(dimension())
-                          ->capture_default_str();
-  CLI::Option* d_v =
-      app.add_option("--d-v", o.config.d_v, "Width d_v of values and context vectors")
-          ->transform(dimension())
-          ->capture_default_str();
-  app.add_option("--d-out", o.d_out,
-                 "Sets d_kq and d_v to one width d_out, as the split multi-head form has it")
-      ->transform(dimension())
-      ->excludes(d_kq)
-      ->excludes(d_v);
-  app.add_flag("--causal", o.config.causal,
-               "Causal attention: a token attends only to itself and earlier tokens");
-  app.add_option("--masked-rows", o.masked_rows,
-                 "Weights of a row whose every key is masked: nan (torch.softmax) or zero "
-                 "(scaled_dot_product_attention)")
-      ->check(CLI::IsMember({"nan", "zero"}))
-      ->capture_default_str();
-  app.add_option("--heads", o.config.heads, "Number of attention heads")
-      ->transform(integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads)))
-      ->capture_default_str();
-  app.add_option("--multihead", o.multihead,
-                 "With --heads: wrapper (the walkthrough: one module per head, contexts "
-                 "concatenated) or split (course code: one projection split into heads, then W_o)")
-      ->check(CLI::IsMember({"wrapper", "split"}))
-      ->capture_default_str();
-  app.add_option("--init", o.init,
-                 "Weights: rand (torch.rand(d_in, d_out), X W), rand-transposed (torch.rand(d_out, "
-                 "d_in), W x) or linear (nn.Linear(d_in, d_out, bias=False))")
-      ->check(CLI::IsMember({"rand", "rand-transposed", "linear"}))
-      ->capture_default_str();
-  app.add_option("--cross", o.cross,
-                 "Cross-attention: keys and values from this second sentence, queries from the "
-                 "sentence")
-      ->type_name("SENTENCE");
-  app.add_option("--query", o.query,
-                 "Print the path of the N-th token (1-based) instead of the whole trace")
-      ->transform(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1..T"));
-  app.add_option("--key", o.key,
-                 "With --query: the key whose dot product is written out (default 5, the "
-                 "walkthrough's query_2.dot(keys[4]), or T if T < 5)")
-      ->transform(integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1..T"));
-  app.add_option("--precision", o.text.precision, "Decimals printed, as torch.set_printoptions")
-      ->transform(integer_in<int>(0, 8, "0..8"))
-      ->capture_default_str();
-  app.add_option("--torch-kernel", o.kernel,
-                 "PyTorch CPU kernels to reproduce: avx2 (x86 default) or default (non-AVX2, ARM)")
-      ->check(CLI::IsMember({"avx2", "default"}))
-      ->capture_default_str();
-  CLI::Option* query = app.get_option("--query");
-  CLI::Option* format =
-      app.add_option(
-             "--format", o.format,
-             "Output: text (PyTorch's printing), json (every value exact), csv (one row per "
-             "cell), markdown (tables for handouts) or heatmap (ω, scaled scores and weights "
-             "as coloured grids)")
-          ->check(CLI::IsMember({"text", "json", "csv", "markdown", "heatmap", "summary"}))
-          ->capture_default_str()
-          ->excludes(query);
-  app.add_option("--color", o.color,
-                 "Heatmap colour: auto (24-bit or 256 colours on a terminal, none when piped or "
-                 "NO_COLOR is set), never (shading characters), 256, 24bit")
-      ->check(CLI::IsMember({"auto", "never", "256", "24bit"}))
-      ->capture_default_str();
-  app.add_option("--explain", o.explain,
-                 "Explain one attention weight, query I and key J (1-based): the dot product, the "
-                 "scaling, each exponential, the sum, the division")
-      ->type_name("I,J")
-      ->excludes(query)
-      ->excludes(format);
-  app.add_option("--file", o.file,
-                 "Read the sentence from this file (a sentence argument - reads standard input)")
-      ->type_name("FILE");
-  app.add_flag("--timings", o.timings,
-               "After the run, print each step's wall time on stderr, and the matrix products' "
-               "GFLOP/s");
-  app.add_option("--progress", o.progress,
-                 "Show what is being computed on stderr once a run has taken a second: auto "
-                 "(when stderr is a terminal), always or never")
-      ->check(CLI::IsMember({"auto", "always", "never"}))
-      ->capture_default_str();
-  app.add_option("--threads", o.threads,
-                 "Threads for the large products and softmaxes (default: every core); the "
-                 "output is the same for any number")
-      ->transform(integer_in<int>(1, 256, "1..256"));
-  app.add_option("--matmul", o.matmul,
-                 "Matrix products: reference (PyTorch's order and bits, slow on large shapes), "
-                 "blocked (vectorised, much faster, within rounding of PyTorch) or auto "
-                 "(blocked from 2^20 multiply-adds, so every small trace keeps PyTorch's bits)")
-      ->check(CLI::IsMember({"auto", "reference", "blocked"}))
-      ->capture_default_str();
-  app.add_option("--max-memory", o.max_memory,
-                 "Refuse a run whose matrices and output would need more memory than this (K, "
-                 "M, G, T suffixes), estimated before anything large is allocated")
-      ->type_name("SIZE")
-      ->capture_default_str();
-  app.add_flag("--softmax-steps", o.config.softmax_steps,
-               "Show the softmax's row max, exponentials and sums as steps, and check that each "
-               "row of weights sums to 1");
-  app.add_flag("--describe", o.text.describe,
-               "Add a sentence or two under each step: what it computes and why");
-  app.add_flag("--step", o.step,
-               "Pause after each step when run in a terminal (Enter goes on, q quits)");
-  CLI::Option* steps =
-      app.add_option("--steps", o.steps,
-                     "Only these steps, by id, comma-separated (docs/cli.md lists the ids)")
-          ->type_name("IDS")
-          ->delimiter(',')
-          ->allow_extra_args(false)
-          ->excludes(query);
-  app.add_option("--export", o.export_dir,
-                 "Write one .npy per step and manifest.json into this folder (created if needed)")
-      ->type_name("DIR")
-      ->excludes(query);
-  app.add_flag("--force", o.force, "With --export: replace files that exist");
-  app.add_option("--expect", o.expect,
-                 "Compare the run with a JSON trace; exit 1 and report on stderr if it differs")
-      ->type_name("FILE");
-  add_tolerance_options(app, o.tolerance);
-
-  CLI::Option* vocab = app.get_option("--vocab-size");
-  CLI::Option* d_in = app.get_option("--d-in");
-  CLI::Option* cross = app.get_option("--cross");
-  CLI::Option* embedding =
-      app.add_option("--embedding", o.embedding,
-                     "The embedding table (V × d_in) from a .npy, .csv or .json file, instead of "
-                     "nn.Embedding")
-          ->type_name("FILE")
-          ->excludes(vocab)
-          ->excludes(d_in);
-  app.add_option("--x", o.x,
-                 "The input matrix X (T × d_in) from a file, instead of tokenizing and embedding; "
-                 "a sentence given with it labels the rows")
-      ->type_name("FILE")
-      ->excludes(vocab)
-      ->excludes(d_in)
-      ->excludes(embedding)
-      ->excludes(cross);
-  CLI::Option* d_out = app.get_option("--d-out");
-  app.add_option("--w-query", o.w_query, "W_q from a file (layout as --init stores it)")
-      ->type_name("FILE")
-      ->excludes(d_kq)
-      ->excludes(d_out);
-  app.add_option("--w-key", o.w_key, "W_k from a file")
-      ->type_name("FILE")
-      ->excludes(d_kq)
-      ->excludes(d_out);
-  app.add_option("--w-value", o.w_value, "W_v from a file")
-      ->type_name("FILE")
-      ->excludes(d_v)
-      ->excludes(d_out);
-  app.add_option("--w-out", o.w_out, "W_o of the split form from a file")->type_name("FILE");
-  app.add_option("--b-out", o.b_out, "b_o of the split form with --init linear from a file")
-      ->type_name("FILE");
-
-  // An option given twice is an error (check_repeats), not a conversion failure inside CLI11.
-  take_last(app, {steps, sentence_option});
+  DiffCommand unused;
+  for (const OptionSection& section : option_table()) {
+    for (const OptionSpec& spec : section.options) {
+      CLI::Option* opt = spec.add(app, o, unused, spec.help);
+      if (!spec.value.empty() && spec.names.front() == '-') opt->type_name(spec.value);
+    }
+  }
+  for (const auto& [a, b] : exclusive_options()) app.get_option(a)->excludes(app.get_option(b));
+  take_last(app);
 }
 
 void check_repeats(const CLI::App& app) {
@@ -813,8 +593,11 @@ void add_diff_options(CLI::App& diff, DiffCommand& command) {
   diff.add_option("b", command.b, "The second trace; tolerances are relative to it")
       ->type_name("FILE")
       ->required();
-  add_tolerance_options(diff, command.tolerance);
-  take_last(diff, {});
+  Options unused;
+  for (const OptionSpec& spec : diff_option_table()) {
+    spec.add(diff, unused, command, spec.help)->type_name(spec.value);
+  }
+  take_last(diff);
 }
 
 Outcome run_diff(const DiffCommand& command) {

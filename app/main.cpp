@@ -1,6 +1,7 @@
 // attn-trace: transformer self-attention, computed in the open.
 
 #include <malloc.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "attn/error.hpp"
 #include "attn/matrix.hpp"
 #include "cli.hpp"
+#include "option_table.hpp"
 
 namespace {
 
@@ -86,8 +88,17 @@ int main(int argc, char** argv) {
 
   try {
     attn::cli::parse(app, options, diff_command, argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+  } catch (const CLI::CallForHelp&) {
+    // Wrapped to the terminal's width; 80 columns when piped.
+    winsize size{};
+    const std::size_t width =
+        isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0
+            ? size.ws_col
+            : 80;
+    const std::string help = diff->parsed() ? attn::cli::diff_help_text(width)
+                                            : attn::cli::help_text(width);
+    std::fwrite(help.data(), 1, help.size(), stdout);
+    return std::fflush(stdout) == 0 && !std::ferror(stdout) ? 0 : fail("cannot write the help");
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const attn::Error& e) {

@@ -1,0 +1,453 @@
+#include "option_table.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "attn/trace.hpp"
+#include "cli.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+// A validator that accepts a decimal integer in [lo, hi], says what it wanted otherwise, and
+// passes the number on in plain decimal (CLI11 would read 0123 as octal and refuse 09).
+template <typename Int>
+CLI::Validator integer_in(Int lo, Int hi, const std::string& range, const std::string& note = "") {
+  const std::string allowed = range + note;
+  return CLI::Validator(
+      [lo, hi, allowed](std::string& text) -> std::string {
+        const std::size_t digits_from = (!text.empty() && text[0] == '-') ? 1 : 0;
+        const bool is_integer =
+            text.size() > digits_from &&
+            text.find_first_not_of("0123456789", digits_from) == std::string::npos;
+        if (!is_integer) return fmt::format("'{}' is not an integer; allowed: {}", text, allowed);
+        Int value{};
+        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc() || value < lo || value > hi) {
+          return fmt::format("{} is out of range; allowed: {}", text, allowed);
+        }
+        text = fmt::format("{}", value);
+        return {};
+      },
+      range);
+}
+
+CLI::Validator dimension() {
+  return integer_in<std::int64_t>(1, kMaxDimension, fmt::format("1..{}", kMaxDimension),
+                                  " (wider is not sensible for a trace)");
+}
+
+CLI::Validator token_number() {
+  return integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1..T");
+}
+
+// A tolerance: a finite number >= 0.
+CLI::Validator tolerance() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || ptr != text.data() + text.size() || !(v >= 0) ||
+            !std::isfinite(v)) {
+          return fmt::format("'{}' is not a tolerance; allowed: a number >= 0", text);
+        }
+        return {};
+      },
+      "NUMBER >= 0");
+}
+
+std::string choices_text(const std::vector<std::string>& choices) {
+  return fmt::format("`{}`", fmt::join(choices, "`, `"));
+}
+
+// An option whose value is one of `choices`.
+OptionSpec choice(std::string names, std::string value, std::vector<std::string> choices,
+                  std::string default_text, std::string help, std::string meaning,
+                  std::string Options::*field) {
+  OptionSpec spec{std::move(names), std::move(value), std::move(default_text), "", std::move(help),
+                  std::move(meaning), std::move(choices), false, nullptr};
+  spec.allowed = choices_text(spec.choices);
+  const std::vector<std::string> members = spec.choices;
+  const std::string name = spec.names;
+  spec.add = [members, name, field](CLI::App& app, Options& o, DiffCommand&,
+                                    const std::string& text) {
+    return app.add_option(name, o.*field, text)->check(CLI::IsMember(members));
+  };
+  return spec;
+}
+
+// A file the run reads.
+OptionSpec file_option(std::string name, std::string help, std::string allowed,
+                       std::optional<std::string> Options::*field, std::string value = "FILE") {
+  OptionSpec spec{name, std::move(value), "", std::move(allowed), std::move(help), "", {}, true,
+                  nullptr};
+  spec.add = [name, field](CLI::App& app, Options& o, DiffCommand&, const std::string& text) {
+    return app.add_option(name, o.*field, text);
+  };
+  return spec;
+}
+
+// A flag: on when given.
+OptionSpec flag(std::string name, std::string help, std::string meaning,
+                std::function<bool&(Options&)> field) {
+  OptionSpec spec{name, "", "off", "", std::move(help), std::move(meaning), {}, false, nullptr};
+  spec.add = [name, field](CLI::App& app, Options& o, DiffCommand&, const std::string& text) {
+    return app.add_flag(name, field(o), text);
+  };
+  return spec;
+}
+
+std::vector<OptionSection> make_table() {
+  const TraceConfig defaults;
+  const std::string dim_allowed = fmt::format("1 .. {}", kMaxDimension);
+  std::vector<OptionSection> table;
+
+  table.push_back({"The sentence", {}});
+  auto& input = table.back().options;
+  input.push_back(
+      {"sentence", "SENTENCE...", std::string(kWalkthroughSentence),
+       "UTF-8 text with at least one word",
+       "The sentence to trace, quoted or not: the words of every argument form one sentence; "
+       "a lone - reads it from standard input",
+       "", {}, false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("sentence", o.words, help);
+       }});
+  input.push_back(
+      {"-s,--sentence", "TEXT", "",
+       "UTF-8 text with at least one word; given once per sentence; not with a sentence argument",
+       "One sentence of a batch, given once per sentence; the batch is padded to the longest",
+       "one sentence of a batch [B, T, d_in]; the batch is padded with `<pad>` to the longest",
+       {}, false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("-s,--sentence", o.sentences, help)->allow_extra_args(false);
+       }});
+  input.push_back(file_option(
+      "--batch", "A batch from a file, one sentence per line; - reads standard input",
+      "a UTF-8 text file, or `-` for standard input", &Options::batch));
+  input.back().meaning =
+      "a batch, one sentence per line; blank lines are skipped, a byte-order mark and `\\r` line "
+      "ends are dropped";
+  input.push_back(file_option(
+      "--file", "The sentence from a file (the whole file, its final newline dropped)",
+      "a text file; no sentence argument with it", &Options::file));
+  input.back().meaning =
+      "the sentence, from a file (a sentence argument `-` reads standard input): for sentences "
+      "longer than a command line allows; the whole file is one sentence, its final newline "
+      "dropped";
+  input.push_back(
+      {"--cross", "SENTENCE", "", "UTF-8 text with at least one word; one main sentence",
+       "Cross-attention: keys and values from this second sentence, queries from the sentence",
+       "cross-attention: keys and values from this sentence, queries from the main one; both "
+       "share one dictionary and one embedding",
+       {}, false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("--cross", o.cross, help);
+       }});
+
+  table.push_back({"The model", {}});
+  auto& model = table.back().options;
+  model.push_back(
+      {"--seed", "N", fmt::format("{}", defaults.seed), "0 .. 2^64−1",
+       "torch.manual_seed(N) before the embedding and again before the weights",
+       "`torch.manual_seed(N)` before the embedding and again before the weights; only the low "
+       "32 bits matter, as in PyTorch",
+       {}, false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("--seed", o.config.seed, help)
+             ->transform(integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(),
+                                                   "0..2^64-1"));
+       }});
+  model.push_back(
+      {"--vocab-size", "N", fmt::format("{}", defaults.vocab_size),
+       "1 .. 1,000,000,000, and at least the number of distinct words",
+       "Rows of nn.Embedding(N, d_in): at least the sentence's distinct words",
+       "rows of `nn.Embedding(N, d_in)`", {}, false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("--vocab-size", o.config.vocab_size, help)
+             ->transform(
+                 integer_in<std::int64_t>(1, kMaxVocabSize, fmt::format("1..{}", kMaxVocabSize)));
+       }});
+  const auto width = [&](std::string name, std::int64_t TraceConfig::*field, std::string help,
+                         std::string meaning) {
+    const std::int64_t value = defaults.*field;
+    OptionSpec spec{name, "N", fmt::format("{}", value), dim_allowed, std::move(help),
+                    std::move(meaning), {}, false, nullptr};
+    spec.add = [name, field](CLI::App& app, Options& o, DiffCommand&, const std::string& h) {
+      return app.add_option(name, o.config.*field, h)->transform(dimension());
+    };
+    return spec;
+  };
+  model.push_back(width("--d-in", &TraceConfig::d_in, "Width d_in of the embedding",
+                        "width of the embedding"));
+  model.push_back(width("--d-kq", &TraceConfig::d_kq, "Width d_q = d_k of queries and keys",
+                        "width d_q = d_k of queries and keys"));
+  model.push_back(width("--d-v", &TraceConfig::d_v, "Width d_v of values and context vectors",
+                        "width d_v of values and context vectors"));
+  model.push_back(
+      {"--d-out", "N", "", dim_allowed + "; not with `--d-kq` or `--d-v`",
+       "Sets d_kq and d_v to one width d_out, as the split multi-head form needs",
+       "sets d_kq and d_v to one width, as the split multi-head form needs", {}, false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("--d-out", o.d_out, help)->transform(dimension());
+       }});
+  model.push_back(flag("--causal", "Causal attention: a token attends only to itself and earlier tokens",
+                       "mask every key that comes after its query (`torch.triu(ones(T, T), "
+                       "diagonal=1)`), and show the walkthrough's other way too (softmax, zero, "
+                       "renormalize)",
+                       [](Options& o) -> bool& { return o.config.causal; }));
+  model.push_back(choice("--masked-rows", "R", {"nan", "zero"}, "nan",
+                         "Weights of a row whose every key is masked: nan (as torch.softmax) or "
+                         "zero (as scaled_dot_product_attention)",
+                         "the weights of a row whose every key is masked: `nan` as "
+                         "`torch.softmax` gives, `zero` as `scaled_dot_product_attention` gives",
+                         &Options::masked_rows));
+  model.push_back(
+      {"--heads", "N", fmt::format("{}", defaults.heads), fmt::format("1 .. {}", kMaxHeads),
+       "Number of attention heads", "number of heads", {}, false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("--heads", o.config.heads, help)
+             ->transform(integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads)));
+       }});
+  model.push_back(choice(
+      "--multihead", "F", {"wrapper", "split"}, "wrapper",
+      "With --heads: wrapper (the walkthrough's module per head, contexts concatenated) or split "
+      "(course code: one projection split into heads, then W_o)",
+      "`wrapper`: the walkthrough's N single-head modules, each with its own weights, context "
+      "vectors concatenated; `split`: one projection of width d_out split into N heads of d_out / "
+      "N, then the output projection W_o (needs d_kq = d_v, a multiple of N)",
+      &Options::multihead));
+  model.push_back(choice(
+      "--init", "I", {"rand", "rand-transposed", "linear"}, "rand",
+      "Weights: rand (torch.rand(d_in, d_out), X W), rand-transposed (torch.rand(d_out, d_in), "
+      "W x) or linear (nn.Linear(d_in, d_out, bias=False))",
+      "the weights: `torch.rand(d_in, d_out)` used as `X @ W`; `torch.rand(d_out, d_in)` used as "
+      "`W.matmul(x)`; `nn.Linear(d_in, d_out, bias=False)` (kaiming uniform, W_o with its bias)",
+      &Options::init));
+  model.push_back(choice(
+      "--torch-kernel", "K", {"avx2", "default"}, "avx2",
+      "PyTorch's CPU kernels to reproduce: avx2 (x86-64) or default (ARM, other builds)",
+      "which of PyTorch's CPU kernels to reproduce: `avx2` for x86-64 with AVX2 (PyTorch's "
+      "default on such machines), `default` for PyTorch's other builds (ARM, Apple silicon, "
+      "`ATEN_CPU_CAPABILITY=default`). Never detected from the host.",
+      &Options::kernel));
+
+  table.push_back({"What is shown", {}});
+  auto& shown = table.back().options;
+  shown.push_back(choice(
+      "--format", "F", {"text", "json", "csv", "markdown", "heatmap", "summary"}, "text",
+      "Output: text (PyTorch's printing), json (every value exact), csv (a row per cell), "
+      "markdown (tables for handouts), heatmap (the scores and weights as coloured grids) or "
+      "summary (statistics and checksums per step)",
+      "the output format ([formats.md](formats.md)); `heatmap` draws ω, the masked and scaled "
+      "scores and the weights (or the `--steps` chosen) as coloured grids; `summary` gives "
+      "statistics and checksums per step instead of the values",
+      &Options::format));
+  shown.back().allowed += "; not with `--query` or `--explain`";
+  shown.push_back(
+      {"--steps", "IDS", "all",
+       "step ids of this run, comma-separated; may be repeated; not with `--query`",
+       "Only these steps, by id, comma-separated (docs/cli.md lists the ids)",
+       "only these steps, in every format and export", {}, false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("--steps", o.steps, help)->delimiter(',')->allow_extra_args(false);
+       }});
+  shown.push_back(
+      {"--query", "N", "", "1 .. T",
+       "Print the path of the N-th token (1-based) instead of the whole trace",
+       "print the path of the N-th token (1-based) instead of the whole trace: per head, and per "
+       "sentence of a batch",
+       {}, false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("--query", o.query, help)->transform(token_number());
+       }});
+  shown.push_back(
+      {"--key", "N", "5, or T if T < 5", "1 .. T (of the `--cross` sentence, if any); needs `--query`",
+       "With --query: the key whose dot product is written out",
+       "which key's dot product the path writes out term by term", {}, false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("--key", o.key, help)->transform(token_number());
+       }});
+  shown.push_back(
+      {"--explain", "I,J", "", "1 .. T, 1 .. T_k; not with `--query` or `--format`",
+       "Work out attention weight (I, J) by hand: the dot product, the scaling, each "
+       "exponential, the sum, the division",
+       "work out attention weight (I, J) by hand: the dot product, the scaling, the row max, each "
+       "exponential, the sum, the division",
+       {}, false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("--explain", o.explain, help);
+       }});
+  shown.push_back(
+      {"--precision", "N", "4", "0 .. 8", "Decimals printed, as torch.set_printoptions(precision=N)",
+       "decimals printed, as `torch.set_printoptions(precision=N)`", {}, false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("--precision", o.text.precision, help)
+             ->transform(integer_in<int>(0, 8, "0..8"));
+       }});
+  shown.push_back(choice(
+      "--color", "C", {"auto", "never", "256", "24bit"}, "auto",
+      "Heatmap colour: auto (on a terminal, unless NO_COLOR or TERM=dumb), never (shading), "
+      "256 or 24bit",
+      "the heatmaps' colour: `auto` is 24-bit when `COLORTERM` is `truecolor` or `24bit`, else "
+      "256 colours, on a terminal; shading characters when stdout is not a terminal, `NO_COLOR` "
+      "is set or `TERM` is `dumb`; `never` always shades",
+      &Options::color));
+  shown.push_back(flag("--softmax-steps",
+                       "Show the softmax's row max, exponentials and sums as steps, and check "
+                       "that each row of weights sums to 1",
+                       "record the softmax's row max, exponentials and row sums as steps, and "
+                       "`weight_sums`: each row's sum and its residual",
+                       [](Options& o) -> bool& { return o.config.softmax_steps; }));
+  shown.push_back(flag("--describe", "Add a sentence or two under each step: what it computes and why",
+                       "a sentence or two under each step's header (text format)",
+                       [](Options& o) -> bool& { return o.text.describe; }));
+  shown.push_back(flag("--step", "Pause after each step on a terminal (Enter goes on, q quits)",
+                       "text format on a terminal: pause after each step (Enter goes on, q "
+                       "quits); no pause when stdin or stdout is not a terminal",
+                       [](Options& o) -> bool& { return o.step; }));
+
+  table.push_back({"Scripts", {}});
+  auto& scripts = table.back().options;
+  scripts.push_back(file_option(
+      "--export", "Write one .npy per step and manifest.json into this folder",
+      "a folder (created if needed); not with `--query`", &Options::export_dir, "DIR"));
+  scripts.back().meaning =
+      "write one `.npy` per step and `manifest.json` there instead of printing the trace; prints "
+      "the paths written";
+  scripts.push_back(flag("--force", "With --export: replace the files of an earlier export",
+                         "replace files that exist", [](Options& o) -> bool& { return o.force; }));
+  scripts.back().allowed = "needs `--export`";
+  scripts.push_back(file_option(
+      "--expect", "Compare the run with a JSON trace; exit 1 and report on stderr if it differs",
+      "a JSON trace", &Options::expect));
+  scripts.back().meaning =
+      "compare the run with it (as `diff`); report on standard error; exit 1 if different";
+  for (OptionSpec spec : diff_option_table()) {
+    const std::string name = spec.names;
+    spec.add = [name](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+      double& field = name == "--atol" ? o.tolerance.atol : o.tolerance.rtol;
+      return app.add_option(name, field, help)->check(tolerance());
+    };
+    spec.allowed += "; needs `--expect`";
+    scripts.push_back(std::move(spec));
+  }
+
+  table.push_back({"Your own numbers", {}});
+  auto& own = table.back().options;
+  own.push_back(file_option("--x", "The input matrix X (T × d_in) instead of tokenizing and "
+                            "embedding; a sentence given with it labels the rows",
+                            "`.npy`, `.csv`, `.json`; not with `--embedding`, `--cross`, "
+                            "`--vocab-size`, `--d-in`",
+                            &Options::x));
+  own.push_back(file_option("--embedding", "The embedding table (V × d_in) instead of nn.Embedding",
+                            "not with `--vocab-size`, `--d-in`", &Options::embedding));
+  own.push_back(file_option("--w-query", "W_q instead of a drawn one, in the layout --init stores it",
+                            "not with `--d-kq`, `--d-out`", &Options::w_query));
+  own.push_back(file_option("--w-key", "W_k instead of a drawn one", "not with `--d-kq`, `--d-out`",
+                            &Options::w_key));
+  own.push_back(file_option("--w-value", "W_v instead of a drawn one",
+                            "not with `--d-v`, `--d-out`", &Options::w_value));
+  own.push_back(file_option("--w-out", "W_o of the split form instead of a drawn one",
+                            "`--multihead split`", &Options::w_out));
+  own.push_back(file_option("--b-out", "b_o of the split form with --init linear",
+                            "`--multihead split --init linear`", &Options::b_out));
+
+  table.push_back({"Speed and memory", {}});
+  auto& speed = table.back().options;
+  speed.push_back(
+      {"--threads", "N", "every core", "1 .. 256",
+       "Threads for the large products and softmaxes; the output is the same for any number",
+       "threads for the large products and softmaxes; the output is the same bytes for any number",
+       {}, false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("--threads", o.threads, help)
+             ->transform(integer_in<int>(1, 256, "1..256"));
+       }});
+  speed.push_back(choice(
+      "--matmul", "K", {"auto", "reference", "blocked"}, "auto",
+      "Matrix products: reference (PyTorch's order and bits), blocked (vectorised, within "
+      "rounding of PyTorch) or auto (blocked from 2^20 multiply-adds)",
+      "how the matrix products are computed: `reference` adds left to right, as the reference "
+      "BLAS behind Debian's PyTorch does, so every value is PyTorch's to the bit; `blocked` is "
+      "the fast kernel (AVX-512, AVX2 or plain C++, chosen by the CPU, the same bits on all of "
+      "them), whose sums differ from PyTorch's in the last bits; `auto` takes `blocked` for "
+      "products of at least 2²⁰ multiply-adds and `reference` below, so every small trace keeps "
+      "PyTorch's bits. A step computed by the blocked kernel says so in its note "
+      "([performance.md](performance.md))",
+      &Options::matmul));
+  speed.push_back(
+      {"--max-memory", "SIZE", "4G", "bytes, or with K, M, G, T",
+       "Refuse a run that would need more memory than this (K, M, G, T suffixes)",
+       "refuse a run whose matrices and output would need more, estimated before anything large "
+       "is allocated",
+       {}, false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("--max-memory", o.max_memory, help);
+       }});
+  speed.push_back(flag("--timings", "After the run, each step's wall time on stderr",
+                       "after the run, each step's wall time on stderr, the matrix products' "
+                       "GFLOP/s, and the time of the output",
+                       [](Options& o) -> bool& { return o.timings; }));
+  speed.push_back(choice(
+      "--progress", "P", {"auto", "always", "never"}, "auto",
+      "A progress line on stderr once a run has taken a second: auto (when stderr is a "
+      "terminal), always or never",
+      "once a run has taken a second, a line on stderr says which step of which head is done, "
+      "updated ten times a second and cleared at the end; `auto` shows it when stderr is a "
+      "terminal",
+      &Options::progress));
+  return table;
+}
+
+}  // namespace
+
+const std::vector<OptionSection>& option_table() {
+  static const std::vector<OptionSection> table = make_table();
+  return table;
+}
+
+const std::vector<OptionSpec>& diff_option_table() {
+  static const std::vector<OptionSpec> table = [] {
+    const DiffOptions defaults;
+    std::vector<OptionSpec> t;
+    for (const char* name : {"--atol", "--rtol"}) {
+      const bool atol = std::string_view(name) == "--atol";
+      OptionSpec spec{name, "X", fmt::format("{}", atol ? defaults.atol : defaults.rtol),
+                      "a number ≥ 0",
+                      atol ? "Absolute tolerance: equal when |a - b| <= atol + rtol * |b|"
+                           : "Relative tolerance",
+                      "", {}, false, nullptr};
+      spec.meaning = atol ? "tolerances of `--expect` and `diff`: equal when \\|a − b\\| ≤ "
+                            "atol + rtol·\\|b\\|"
+                          : "the relative tolerance, as `--atol` says";
+      spec.add = [atol, name = spec.names](CLI::App& app, Options&, DiffCommand& d,
+                                           const std::string& help) {
+        return app.add_option(name, atol ? d.tolerance.atol : d.tolerance.rtol, help)
+            ->check(tolerance());
+      };
+      t.push_back(std::move(spec));
+    }
+    return t;
+  }();
+  return table;
+}
+
+const std::vector<std::pair<std::string, std::string>>& exclusive_options() {
+  static const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"--d-out", "--d-kq"},     {"--d-out", "--d-v"},       {"--format", "--query"},
+      {"--explain", "--query"},  {"--explain", "--format"},  {"--steps", "--query"},
+      {"--export", "--query"},   {"--embedding", "--vocab-size"}, {"--embedding", "--d-in"},
+      {"--x", "--vocab-size"},   {"--x", "--d-in"},          {"--x", "--embedding"},
+      {"--x", "--cross"},        {"--w-query", "--d-kq"},    {"--w-query", "--d-out"},
+      {"--w-key", "--d-kq"},     {"--w-key", "--d-out"},     {"--w-value", "--d-v"},
+      {"--w-value", "--d-out"},
+  };
+  return pairs;
+}
+
+}  // namespace attn::cli
