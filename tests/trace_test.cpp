@@ -230,10 +230,21 @@ std::optional<int> optional_index(const test::json& j) {
 }  // namespace
 
 TEST_CASE("every variant equals PyTorch's at every step, in both kernel flavours") {
-  const char* cases[] = {
-      "causal",       "causal_fox",           "heads2_wrapper",      "heads4_wrapper",
-      "heads2_split", "heads4_split",         "heads2_split_causal", "cross",
-      "init_linear",  "init_rand_transposed", "batch_padded_nan",    "batch_padded_zero"};
+  const char* cases[] = {"causal",
+                         "causal_fox",
+                         "heads2_wrapper",
+                         "heads4_wrapper",
+                         "heads2_split",
+                         "heads4_split",
+                         "heads2_split_causal",
+                         "heads2_split_rand",
+                         "cross",
+                         "cross_causal",
+                         "init_linear",
+                         "init_rand_transposed",
+                         "batch_padded_nan",
+                         "batch_padded_zero",
+                         "batch_padded_causal_zero"};
   for (const TorchKernel kernel : test::kKernels) {
     for (const char* name : cases) {
       const std::string file = std::string("variant_") + name + ".json";

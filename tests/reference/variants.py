@@ -2,8 +2,9 @@
 
 Causal attention (masked before the softmax, and the zero-then-renormalise way), the walkthrough's
 MultiHeadAttentionWrapper, the course code's split-head MultiHeadAttention (with and without the
-causal mask), cross-attention between two sentences, nn.Linear weights, the earlier walkthrough's
-transposed torch.rand weights, and a padded batch whose fully masked rows are nan or zeros.
+causal mask, and with torch.rand weights and an unbiased W_o), cross-attention between two sentences
+(also causal, with a rectangular mask), nn.Linear weights, the earlier walkthrough's transposed
+torch.rand weights, and a padded batch whose fully masked rows are nan or zeros (also causal).
 
 Each file: {"case", "env", "recipe": {"text"}, "settings", "dictionary", "sentences" (the words of each
 sentence), "token_ids" (one list per sentence, padded in the batch cases), "steps"}. Every step is a 2-D
@@ -118,9 +119,9 @@ def attend(queries, keys, values, d, mask=None, zero_masked_rows=False, both_way
         attn = torch.where(mask.all(-1, keepdim=True), torch.zeros_like(attn), attn)
     out += [("scaled_scores", scaled), ("attention_weights", attn)]
     if both_ways:
-        T = omega.shape[-1]
+        # 1 - mask: the causal mask's tril(ones(T, T)), or that of any other mask
         unmasked = torch.softmax(omega / d**0.5, dim=-1)
-        zeroed = unmasked * torch.tril(torch.ones(T, T))
+        zeroed = unmasked * (1 - mask.float())
         renormalized = zeroed / zeroed.sum(dim=-1, keepdim=True)
         out += [("unmasked_weights", unmasked), ("zeroed_weights", zeroed),
                 ("renormalized_weights", renormalized)]
@@ -186,27 +187,43 @@ def wrapper(name, env, heads):
     return document(name, env, recipe, settings, dictionary, [words], [ids], step_list)
 
 
-def split(name, env, heads, causal=False, d_out=4):
-    """The course code's MultiHeadAttention: nn.Linear projections split into heads, then out_proj."""
+def split(name, env, heads, causal=False, d_out=4, init="linear"):
+    """The course code's MultiHeadAttention: projections of width d_out split into heads, then W_o.
+
+    init "linear": nn.Linear layers and out_proj with its bias, as the course code has them; init
+    "rand": torch.rand(d_in, d_out) weights applied as X @ W, and W_o = torch.rand(d_out, d_out)
+    applied as context_concat @ W_o, with no bias."""
     s = DEFAULTS
     (words,), dictionary = tokenize(s["sentence"])
     ids = [dictionary[w] for w in words]
     X = embedding(s["seed"], s["vocab_size"], s["d_in"], ids)
     T, hd = len(ids), d_out // heads
+    linear = init == "linear"
     torch.manual_seed(s["seed"])
-    W_query = torch.nn.Linear(s["d_in"], d_out, bias=False)
-    W_key = torch.nn.Linear(s["d_in"], d_out, bias=False)
-    W_value = torch.nn.Linear(s["d_in"], d_out, bias=False)
-    out_proj = torch.nn.Linear(d_out, d_out)
+    if linear:
+        W_query = torch.nn.Linear(s["d_in"], d_out, bias=False)
+        W_key = torch.nn.Linear(s["d_in"], d_out, bias=False)
+        W_value = torch.nn.Linear(s["d_in"], d_out, bias=False)
+        out_proj = torch.nn.Linear(d_out, d_out)
+    else:
+        W_query, W_key, W_value = rand_weights(s["d_in"], d_out, d_out)
+        W_o = torch.rand(d_out, d_out)
     with torch.no_grad():
-        queries, keys, values = W_query(X), W_key(X), W_value(X)
+        if linear:
+            queries, keys, values = W_query(X), W_key(X), W_value(X)
+        else:
+            queries, keys, values = X @ W_query, X @ W_key, X @ W_value
         q, k, v = (t.view(T, heads, hd).transpose(0, 1) for t in (queries, keys, values))
         per_head = attend(q, k, v, hd, causal_mask(T) if causal else None)
         context_concat = per_head[-1][1].transpose(0, 1).contiguous().view(T, d_out)
-        output = out_proj(context_concat)
-    step_list = steps([("embeddings", X), ("w_query", W_query.weight), ("w_key", W_key.weight),
-                       ("w_value", W_value.weight), ("w_out", out_proj.weight),
-                       ("b_out", out_proj.bias), ("queries", queries), ("keys", keys),
+        output = out_proj(context_concat) if linear else context_concat @ W_o
+    if linear:
+        weights = [("w_query", W_query.weight), ("w_key", W_key.weight),
+                   ("w_value", W_value.weight), ("w_out", out_proj.weight),
+                   ("b_out", out_proj.bias)]
+    else:
+        weights = [("w_query", W_query), ("w_key", W_key), ("w_value", W_value), ("w_out", W_o)]
+    step_list = steps([("embeddings", X), *weights, ("queries", queries), ("keys", keys),
                        ("values", values)])
     for h in range(heads):
         step_list += steps(pick(per_head, h), head=h)
@@ -214,26 +231,38 @@ def split(name, env, heads, causal=False, d_out=4):
     masking = ("mask = torch.triu(torch.ones(T, T), diagonal=1)\n"
                "masked_omega = omega.masked_fill(mask.bool(), -torch.inf); "
                "scaled_scores = masked_omega / hd**0.5" if causal else "scaled_scores = omega / hd**0.5")
+    if linear:
+        weights_recipe = [
+            "torch.manual_seed(seed); W_query = nn.Linear(d_in, d_out, bias=False); "
+            "W_key = nn.Linear(d_in, d_out, bias=False)",
+            "W_value = nn.Linear(d_in, d_out, bias=False); out_proj = nn.Linear(d_out, d_out)",
+            "queries = W_query(X); keys = W_key(X); values = W_value(X)  # (T, d_out)"]
+        output_recipe = "output = out_proj(context_concat)"
+    else:
+        weights_recipe = [
+            "torch.manual_seed(seed); W_query = torch.rand(d_in, d_out); "
+            "W_key = torch.rand(d_in, d_out); W_value = torch.rand(d_in, d_out)",
+            "W_o = torch.rand(d_out, d_out)",
+            "queries = X @ W_query; keys = X @ W_key; values = X @ W_value  # (T, d_out)"]
+        output_recipe = "output = context_concat @ W_o  # no bias"
     recipe = "\n".join([
-        TOKENIZE, EMBED,
-        "torch.manual_seed(seed); W_query = nn.Linear(d_in, d_out, bias=False); "
-        "W_key = nn.Linear(d_in, d_out, bias=False)",
-        "W_value = nn.Linear(d_in, d_out, bias=False); out_proj = nn.Linear(d_out, d_out)",
-        "queries = W_query(X); keys = W_key(X); values = W_value(X)  # (T, d_out)",
+        TOKENIZE, EMBED, *weights_recipe,
         "q = queries.view(T, H, hd).transpose(0, 1)  # (H, T, hd); k and v alike",
         "omega = q @ k.transpose(1, 2)", masking,
         "attention_weights = torch.softmax(scaled_scores, dim=-1); "
         "context_vectors = attention_weights @ v",
         "context_concat = context_vectors.transpose(0, 1).contiguous().view(T, d_out); "
-        "output = out_proj(context_concat)"])
+        + output_recipe])
     settings = {"sentence": s["sentence"], "seed": s["seed"], "vocab_size": s["vocab_size"],
                 "d_in": s["d_in"], "d_out": d_out, "heads": heads, "head_dim": hd,
-                "multihead": "split", "causal": causal, "init": "linear", "out_proj_bias": True}
+                "multihead": "split", "causal": causal, "init": init, "out_proj_bias": linear}
     return document(name, env, recipe, settings, dictionary, [words], [ids], step_list)
 
 
-def cross(name, env):
-    """Queries from one sentence, keys and values from another, one dictionary and embedding."""
+def cross(name, env, causal=False):
+    """Queries from one sentence, keys and values from another, one dictionary and embedding.
+
+    causal: the rectangular mask triu(ones(T1, T2), diagonal=1), query i seeing keys 0..i."""
     s = DEFAULTS
     sentences = [ARTICLE, FOX]
     words, dictionary = tokenize(*sentences)
@@ -246,17 +275,29 @@ def cross(name, env):
     queries, keys, values = X1 @ W_query, X2 @ W_key, X2 @ W_value
     named = [("embeddings", X1), ("embeddings_2", X2), ("w_query", W_query), ("w_key", W_key),
              ("w_value", W_value), ("queries", queries), ("keys", keys), ("values", values)]
-    named += attend(queries, keys, values, s["d_kq"])
+    mask = torch.triu(torch.ones(len(ids[0]), len(ids[1])), diagonal=1) if causal else None
+    named += attend(queries, keys, values, s["d_kq"], mask, both_ways=causal)
+    attention = ATTEND + "  # omega (T1, T2), context (T1, d_v)"
+    if causal:
+        attention = ("omega = queries @ keys.T; T1, T2 = omega.shape  # (T1, T2)\n"
+                     "mask = torch.triu(torch.ones(T1, T2), diagonal=1)  # query i sees keys 0..i\n"
+                     "masked_omega = omega.masked_fill(mask.bool(), -torch.inf)\n"
+                     "scaled_scores = masked_omega / d_kq**0.5; "
+                     "attention_weights = torch.softmax(scaled_scores, dim=-1)\n"
+                     "unmasked_weights = torch.softmax(omega / d_kq**0.5, dim=-1)\n"
+                     "zeroed_weights = unmasked_weights * (1 - mask)\n"
+                     "renormalized_weights = zeroed_weights / zeroed_weights.sum(dim=-1, keepdim=True)\n"
+                     "context_vectors = attention_weights @ values  # (T1, d_v)")
     recipe = "\n".join([
         TOKENIZE,
         "torch.manual_seed(seed); embed = torch.nn.Embedding(vocab_size, d_in)",
         "X1 = embed(torch.tensor(token_ids[0])).detach(); X2 = embed(torch.tensor(token_ids[1])).detach()",
         RAND_WEIGHTS,
         "queries = X1 @ W_query; keys = X2 @ W_key; values = X2 @ W_value",
-        ATTEND + "  # omega (T1, T2), context (T1, d_v)"])
+        attention])
     settings = {"sentences": sentences, "queries_from": 0, "keys_values_from": 1,
                 **{k: v for k, v in s.items() if k != "sentence"},
-                "heads": 1, "causal": False, "init": "rand"}
+                "heads": 1, "causal": causal, "init": "rand"}
     return document(name, env, recipe, settings, dictionary, words, ids, steps(named))
 
 
@@ -317,10 +358,14 @@ def init_rand_transposed(name, env, seed=123, vocab_size=6, d_in=16, d_kq=24, d_
                     omega_24=scalar(omega_24))
 
 
-def batch_padded(name, env, masked_rows):
-    """Three sentences padded to one length; pairs involving a pad position are masked."""
+def batch_padded(name, env, masked_rows, sentences=(ARTICLE, "eat dessert", "short life is sweet"),
+                 causal=False):
+    """Sentences padded to one length; pairs involving a pad position are masked.
+
+    causal: the mask is the causal mask or the padding mask, and the zero-then-renormalise steps
+    follow (a fully masked row is 0 / 0 = nan in renormalized_weights, whatever masked_rows says)."""
     s = {k: v for k, v in DEFAULTS.items() if k != "sentence"}
-    sentences = [ARTICLE, "eat dessert", "short life is sweet"]
+    sentences = list(sentences)
     words, dictionary = tokenize(*sentences)
     pad_id = len(dictionary)
     dictionary[PAD] = pad_id
@@ -332,8 +377,11 @@ def batch_padded(name, env, masked_rows):
     Q, K, V = X @ W_query, X @ W_key, X @ W_value
     valid = torch.tensor(ids) != pad_id
     mask = ~(valid[:, :, None] & valid[:, None, :])
+    if causal:
+        mask = mask | causal_mask(T).bool()
     named = [("embeddings", X), ("queries", Q), ("keys", K), ("values", V)]
-    named += attend(Q, K, V, s["d_kq"], mask, zero_masked_rows=masked_rows == "zero")
+    named += attend(Q, K, V, s["d_kq"], mask, zero_masked_rows=masked_rows == "zero",
+                    both_ways=causal)
     step_list = steps([("w_query", W_query), ("w_key", W_key), ("w_value", W_value)])
     for b in range(len(ids)):
         step_list += steps(pick(named, b), batch=b)
@@ -348,11 +396,17 @@ def batch_padded(name, env, masked_rows):
         "Q = X @ W_query; K = X @ W_key; V = X @ W_value",
         "omega = Q @ K.transpose(1, 2); valid = torch.tensor(token_ids) != pad_id",
         "mask = ~(valid[:, :, None] & valid[:, None, :])  # True = masked",
+        *(["mask = mask | torch.triu(torch.ones(T, T), diagonal=1).bool()  # causal or padding"]
+          if causal else []),
         "masked_omega = omega.masked_fill(mask, -torch.inf); scaled_scores = masked_omega / d_kq**0.5",
         "attention_weights = torch.softmax(scaled_scores, dim=-1)"
         + ("  # fully masked rows: nan" if masked_rows == "nan" else "\n" + zero),
+        *(["unmasked_weights = torch.softmax(omega / d_kq**0.5, dim=-1)",
+           "zeroed_weights = unmasked_weights * (1 - mask.float())",
+           "renormalized_weights = zeroed_weights / zeroed_weights.sum(dim=-1, keepdim=True)"
+           "  # fully masked rows: 0 / 0 = nan"] if causal else []),
         "context_vectors = attention_weights @ V"])
-    settings = {"sentences": sentences, **s, "heads": 1, "causal": False, "init": "rand",
+    settings = {"sentences": sentences, **s, "heads": 1, "causal": causal, "init": "rand",
                 "pad_token": PAD, "pad_id": pad_id, "T": T,
                 "masked_rows": masked_rows}
     return document(name, env, recipe, settings, dictionary, words, ids, step_list)
@@ -366,11 +420,15 @@ VARIANTS = {
     "heads2_split": lambda env: split("heads2_split", env, 2),
     "heads4_split": lambda env: split("heads4_split", env, 4),
     "heads2_split_causal": lambda env: split("heads2_split_causal", env, 2, causal=True),
+    "heads2_split_rand": lambda env: split("heads2_split_rand", env, 2, init="rand"),
     "cross": lambda env: cross("cross", env),
+    "cross_causal": lambda env: cross("cross_causal", env, causal=True),
     "init_linear": lambda env: init_linear("init_linear", env),
     "init_rand_transposed": lambda env: init_rand_transposed("init_rand_transposed", env),
     "batch_padded_nan": lambda env: batch_padded("batch_padded_nan", env, "nan"),
     "batch_padded_zero": lambda env: batch_padded("batch_padded_zero", env, "zero"),
+    "batch_padded_causal_zero": lambda env: batch_padded(
+        "batch_padded_causal_zero", env, "zero", (ARTICLE, "eat dessert"), causal=True),
 }
 
 
