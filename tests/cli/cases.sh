@@ -474,7 +474,7 @@ case_error_cross_key_past_end() {
   expect_error "key 3 is out of range: the key and value sentence has 2 tokens, allowed 1..2" --cross "x y" --query 1 --key 3
 }
 case_error_format_with_query() {
-  expect_error "--query and --format do not go together (see attn-trace --help)" --format json --query 2
+  expect_error "--format and --query do not go together (see attn-trace --help)" --format json --query 2
 }
 case_error_unknown_step() {
   expect_error "step 'weights' is not in this trace: its steps are embeddings, w_query, w_key, w_value, queries, keys, values, omega, scaled_scores, attention_weights, context_vectors" --steps weights
@@ -502,7 +502,7 @@ case_error_x_labelled_and_sentence() {
   expect_error "data/your_journey.csv labels its rows already: give no sentence with it" "a b c d e f" --x data/your_journey.csv
 }
 case_error_x_with_embedding() {
-  expect_error "--embedding and --x do not go together (see attn-trace --help)" --x data/your_journey.csv --embedding tests/golden/inputs/w_4x2.csv
+  expect_error "--x and --embedding do not go together (see attn-trace --help)" --x data/your_journey.csv --embedding tests/golden/inputs/w_4x2.csv
 }
 case_error_explain_not_a_cell() {
   expect_error "--explain '2' is not a cell: give I,J, the query's and the key's token numbers from 1, like --explain 2,5" --explain 2
