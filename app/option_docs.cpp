@@ -50,7 +50,7 @@ std::string label(const OptionSpec& o) {
 std::string annotation(const OptionSpec& o) {
   if (positional(o) || o.value.empty()) return "";
   std::vector<std::string> parts;
-  if (!o.choices.empty()) parts.push_back(fmt::format("{}", fmt::join(o.choices, "|")));
+  if (!o.choices.empty()) parts.push_back(fmt::format("one of {}", fmt::join(o.choices, ", ")));
   if (!o.default_text.empty()) parts.push_back("default " + o.default_text);
   return parts.empty() ? "" : fmt::format(" [{}]", fmt::join(parts, "; "));
 }
@@ -277,7 +277,10 @@ std::string fish_completion() {
 }  // namespace
 
 std::string help_text(std::size_t width) {
-  std::string out = fmt::format("{}\n{}\n\nUsage:\n", kSummary, kNoSentence);
+  std::string out;
+  add_paragraph(out, kSummary, width);
+  add_paragraph(out, kNoSentence, width);
+  out += "\nUsage:\n";
   for (std::string_view usage : kUsage) out += fmt::format("  {}\n", usage);
   for (const OptionSection& section : option_table()) {
     out += "\n" + section.title + ":\n";

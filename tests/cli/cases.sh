@@ -611,4 +611,19 @@ case_dumb_terminal_gets_no_colour() {
   ! grep -q $'\x1b' "$work/dumb" || { echo "FAIL: escapes with TERM=dumb:"; cat -v "$work/dumb" | head; return 1; }
 }
 
+case_help_fits_80_columns_when_piped() {
+  run --help
+  [ "$(cat "$work/status")" = 0 ] && [ "$(awk '{ print length($0) }' "$work/stdout" | sort -n | tail -n 1)" -le 80 ]
+}
+case_help_wraps_to_the_terminal() {
+  # A 60-column terminal: every line of the help within 60 columns, broken between words.
+  tmux_start help 60 200 "$binary --help >$work/dummy; $binary --help | cat >/dev/null; $binary --help; sleep 30" || return 1
+  local ok=0
+  tmux_wait_for "^Documentation" && tmux -S "$tmux_sock" capture-pane -p -J -S - -t "$tmux_session" >"$screen" &&
+    [ "$(awk '{ print length($0) }' "$screen" | sort -n | tail -n 1)" -le 60 ] &&
+    grep -q "^  --seed N              torch.manual_seed(N) before the$" "$screen" && ok=1
+  tmux_stop
+  [ $ok = 1 ] || { echo "FAIL: the help is not wrapped at 60 columns:"; cat "$screen"; return 1; }
+}
+
 "case_$case_name"
