@@ -1,6 +1,8 @@
 #include "attn/gemm.hpp"
 
 #include <doctest/doctest.h>
+
+#include <cstdio>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -66,6 +68,14 @@ TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and 
                 {25, 65, 600}, {100, 3, 40},   {7, 200, 513}, {300, 130, 70},
                 {4, 9, 0},     {7, 4096, 2304}};  // B packed in two groups of blocks (32 MiB at
                                                   // most at a time)
+  for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2}) {
+    if (!attn::gemm_isa_supported(isa)) {
+      // The kernel this CPU lacks cannot run here; say so rather than pass in silence.
+      const char* name = isa == GemmIsa::kAvx512 ? "AVX-512" : "AVX2";
+      MESSAGE("skipped: this CPU has no " << name << ", so its kernel is not run");
+      std::printf("skipped: this CPU has no %s, so its kernel is not run\n", name);
+    }
+  }
   std::uint32_t seed = 1;
   for (const auto& [m, n, k] : shapes) {
     const Matrix a = random_matrix(m, k, seed++), b = random_matrix(k, n, seed++);

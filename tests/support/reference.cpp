@@ -1,8 +1,9 @@
 #include "reference.hpp"
 
+#include "support/sha256.hpp"
+
 #include <doctest/doctest.h>
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include <bit>
 #include <cmath>
@@ -61,13 +62,7 @@ std::vector<std::uint32_t> bits_of(const Matrix& m) {
 
 std::string sha256_f32le(const Matrix& m) {
   static_assert(std::endian::native == std::endian::little);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(m.data(), static_cast<std::size_t>(m.size()) * sizeof(float), digest, &length,
-             EVP_sha256(), nullptr);
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
+  return sha256_hex(m.data(), static_cast<std::size_t>(m.size()) * sizeof(float));
 }
 
 void check_bits(const Matrix& actual, const json& expected, const std::string& what) {
