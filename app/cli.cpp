@@ -538,10 +538,7 @@ Outcome run(Options& o) {
   } else if (o.format == "heatmap") {
     if (o.steps.empty()) {
       // ω, the scaled scores and the weights; the masked scores too when there is a mask.
-      std::erase_if(trace.steps, [](const Step& s) {
-        return s.id != "omega" && s.id != "masked_omega" && s.id != "scaled_scores" &&
-               s.id != "attention_weights";
-      });
+      std::erase_if(trace.steps, [](const Step& s) { return !step_info(s.kind).heatmap; });
     }
     outcome.out = render_heatmaps(trace, {color_mode(o), o.text.precision});
   } else if (o.step && o.interactive) {

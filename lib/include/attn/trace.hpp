@@ -13,6 +13,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/matrix.hpp"
+#include "attn/steps.hpp"
 #include "attn/tokenizer.hpp"
 #include "attn/torch_random.hpp"
 #include "attn/weights.hpp"
@@ -112,7 +113,8 @@ struct TraceConfig {
 
 // One recorded step: one matrix (the slice for one batch item and one head where those apply).
 struct Step {
-  std::string id;            // stable, documented: "omega", "attention_weights", ...
+  StepKind kind = StepKind::kEmbeddings;  // what it is (attn/steps.hpp)
+  std::string id;            // the catalogue's id: "omega", "attention_weights", ...
   std::string title;         // "unnormalized attention scores"
   std::string equation;      // "ω = Q Kᵀ"
   std::optional<int> head;   // 0-based, set for per-head steps when there are several heads
@@ -149,6 +151,8 @@ struct Trace {
 
   // The step with this id (and head and batch item, where they apply). Throws Error naming it
   // if there is none.
+  const Step& step(StepKind kind, std::optional<int> head = std::nullopt,
+                   std::optional<int> batch = std::nullopt) const;
   const Step& step(std::string_view id, std::optional<int> head = std::nullopt,
                    std::optional<int> batch = std::nullopt) const;
   // The tokens that label keys: the cross sentence's, or the batch item's own.

@@ -1,0 +1,246 @@
+// The lesson's attention for one batch item: the projections, then for each head ω, the mask,
+// the scaling, the softmax and the context vectors.
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "attn/attention.hpp"
+#include "attn/weights.hpp"
+#include "lesson.hpp"
+
+namespace attn::lesson {
+
+namespace {
+
+bool split_form(const TraceConfig& c) { return c.multihead == MultiheadForm::kSplit; }
+
+// The keys' length: T, or T₂ for cross-attention.
+std::string t_k(const TraceConfig& c) { return c.cross ? "T₂" : "T"; }
+
+// Symbols of one head: Qₕ, Kₕ, Vₕ and d_head in the split form; Q, K, V and d_k otherwise.
+struct Symbols {
+  std::string q, k, v, z, d_k;
+};
+Symbols symbols(const TraceConfig& c) {
+  const std::string sub = split_form(c) ? "ₕ" : "";
+  return {"Q" + sub, "K" + sub, "V" + sub, "Z" + sub, split_form(c) ? "d_head" : "d_k"};
+}
+
+// ω, and the scores to scale: ω itself, or ω with the masked keys at −inf.
+struct Scores {
+  const Matrix& omega;
+  const Matrix& scores;
+};
+
+// ω = Q Kᵀ; then, when there is a mask, the mask and the masked scores.
+Scores score(Recorder& rec, const Item& item, const Matrix& q, const Matrix& k,
+             std::optional<int> head) {
+  const TraceConfig& c = rec.config();
+  const Symbols s = symbols(c);
+  const std::vector<std::string>& rows = item.queries.words;
+  const std::vector<std::string>& cols = item.keys.words;
+  const Matrix& omega = require_finite(
+      rec.add(StepKind::kOmega, fmt::format("ω = {} {}ᵀ", s.q, s.k), {"T", t_k(c)},
+              omega_scores(q, k, c.threads, c.matmul), item.index, head,
+              {.rows = rows, .cols = cols}),
+      "the scores ω");
+  rec.mark_product(q.rows(), k.rows(), q.cols());
+  if (!item.mask.masked) return {omega, omega};
+  rec.add(StepKind::kMask, item.mask.equation, {"T", t_k(c)}, item.mask.values, item.index, head,
+          {.rows = rows, .cols = cols, .note = item.mask.note});
+  return {omega, rec.add(StepKind::kMaskedOmega,
+                         std::string(step_info(StepKind::kMaskedOmega).equation), {"T", t_k(c)},
+                         apply_mask(omega, item.mask.values), item.index, head,
+                         {.rows = rows, .cols = cols})};
+}
+
+// The note on the weights of rows that mask every key.
+std::string fully_masked_note(const TraceConfig& c, const Mask& mask) {
+  if (mask.fully_masked.empty()) return {};
+  const std::string rows = join(mask.fully_masked, ", ");
+  return c.masked_rows == MaskedRows::kNan
+             ? fmt::format("rows {} mask every key: the softmax of a row of −inf is nan, as "
+                           "torch.softmax gives it (--masked-rows zero gives 0 instead)",
+                           rows)
+             : fmt::format("rows {} mask every key: their weights are 0, as "
+                           "scaled_dot_product_attention gives them (torch.softmax gives nan)",
+                           rows);
+}
+
+// The softmax's own steps: the row max, the exponentials, their sums.
+void record_softmax_parts(Recorder& rec, const Item& item, SoftmaxParts& parts,
+                          std::optional<int> head) {
+  const std::vector<std::string>& rows = item.queries.words;
+  rec.add(StepKind::kRowMax, std::string(step_info(StepKind::kRowMax).equation), {"T", "1"},
+          parts.row_max, item.index, head,
+          {.rows = rows,
+           .cols = {"max"},
+           .note = "subtracted before exp: exp(s − m) <= 1 never overflows, and the weights are "
+                   "the same"});
+  rec.add(StepKind::kExponentials, std::string(step_info(StepKind::kExponentials).equation),
+          {"T", t_k(rec.config())}, std::move(parts.exponentials), item.index, head,
+          {.rows = rows, .cols = item.keys.words});
+  rec.add(StepKind::kRowSums, std::string(step_info(StepKind::kRowSums).equation), {"T", "1"},
+          parts.row_sum, item.index, head, {.rows = rows, .cols = {"sum"}});
+}
+
+// The check: every row of A sums to 1, up to float32 rounding.
+void record_weight_sums(Recorder& rec, const Item& item, const Matrix& a,
+                        std::optional<int> head) {
+  const Matrix sums = row_sums(a);
+  Matrix check(sums.rows(), 2);  // (T, 2): the sum and its residual
+  float worst = 0.0f;
+  for (Eigen::Index i = 0; i < sums.rows(); ++i) {
+    check(i, 0) = sums(i, 0);
+    check(i, 1) = sums(i, 0) - 1.0f;
+    if (std::isfinite(check(i, 1))) worst = std::max(worst, std::fabs(check(i, 1)));
+  }
+  rec.add(StepKind::kWeightSums, std::string(step_info(StepKind::kWeightSums).equation),
+          {"T", "2"}, check, item.index, head,
+          {.rows = item.queries.words,
+           .cols = {"sum", "sum − 1"},
+           .note = fmt::format("the largest |sum − 1| is {:.1e}: float32 rounding", worst)});
+}
+
+// The walkthrough's other way to mask: softmax without the mask, zero the masked weights, and
+// divide each row by its new sum. It gives the same weights as `a`.
+void causal_lesson(Recorder& rec, const Item& item, const Matrix& omega, const Matrix& a,
+                   std::int64_t d_k, std::optional<int> head) {
+  const TraceConfig& c = rec.config();
+  const Labels labels{.rows = item.queries.words, .cols = item.keys.words};
+  const Matrix& plain = rec.add(StepKind::kUnmaskedWeights,
+                                fmt::format("A' = softmax(ω / √{})", symbols(c).d_k),
+                                {"T", t_k(c)}, softmax_rows(scale(omega, d_k), c.kernel),
+                                item.index, head, labels);
+  Matrix zeroed = plain;
+  for (Eigen::Index i = 0; i < zeroed.size(); ++i) {
+    if (item.mask.values.data()[i] != 0.0f) zeroed.data()[i] = 0.0f;
+  }
+  rec.add(StepKind::kZeroedWeights, std::string(step_info(StepKind::kZeroedWeights).equation),
+          {"T", t_k(c)}, zeroed, item.index, head, labels);
+  const Matrix renormalized = renormalize_rows(zeroed);
+  float worst = 0.0f;
+  for (Eigen::Index i = 0; i < a.size(); ++i) {
+    const float d = std::fabs(renormalized.data()[i] - a.data()[i]);
+    if (std::isfinite(d)) worst = std::max(worst, d);
+  }
+  Labels note = labels;
+  note.note = fmt::format(
+      "the same weights as attention_weights: the largest difference is {:.1e}, float32 "
+      "rounding{}",
+      worst,
+      item.mask.fully_masked.empty()
+          ? std::string()
+          : fmt::format("; rows {} are all 0 after the mask, and 0 / 0 is nan",
+                        join(item.mask.fully_masked, ", ")));
+  rec.add(StepKind::kRenormalizedWeights,
+          std::string(step_info(StepKind::kRenormalizedWeights).equation), {"T", t_k(c)},
+          renormalized, item.index, head, std::move(note));
+}
+
+}  // namespace
+
+Mask make_mask(const Trace& trace, const TokenizedSentence& queries,
+               const TokenizedSentence& keys) {
+  const TraceConfig& c = trace.config;
+  const auto t_q = static_cast<Eigen::Index>(queries.words.size());
+  const auto t_kv = static_cast<Eigen::Index>(keys.words.size());
+  Mask m;
+  m.masked = c.causal || trace.pad_id.has_value();
+  if (!m.masked) return m;
+  m.values = c.causal ? causal_mask(t_q, t_kv) : Matrix(Matrix::Zero(t_q, t_kv));
+  if (trace.pad_id) {
+    // Padding: every pair whose query or key is the padding token.
+    for (Eigen::Index i = 0; i < t_q; ++i) {
+      for (Eigen::Index j = 0; j < t_kv; ++j) {
+        if (i >= queries.length || j >= keys.length) m.values(i, j) = 1.0f;
+      }
+    }
+  }
+  if (c.causal && trace.pad_id) {
+    m.equation = "M = triu(ones(T, T), diagonal=1) | padding";
+    m.note = "1 = masked: a key after the query, or a '<pad>' query or key";
+  } else if (c.causal) {
+    m.equation = fmt::format("M = triu(ones(T, {}), diagonal=1)", t_k(c));
+    m.note = "1 = masked: key j comes after query i, so a token does not see later tokens";
+  } else {
+    m.equation = "M = 1 where the query or the key is '<pad>'";
+    m.note = queries.length < t_q ? "1 = masked: every pair with a '<pad>' query or key"
+                                  : "nothing is masked: this sentence has no padding";
+  }
+  for (Eigen::Index i = 0; i < t_q; ++i) {
+    if (t_kv > 0 && m.values.row(i).minCoeff() == 1.0f) {
+      m.fully_masked.push_back(std::to_string(i + 1));
+    }
+  }
+  return m;
+}
+
+Qkv project(Recorder& rec, const Item& item, const HeadWeights& w, std::optional<int> head) {
+  const TraceConfig& c = rec.config();
+  const bool split = split_form(c);
+  const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";
+  const std::string x_kv = c.cross ? "X₂" : "X";
+  // One projection step: in W (or in Wᵀ for the (d_out, d_in) layouts).
+  auto one = [&](StepKind kind, const char* out, const Matrix& in, const std::string& in_name,
+                 const Matrix& weight, const char* w_name, std::vector<std::string> dims,
+                 const std::vector<std::string>& words, const char* what) {
+    const Matrix& m = require_finite(
+        rec.add(kind, projection_equation(c.init, out, in_name, w_name), std::move(dims),
+                apply_weight(in, weight, c.init, c.threads, c.matmul), item.index, head,
+                {.rows = words}),
+        what);
+    rec.mark_product(in.rows(), c.init == WeightInit::kRand ? weight.cols() : weight.rows(),
+                     in.cols());
+    return &m;
+  };
+  return {one(StepKind::kQueries, "Q", item.x, "X", w.w_q, "W_q", {"T", kq}, item.queries.words,
+              "the queries Q"),
+          one(StepKind::kKeys, "K", item.x_kv, x_kv, w.w_k, "W_k", {t_k(c), kq}, item.keys.words,
+              "the keys K"),
+          one(StepKind::kValues, "V", item.x_kv, x_kv, w.w_v, "W_v", {t_k(c), dv},
+              item.keys.words, "the values V")};
+}
+
+const Matrix& attend(Recorder& rec, const Item& item, const Matrix& q, const Matrix& k,
+                     const Matrix& v, std::int64_t d_k, std::optional<int> head) {
+  const TraceConfig& c = rec.config();
+  const Symbols s = symbols(c);
+  const Labels labels{.rows = item.queries.words, .cols = item.keys.words};
+  const std::string scores_name = item.mask.masked ? "masked ω" : "ω";
+  // The steps live in a deque, so these references stay valid as later steps are added.
+  const Scores scores = score(rec, item, q, k, head);
+  // With release_scores and no causal lesson (which reads ω again), each step of the head's
+  // scores is handed on as soon as the next one is computed, in its memory: one (T, T) matrix
+  // per head instead of three.
+  const bool in_place = c.release_scores && !c.causal;
+  const Matrix& scaled = rec.add(
+      StepKind::kScaledScores, fmt::format("{0} / √{1} = {0} / √{2}", scores_name, s.d_k, d_k),
+      {"T", t_k(c)},
+      in_place ? scale_in_place(rec.flush_take(), d_k, c.threads)
+               : scale(scores.scores, d_k, c.threads),
+      item.index, head, labels);
+  SoftmaxParts parts =
+      in_place && !c.softmax_steps
+          ? softmax_in_place(rec.flush_take(), c.kernel, c.masked_rows, c.threads)
+          : softmax_parts(scaled, c.kernel, c.masked_rows, c.threads, c.softmax_steps);
+  if (c.softmax_steps) record_softmax_parts(rec, item, parts, head);
+  Labels weight_labels = labels;
+  weight_labels.note = fully_masked_note(c, item.mask);
+  const Matrix& a = rec.add(
+      StepKind::kAttentionWeights,
+      c.softmax_steps ? std::string("A_ij = e_ij · (1 / Σ_i)")
+                      : fmt::format("A = softmax({} / √{})", scores_name, s.d_k),
+      {"T", t_k(c)}, std::move(parts.weights), item.index, head, std::move(weight_labels));
+  if (c.softmax_steps) record_weight_sums(rec, item, a, head);
+  if (c.causal) causal_lesson(rec, item, scores.omega, a, d_k, head);
+  const Matrix& z = rec.add(StepKind::kContextVectors, fmt::format("{} = A {}", s.z, s.v),
+                            {"T", split_form(c) ? "d_head" : "d_v"},
+                            context_vectors(a, v, c.threads, c.matmul), item.index, head,
+                            {.rows = item.queries.words});
+  rec.mark_product(a.rows(), v.cols(), a.cols());
+  return z;
+}
+
+}  // namespace attn::lesson

@@ -1,0 +1,65 @@
+// The lesson's heads: attended in turn, then side by side, and the split form's output
+// projection.
+
+#include <fmt/format.h>
+
+#include "attn/weights.hpp"
+#include "lesson.hpp"
+
+namespace attn::lesson {
+
+std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights& w) {
+  const TraceConfig& c = rec.config();
+  std::vector<Matrix> zs;
+  if (c.multihead == MultiheadForm::kWrapper) {
+    // The walkthrough's wrapper: each head projects with its own weights.
+    for (std::int64_t h = 0; h < c.heads; ++h) {
+      const auto head = static_cast<int>(h);
+      const Qkv p = project(rec, item, w.heads[static_cast<std::size_t>(h)], head);
+      zs.push_back(attend(rec, item, *p.q, *p.k, *p.v, c.d_kq, head));
+      rec.flush();  // this head's scores are done with
+    }
+    return zs;
+  }
+  // The split form: one projection, d_out wide; head h attends over its own columns,
+  // q.view(T, H, d_head).transpose(0, 1)[h].
+  const Qkv p = project(rec, item, w.heads[0], std::nullopt);
+  const Eigen::Index hd = c.d_kq / c.heads;  // d_head = d_out / H
+  for (std::int64_t h = 0; h < c.heads; ++h) {
+    zs.push_back(attend(rec, item, p.q->middleCols(h * hd, hd), p.k->middleCols(h * hd, hd),
+                        p.v->middleCols(h * hd, hd), hd, static_cast<int>(h)));
+    rec.flush();
+  }
+  return zs;
+}
+
+void combine_heads(Recorder& rec, const Item& item, const Weights& w,
+                   const std::vector<Matrix>& zs) {
+  const TraceConfig& c = rec.config();
+  const bool split = c.multihead == MultiheadForm::kSplit;
+  Matrix z(zs[0].rows(), static_cast<Eigen::Index>(zs.size()) * zs[0].cols());  // (T, H·d_v)
+  for (std::size_t h = 0; h < zs.size(); ++h) {
+    z.middleCols(static_cast<Eigen::Index>(h) * zs[0].cols(), zs[0].cols()) = zs[h];
+  }
+  if (c.heads > 1) {
+    rec.add(StepKind::kContextConcat,
+            split ? "Z = Z₁ | … | Z_H (transpose(1, 2).view(T, d_out))"
+                  : std::string(step_info(StepKind::kContextConcat).equation),
+            {"T", split ? "d_out" : "H·d_v"}, z, item.index, std::nullopt,
+            {.rows = item.queries.words});
+  }
+  if (!split) return;
+  Matrix out = apply_weight(z, w.w_o, c.init, c.threads, c.matmul);  // (T, d_out)
+  std::string equation = projection_equation(c.init, "out", "Z", "W_o");
+  if (c.init == WeightInit::kLinear) {
+    for (Eigen::Index i = 0; i < out.rows(); ++i) {
+      for (Eigen::Index j = 0; j < out.cols(); ++j) out(i, j) = out(i, j) + w.b_o(0, j);
+    }
+    equation += " + b_o";
+  }
+  rec.add(StepKind::kOutput, equation, {"T", "d_out"}, out, item.index, std::nullopt,
+          {.rows = item.queries.words});
+  rec.mark_product(z.rows(), w.w_o.rows(), z.cols());
+}
+
+}  // namespace attn::lesson

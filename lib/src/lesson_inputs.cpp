@@ -1,0 +1,192 @@
+// The lesson's first steps: the sentences tokenized into one dictionary, and embedded.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "attn/embedding.hpp"
+#include "attn/error.hpp"
+#include "lesson.hpp"
+
+namespace attn::lesson {
+
+namespace {
+
+// The words of a sentence, refused when it has none.
+std::vector<std::string> words_of(const std::string& sentence, const std::string& which) {
+  std::vector<std::string> words = tokenize(sentence);
+  if (words.empty()) {
+    throw Error(which +
+                " has no words: give at least one word (commas and white space do not "
+                "count)");
+  }
+  return words;
+}
+
+// "4.0 GiB"
+std::string bytes_text(double bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 5) bytes /= 1024.0, ++u;
+  return u == 0 ? fmt::format("{:.0f} bytes", bytes) : fmt::format("{:.1f} {}", bytes, units[u]);
+}
+
+// Refuses a run that would need more memory than config.max_memory, before it allocates.
+void check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch) {
+  const double need = estimate_bytes(c, t_q, t_k, batch);
+  if (need > static_cast<double>(c.max_memory)) {
+    throw Error(fmt::format(
+        "this run would need about {} (T = {} tokens{}, {} head{}), more than "
+        "the memory limit of {}: trace fewer tokens, or raise the limit with "
+        "--max-memory",
+        bytes_text(need), t_q, batch > 1 ? fmt::format(" x {} sentences", batch) : "", c.heads,
+        c.heads > 1 ? "s" : "", bytes_text(static_cast<double>(c.max_memory))));
+  }
+  if (c.on_memory_estimate) c.on_memory_estimate(need);
+}
+
+// Refuses a vocabulary too small for the dictionary (and the padding token).
+void check_vocabulary(const Trace& trace, bool padded) {
+  const TraceConfig& c = trace.config;
+  const std::int64_t needed = trace.vocabulary.size() + (padded ? 1 : 0);
+  if (needed <= c.vocab_size) return;
+  const char* whose = c.sentences.size() > 1 ? "the batch's"
+                      : c.cross              ? "the two sentences'"
+                                             : "the sentence's";
+  const std::string what =
+      c.embedding ? fmt::format("the embedding table in {} has {} rows, fewer than",
+                                c.embedding->source, c.vocab_size)
+                  : fmt::format("vocabulary size {} is smaller than", c.vocab_size);
+  throw Error(fmt::format("{} {} {} distinct words{}: it must be at least {}", what, whose,
+                          trace.vocabulary.size(), padded ? " and the padding token" : "",
+                          needed));
+}
+
+TokenizedSentence tokenized(const Vocabulary& vocabulary, std::vector<std::string> words,
+                            std::size_t padded_to, std::int64_t pad_id) {
+  TokenizedSentence s;
+  s.length = static_cast<std::int64_t>(words.size());
+  s.ids = encode(vocabulary, words);
+  s.words = std::move(words);
+  s.words.resize(std::max(padded_to, s.words.size()), std::string(kPadToken));
+  s.ids.resize(s.words.size(), pad_id);
+  return s;
+}
+
+// The words of every sentence, one dictionary for all of them, and the padded ids.
+void tokenize_inputs(Trace& trace) {
+  const TraceConfig& c = trace.config;
+  const auto batch_size = static_cast<std::int64_t>(c.sentences.size());
+  std::vector<std::vector<std::string>> words;
+  std::vector<std::string> all_words;
+  for (std::size_t b = 0; b < c.sentences.size(); ++b) {
+    words.push_back(words_of(c.sentences[b],
+                             batch_size > 1 ? fmt::format("sentence {} of {}", b + 1, batch_size)
+                                            : std::string("the sentence")));
+    all_words.insert(all_words.end(), words.back().begin(), words.back().end());
+  }
+  std::vector<std::string> cross_words;
+  if (c.cross) {
+    cross_words = words_of(*c.cross, "the --cross sentence");
+    all_words.insert(all_words.end(), cross_words.begin(), cross_words.end());
+  }
+  trace.vocabulary = build_vocabulary(all_words);
+  std::size_t t = 0;
+  for (const auto& w : words) t = std::max(t, w.size());
+  const bool padded =
+      std::any_of(words.begin(), words.end(), [t](const auto& w) { return w.size() < t; });
+  // Before anything large: T is known now.
+  check_memory(c, static_cast<std::int64_t>(t),
+               static_cast<std::int64_t>(c.cross ? cross_words.size() : t), batch_size);
+  if (padded) trace.pad_id = trace.vocabulary.size();
+  check_vocabulary(trace, padded);
+  for (auto& w : words) {
+    trace.inputs.push_back(tokenized(trace.vocabulary, std::move(w), t, trace.pad_id.value_or(0)));
+  }
+  if (c.cross) trace.cross = tokenized(trace.vocabulary, std::move(cross_words), 0, 0);
+}
+
+// The rows of the ids: from the given table, or nn.Embedding's as PyTorch draws them; the
+// padding token's rows zero, as padding_idx makes them.
+Matrix embed_ids(const Trace& trace, const std::vector<std::int64_t>& ids) {
+  const TraceConfig& c = trace.config;
+  Matrix x(static_cast<Eigen::Index>(ids.size()), c.d_in);  // (ΣT, d_in)
+  if (c.embedding) {
+    for (std::size_t r = 0; r < ids.size(); ++r) {
+      x.row(static_cast<Eigen::Index>(r)) = c.embedding->values.row(ids[r]);
+    }
+  } else {
+    x = embed(c.seed, c.vocab_size, c.d_in, ids, c.kernel);
+  }
+  for (std::size_t r = 0; r < ids.size(); ++r) {
+    if (trace.pad_id && ids[r] == *trace.pad_id) x.row(static_cast<Eigen::Index>(r)).setZero();
+  }
+  return x;
+}
+
+// X as given: its labels are the tokens, or the row numbers.
+Inputs given_x(Trace& trace, Recorder& rec) {
+  const TraceConfig& c = trace.config;
+  check_memory(c, c.x->values.rows(), c.x->values.rows(), 1);
+  TokenizedSentence s;
+  s.length = c.x->values.rows();
+  s.words = c.x->row_labels;
+  for (Eigen::Index i = static_cast<Eigen::Index>(s.words.size()); i < s.length; ++i) {
+    s.words.push_back(std::to_string(i + 1));
+  }
+  trace.inputs.push_back(s);
+  return {{&rec.add(StepKind::kEmbeddings, fmt::format("X = {}", c.x->source), {"T", "d_in"},
+                    c.x->values, std::nullopt, std::nullopt,
+                    {.rows = s.words, .title = "the input matrix, one row per token"})},
+          nullptr};
+}
+
+}  // namespace
+
+Inputs tokenize_and_embed(Trace& trace, Recorder& rec) {
+  const TraceConfig& c = trace.config;
+  if (c.x) return given_x(trace, rec);
+  tokenize_inputs(trace);
+  // torch.manual_seed(seed); X = nn.Embedding(V, d_in[, padding_idx])(ids): one call for every
+  // sentence, so that the generator runs once.
+  std::vector<std::int64_t> all_ids;
+  for (const auto& s : trace.inputs) all_ids.insert(all_ids.end(), s.ids.begin(), s.ids.end());
+  if (trace.cross) all_ids.insert(all_ids.end(), trace.cross->ids.begin(), trace.cross->ids.end());
+  Matrix embedded = embed_ids(trace, all_ids);  // (ΣT, d_in)
+
+  std::string equation = c.embedding ? "X = E(ids)" : std::string(step_info(StepKind::kEmbeddings).equation);
+  std::string note;
+  if (trace.pad_id) {
+    equation = c.embedding
+                   ? fmt::format("X = E(ids), padding_idx={}", *trace.pad_id)
+                   : fmt::format("X = Embedding(V, d_in, padding_idx={})(ids)", *trace.pad_id);
+    note = fmt::format("'{}' rows are zero: padding_idx={} zeroes that row of the table",
+                       kPadToken, *trace.pad_id);
+  } else if (c.embedding) {
+    note = fmt::format("the rows of the embedding table E in {}", c.embedding->source);
+  }
+  Inputs inputs;
+  const auto t = static_cast<Eigen::Index>(trace.inputs[0].words.size());
+  const auto batch_size = static_cast<Eigen::Index>(trace.inputs.size());
+  for (Eigen::Index b = 0; b < batch_size; ++b) {
+    const auto& s = trace.inputs[static_cast<std::size_t>(b)];
+    inputs.x.push_back(&rec.add(
+        StepKind::kEmbeddings, equation, {"T", "d_in"},
+        batch_size == 1 && !trace.cross ? std::move(embedded)  // the whole matrix: no copy
+                                        : Matrix(embedded.middleRows(b * t, t)),
+        static_cast<int>(b), std::nullopt,
+        {.rows = s.words,
+         .note = note,
+         .title = c.cross ? "the embedded query sentence, one row per token" : ""}));
+  }
+  if (trace.cross) {
+    inputs.x_cross = &rec.add(
+        StepKind::kEmbeddings2,
+        c.embedding ? "X₂ = E(ids₂)" : std::string(step_info(StepKind::kEmbeddings2).equation),
+        {"T₂", "d_in"}, embedded.bottomRows(static_cast<Eigen::Index>(trace.cross->ids.size())),
+        std::nullopt, std::nullopt, {.rows = trace.cross->words});
+  }
+  return inputs;
+}
+
+}  // namespace attn::lesson
