@@ -435,7 +435,7 @@ TEST_CASE("given matrices whose shapes do not fit are refused, naming both") {
 TEST_CASE("the memory estimate counts every step and refuses a run above the limit") {
   attn::TraceConfig c;
   // 11 steps of the walkthrough: 18 + 6 + 6 + 12 + 12 + 12 + 24 + 3 x 36 + 24 = 222 floats.
-  CHECK(attn::estimate_bytes(attn::resolve(c), 6, 6, 1) == doctest::Approx(222 * 4.0));
+  CHECK(attn::estimate_bytes(attn::resolve(c), 6, 6, 1, false) == doctest::Approx(222 * 4.0));
   c.max_memory = 512;
   CHECK_THROWS_WITH_AS(attn::run_trace(c),
                        "this run would need about 888 bytes (T = 6 tokens, 1 head), more than the "
@@ -444,7 +444,7 @@ TEST_CASE("the memory estimate counts every step and refuses a run above the lim
                        attn::Error);
   c.max_memory = attn::kDefaultMaxMemory;
   c.output_bytes_per_value = 12.0;
-  CHECK(attn::estimate_bytes(attn::resolve(c), 6, 6, 1) == doctest::Approx(222 * 16.0));
+  CHECK(attn::estimate_bytes(attn::resolve(c), 6, 6, 1, false) == doctest::Approx(222 * 16.0));
 }
 
 TEST_CASE("given numbers whose products overflow float32 are refused where they overflow") {

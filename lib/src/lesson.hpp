@@ -50,11 +50,17 @@ class Recorder {
 
   const TraceConfig& config() const { return trace_.config; }
 
+  // The steps to record from here on, in order: add() refuses (as a bug) a step that is not the
+  // next one planned, so the plan that the memory estimate adds up is the one that allocates.
+  void follow(std::vector<PlannedStep> plan) { plan_ = std::move(plan); }
+
  private:
   Matrix hand_on(bool take_last);
 
   Trace& trace_;
   std::int64_t batch_size_;
+  std::vector<PlannedStep> plan_;
+  std::size_t recorded_ = 0;
   std::size_t flushed_ = 0;
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };

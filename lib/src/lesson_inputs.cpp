@@ -31,9 +31,12 @@ std::string bytes_text(double bytes) {
   return u == 0 ? fmt::format("{:.0f} bytes", bytes) : fmt::format("{:.1f} {}", bytes, units[u]);
 }
 
-// Refuses a run that would need more memory than config.max_memory, before it allocates.
-void check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch) {
-  const double need = estimate_bytes(c, t_q, t_k, batch);
+// The run's plan, once the lengths are known: refused when it would need more memory than
+// config.max_memory, before anything large is allocated; then the steps the Recorder follows.
+void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
+              bool padded) {
+  const TraceConfig& c = rec.config();
+  const double need = estimate_bytes(c, t_q, t_k, batch, padded);
   if (need > static_cast<double>(c.max_memory)) {
     throw Error(fmt::format(
         "this run would need about {} (T = {} tokens{}, {} head{}), more than "
@@ -43,6 +46,7 @@ void check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std:
         c.heads > 1 ? "s" : "", bytes_text(static_cast<double>(c.max_memory))));
   }
   if (c.on_memory_estimate) c.on_memory_estimate(need);
+  rec.follow(plan_steps(c, t_q, t_k, batch, padded));
 }
 
 // Refuses a vocabulary too small for the dictionary (and the padding token).
@@ -74,7 +78,7 @@ TokenizedSentence tokenized(const Vocabulary& vocabulary, std::vector<std::strin
 }
 
 // The words of every sentence, one dictionary for all of them, and the padded ids.
-void tokenize_inputs(Trace& trace) {
+void tokenize_inputs(Trace& trace, Recorder& rec) {
   const TraceConfig& c = trace.config;
   const auto batch_size = static_cast<std::int64_t>(c.sentences.size());
   std::vector<std::vector<std::string>> words;
@@ -96,8 +100,8 @@ void tokenize_inputs(Trace& trace) {
   const bool padded =
       std::any_of(words.begin(), words.end(), [t](const auto& w) { return w.size() < t; });
   // Before anything large: T is known now.
-  check_memory(c, static_cast<std::int64_t>(t),
-               static_cast<std::int64_t>(c.cross ? cross_words.size() : t), batch_size);
+  plan_run(rec, static_cast<std::int64_t>(t),
+           static_cast<std::int64_t>(c.cross ? cross_words.size() : t), batch_size, padded);
   if (padded) trace.pad_id = trace.vocabulary.size();
   check_vocabulary(trace, padded);
   for (auto& w : words) {
@@ -127,7 +131,7 @@ Matrix embed_ids(const Trace& trace, const std::vector<std::int64_t>& ids) {
 // X as given: its labels are the tokens, or the row numbers.
 Inputs given_x(Trace& trace, Recorder& rec) {
   const TraceConfig& c = trace.config;
-  check_memory(c, c.x->values.rows(), c.x->values.rows(), 1);
+  plan_run(rec, c.x->values.rows(), c.x->values.rows(), 1, false);
   TokenizedSentence s;
   s.length = c.x->values.rows();
   s.words = c.x->row_labels;
@@ -146,7 +150,7 @@ Inputs given_x(Trace& trace, Recorder& rec) {
 Inputs tokenize_and_embed(Trace& trace, Recorder& rec) {
   const TraceConfig& c = trace.config;
   if (c.x) return given_x(trace, rec);
-  tokenize_inputs(trace);
+  tokenize_inputs(trace, rec);
   // torch.manual_seed(seed); X = nn.Embedding(V, d_in[, padding_idx])(ids): one call for every
   // sentence, so that the generator runs once.
   std::vector<std::int64_t> all_ids;

@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cmath>
+#include <stdexcept>
 
 #include "attn/attention.hpp"
 #include "attn/error.hpp"
@@ -33,6 +34,13 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
                             Matrix values, std::optional<int> batch, std::optional<int> head,
                             Labels labels) {
   const StepInfo& info = step_info(kind);
+  if (recorded_ >= plan_.size() || plan_[recorded_].kind != kind ||
+      plan_[recorded_].rows != values.rows() || plan_[recorded_].cols != values.cols()) {
+    throw std::logic_error(fmt::format(
+        "step {} ({}, {} x {}) is not the one planned: the plan and the trace disagree",
+        recorded_ + 1, info.id, values.rows(), values.cols()));
+  }
+  ++recorded_;
   Step s;
   s.kind = kind;
   s.id = std::string(info.id);

@@ -176,36 +176,4 @@ TraceConfig resolve(const TraceConfig& config) {
   return c;
 }
 
-double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
-                      std::int64_t batch) {
-  const double tq = static_cast<double>(t_q), tk = static_cast<double>(t_k);
-  const double h = static_cast<double>(c.heads), d_in = static_cast<double>(c.d_in);
-  const double d_kq = static_cast<double>(c.d_kq), d_v = static_cast<double>(c.d_v);
-  const bool split = c.multihead == MultiheadForm::kSplit;
-  // T × T_k steps per head: ω, the scaled scores and the weights; the mask and the masked
-  // scores; the causal lesson's three; the softmax's exponentials.
-  double square_steps = 3.0 + (c.causal || batch > 1 ? 2.0 : 0.0) + (c.causal ? 3.0 : 0.0) +
-                        (c.softmax_steps ? 1.0 : 0.0);
-  const double per_head = square_steps * tq * tk +
-                          (split ? 0.0 : tq * d_kq + tk * (d_kq + d_v)) +  // Q, K, V (wrapper)
-                          tq * (split ? d_v / h : d_v) +                   // Z
-                          (c.softmax_steps ? 4.0 * tq : 0.0);              // m, Σ, the check
-  double per_item = tq * d_in;                                             // X
-  if (split) per_item += tq * d_kq + tk * (d_kq + d_v);                    // Q, K, V of width d_out
-  per_item += h * per_head;
-  if (c.heads > 1) per_item += tq * (split ? d_v : h * d_v);  // the heads side by side
-  if (split) per_item += tq * d_v;                            // the output projection
-  const double weights =
-      (split ? 1.0 : h) * d_in * (2.0 * d_kq + d_v) + (split ? d_v * d_v + d_v : 0.0);
-  // With release_scores, one head's (T, T) steps are held at a time; without the causal lesson
-  // and the softmax's steps, they are computed in one matrix (and a padded batch has its mask).
-  const double squares = static_cast<double>(batch) * h * square_steps * tq * tk;
-  const bool in_place = !c.causal && !c.softmax_steps;
-  const double held_squares = !c.release_scores ? squares
-                              : in_place        ? (batch > 1 ? 2.0 : 1.0) * tq * tk
-                                                : square_steps * tq * tk;
-  const double values = static_cast<double>(batch) * per_item - squares + held_squares + weights;
-  return values * (4.0 + c.output_bytes_per_value);
-}
-
 }  // namespace attn

@@ -48,6 +48,7 @@ struct StepInfo {
   std::string_view equation;     // the usual form: "A = softmax(ω / √d_k)"
   std::string_view description;  // --describe: what it computes and why
   bool heatmap;                  // --format heatmap draws it when no --steps are chosen
+  bool scores;                   // a (T, T_k) matrix whose columns are keys
 };
 
 // Every step, in recording order.

@@ -164,11 +164,23 @@ struct Trace {
 // the file, its value or shape, and what is allowed.
 TraceConfig resolve(const TraceConfig& config);
 
-// The bytes a run with this (resolved) config would hold for sentences of t_q query tokens and
-// t_k key tokens, each of `batch` items: every step's float32 values, times (4 +
-// output_bytes_per_value).
+// One step of a run's plan: what it is and its matrix's shape.
+struct PlannedStep {
+  StepKind kind;
+  std::int64_t rows, cols;
+};
+
+// Every step a run of this (resolved) config records, in order, with its shape, for `batch`
+// items of t_q query tokens and t_k key tokens (`padded`: the items' lengths differ, so there
+// is a padding mask). run_trace records exactly these: its Recorder checks each step against
+// the plan.
+std::vector<PlannedStep> plan_steps(const TraceConfig& config, std::int64_t t_q,
+                                    std::int64_t t_k, std::int64_t batch, bool padded);
+
+// The bytes a run of this plan holds: every planned step's float32 values (one head's scores
+// at a time with release_scores), times (4 + output_bytes_per_value).
 double estimate_bytes(const TraceConfig& config, std::int64_t t_q, std::int64_t t_k,
-                      std::int64_t batch);
+                      std::int64_t batch, bool padded);
 
 // Keeps only the steps whose id is in `ids`, in the trace's order. Throws Error naming an id
 // that no step of this trace has, and the ids it has.
