@@ -572,3 +572,33 @@ TEST_CASE("the vectorised code paths change no bit of a trace, nor of its summar
     CHECK(fast_summary == plain_summary);
   }
 }
+
+TEST_CASE("the memory estimate is what a run allocates, for every variant") {
+  // The Recorder refuses any step the plan does not hold, so each of these runs follows its
+  // plan; the estimate (without output) is then the floats the trace holds, times 4.
+  std::vector<attn::TraceConfig> configs(10);
+  configs[1].causal = true;
+  configs[2].heads = 3;
+  configs[3].heads = 2, configs[3].multihead = attn::MultiheadForm::kSplit;
+  configs[3].d_kq = configs[3].d_v = 4, configs[3].init = attn::WeightInit::kLinear;
+  configs[4].cross = "The quick brown fox jumps over the lazy dog";
+  configs[4].causal = true;
+  configs[5].sentences = {"Life is short, eat dessert first", "eat dessert", "short life"};
+  configs[5].softmax_steps = true;
+  configs[6].sentences = {"a b", "c d"};  // equal lengths: no padding, no mask
+  configs[7].init = attn::WeightInit::kRandTransposed, configs[7].d_kq = 5;
+  configs[8].x = attn::GivenMatrix{Matrix::Constant(4, 3, 0.5f), "x.npy", {}};
+  configs[9].heads = 2, configs[9].causal = true, configs[9].softmax_steps = true;
+  configs[9].sentences = {"a b c", "d"};
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    CAPTURE(i);
+    const attn::Trace trace = attn::run_trace(configs[i]);
+    double floats = 0;
+    for (const attn::Step& s : trace.steps) floats += static_cast<double>(s.values.size());
+    const std::int64_t t_q = static_cast<std::int64_t>(trace.inputs[0].words.size());
+    const std::int64_t t_k = trace.cross ? static_cast<std::int64_t>(trace.cross->words.size()) : t_q;
+    CHECK(attn::estimate_bytes(trace.config, t_q, t_k,
+                               static_cast<std::int64_t>(trace.inputs.size()),
+                               trace.pad_id.has_value()) == doctest::Approx(floats * 4.0));
+  }
+}
