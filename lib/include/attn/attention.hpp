@@ -1,10 +1,11 @@
 #pragma once
 
-// The steps of scaled dot-product attention, one function per step of the lesson, in float32
-// with the operation order that reproduces PyTorch's results on these shapes.
+// The steps of scaled dot-product attention, one function per step of the lesson, in float32.
+// Each is the math of its step; the PyTorch kernels they call (torch_kernels.hpp) give them
+// PyTorch's operation order, so PyTorch's bits.
 
 #include "attn/matrix.hpp"
-#include "attn/torch_random.hpp"
+#include "attn/torch_kernels.hpp"
 
 namespace attn {
 
@@ -13,28 +14,6 @@ enum class MaskedRows {
   kNan,   // nan, as torch.softmax gives (exp(−inf − (−inf)) is exp(nan))
   kZero,  // zeros, as the math path of scaled_dot_product_attention gives
 };
-
-// How a matrix product is computed.
-enum class MatmulKernel {
-  kReference,  // left to right, acc = fl(acc + fl(a_ik * b_kj)): the order of the reference BLAS
-               // that Debian's PyTorch links, so PyTorch's bits
-  kBlocked,    // gemm_blocked (gemm.hpp): fused multiply-adds in blocks of 256, vectorised and
-               // cache-blocked; tens of times faster, within float32 rounding of PyTorch
-  kAuto,       // kBlocked for products of at least kBlockedMatmulWork multiply-adds, else
-               // kReference: every small trace keeps PyTorch's bits
-};
-// The size (m · n · k multiply-adds) from which kAuto takes the blocked kernel: 2^20, a product
-// of 64 x 128 by 128 x 128; below it the reference order costs under a millisecond.
-inline constexpr double kBlockedMatmulWork = 1 << 20;
-
-// The kernel `kernel` means for an (m, k) @ (k, n) product: kAuto resolved by size.
-MatmulKernel matmul_kernel_for(MatmulKernel kernel, Eigen::Index m, Eigen::Index n, Eigen::Index k);
-
-// a @ b by `kernel` (kReference: naive left-to-right float32 accumulation).
-// Requires: a.cols() == b.rows(). Returns: (a.rows(), b.cols()).
-// Rows are computed on up to `threads` threads; the result is the same bits for any count.
-Matrix matmul(const Matrix& a, const Matrix& b, int threads = 1,
-              MatmulKernel kernel = MatmulKernel::kReference);
 
 // Q = X W_q (and K = X W_k, V = X W_v): x (T, d_in) @ w (d_in, d_out) -> (T, d_out).
 // Requires: x.cols() == w.rows(). Throws Error naming both shapes otherwise.
@@ -97,9 +76,5 @@ Matrix renormalize_rows(const Matrix& a);
 // Requires: a.cols() == v.rows(). Throws Error naming both shapes otherwise.
 Matrix context_vectors(const Matrix& a, const Matrix& v, int threads = 1,
                        MatmulKernel kernel = MatmulKernel::kReference);
-
-// torch.exp on one float: SLEEF's expf_u10 (as PyTorch's AVX2 kernels vectorise it) for kAvx2,
-// the C library's expf for kDefault.
-float torch_expf(float x, TorchKernel kernel);
 
 }  // namespace attn

@@ -11,19 +11,9 @@
 #include <string_view>
 
 #include "attn/matrix.hpp"
+#include "attn/torch_kernels.hpp"
 
 namespace attn {
-
-// Which of PyTorch's CPU kernels to reproduce. Never detected from the host: the same
-// arguments give the same numbers on every machine.
-//   kAvx2:    x86-64 with AVX2 (PyTorch's default on nearly every desktop and server);
-//   kDefault: PyTorch's non-AVX2 kernels (ATEN_CPU_CAPABILITY=default, ARM and Apple builds).
-enum class TorchKernel { kAvx2, kDefault };
-
-// "avx2" or "default".
-std::string_view kernel_name(TorchKernel kernel);
-// Inverse of kernel_name. Throws Error for any other name.
-TorchKernel parse_kernel(std::string_view name);
 
 // at::mt19937 together with the cached normal of CPUGeneratorImpl.
 class TorchGenerator {

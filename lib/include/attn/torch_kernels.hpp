@@ -1,0 +1,69 @@
+#pragma once
+
+// PyTorch's CPU kernels, reproduced to the bit where the lesson needs them: which flavour of
+// kernels (TorchKernel), exp as SLEEF computes it, the orders in which ATen adds a row, and the
+// reference BLAS's matrix product. attention.cpp writes the lesson's math with these.
+
+#include <cstdint>
+#include <string_view>
+
+#include "attn/matrix.hpp"
+
+namespace attn {
+
+// Which of PyTorch's CPU kernels to reproduce. Never detected from the host: the same
+// arguments give the same numbers on every machine.
+//   kAvx2:    x86-64 with AVX2 (PyTorch's default on nearly every desktop and server);
+//   kDefault: PyTorch's non-AVX2 kernels (ATEN_CPU_CAPABILITY=default, ARM and Apple builds).
+enum class TorchKernel { kAvx2, kDefault };
+
+// "avx2" or "default".
+std::string_view kernel_name(TorchKernel kernel);
+// Inverse of kernel_name. Throws Error for any other name.
+TorchKernel parse_kernel(std::string_view name);
+
+// How a matrix product is computed.
+enum class MatmulKernel {
+  kReference,  // left to right, acc = fl(acc + fl(a_ik * b_kj)): the order of the reference BLAS
+               // that Debian's PyTorch links, so PyTorch's bits
+  kBlocked,    // gemm_blocked (gemm.hpp): fused multiply-adds in blocks of 256, vectorised and
+               // cache-blocked; tens of times faster, within float32 rounding of PyTorch
+  kAuto,       // kBlocked for products of at least kBlockedMatmulWork multiply-adds, else
+               // kReference: every small trace keeps PyTorch's bits
+};
+// The size (m · n · k multiply-adds) from which kAuto takes the blocked kernel: 2^20, a product
+// of 64 x 128 by 128 x 128; below it the reference order costs under a millisecond.
+inline constexpr double kBlockedMatmulWork = 1 << 20;
+
+// The kernel `kernel` means for an (m, k) @ (k, n) product: kAuto resolved by size.
+MatmulKernel matmul_kernel_for(MatmulKernel kernel, Eigen::Index m, Eigen::Index n, Eigen::Index k);
+
+// a @ b by `kernel` (kReference: naive left-to-right float32 accumulation).
+// Requires: a.cols() == b.rows(). Returns: (a.rows(), b.cols()).
+// Rows are computed on up to `threads` threads; the result is the same bits for any count.
+Matrix matmul(const Matrix& a, const Matrix& b, int threads = 1,
+              MatmulKernel kernel = MatmulKernel::kReference);
+
+// a @ bᵀ, reading b in place for the blocked kernel: (m, k) and (n, k) -> (m, n).
+Matrix matmul_transposed(const Matrix& a, const Matrix& b, int threads = 1,
+                         MatmulKernel kernel = MatmulKernel::kReference);
+
+// torch.exp on one float: SLEEF's expf_u10 (as PyTorch's AVX2 kernels vectorise it) for kAvx2,
+// the C library's expf for kDefault.
+float torch_expf(float x, TorchKernel kernel);
+
+// The softmax kernel's three passes over one row of n >= 1 scores, none nan
+// (_vec_softmax_lastdim):
+// the row's max;
+float torch_row_max(const float* s, Eigen::Index n, TorchKernel kernel);
+// e_j = exp(s_j − m) into e (which may be s), and their sum, added in the order of ATen's 8-lane
+// vec::reduce_all for the kernel flavour;
+float torch_exp_sum(const float* s, Eigen::Index n, float m, TorchKernel kernel, float* e);
+// w_j = e_j · inv (w may be e): PyTorch multiplies by the sum's reciprocal.
+void torch_scale_row(const float* e, Eigen::Index n, float inv, TorchKernel kernel, float* w);
+
+// tensor.sum(dim=-1) of one contiguous row of n floats, added in the order of ATen's
+// cascade_sum.
+float torch_sum(const float* e, std::int64_t n);
+
+}  // namespace attn

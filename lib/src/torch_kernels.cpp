@@ -1,0 +1,320 @@
+#include "attn/torch_kernels.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define ATTN_X86 1
+#endif
+
+#include <fmt/format.h>
+
+#include "attn/error.hpp"
+#include "attn/gemm.hpp"
+#include "attn/parallel.hpp"
+#include "attn/simd.hpp"
+
+namespace attn {
+
+namespace {
+
+void require_inner(const Matrix& a, const Matrix& b, Eigen::Index a_inner, Eigen::Index b_inner,
+                   const char* what) {
+  if (a_inner != b_inner) {
+    throw Error(fmt::format("{}: shapes [{}, {}] and [{}, {}] do not fit together", what,
+                            a.rows(), a.cols(), b.rows(), b.cols()));
+  }
+}
+
+// SLEEF's xexpf (u10) with FMA, one lane: q = rint(x / ln 2), a two-part reduction, a degree-6
+// polynomial, and a scale by 2^q done as two exact multiplications.
+float sleef_expf_u10(float d) {
+  const float q_f = std::nearbyint(d * 1.442695040888963407359924681001892137426645954152985934f);
+  // Clamped: converting ±inf or nan (a masked score) to int is undefined; those d are set below.
+  const auto q = static_cast<std::int32_t>(std::fmax(-256.0f, std::fmin(q_f, 256.0f)));
+  float s = std::fma(q_f, -0.693145751953125f, d);
+  s = std::fma(q_f, -1.428606765330187045e-06f, s);
+  float u = 0.000198527617612853646278381f;
+  u = std::fma(u, s, 0.00139304355252534151077271f);
+  u = std::fma(u, s, 0.00833336077630519866943359f);
+  u = std::fma(u, s, 0.0416664853692054748535156f);
+  u = std::fma(u, s, 0.166666671633720397949219f);
+  u = std::fma(u, s, 0.5f);
+  u = 1.0f + std::fma(s * s, u, s);
+  // ldexp2: u * 2^(q >> 1) * 2^(q - (q >> 1)), each power built from its exponent bits.
+  auto pow2i = [](std::int32_t e) {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(e + 0x7f) << 23);
+  };
+  const std::int32_t half = q >> 1;
+  u = u * pow2i(half) * pow2i(q - half);
+  if (d < -104.0f) u = 0.0f;
+  if (d > 100.0f) u = std::numeric_limits<float>::infinity();
+  if (std::isnan(d)) u = d;
+  return u;
+}
+
+#ifdef ATTN_X86
+// sleef_expf_u10 on 8 lanes: the same operations in the same order, so the same bits.
+__attribute__((target("avx2,fma"))) __m256 sleef_expf_u10_avx2(__m256 d) {
+  const __m256 q_f = _mm256_round_ps(
+      _mm256_mul_ps(d, _mm256_set1_ps(1.442695040888963407359924681001892137426645954152985934f)),
+      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // min(q, 256) gives 256 for nan, as std::fmin does; max(·, −256) then clamps −inf.
+  const __m256i q = _mm256_cvttps_epi32(
+      _mm256_max_ps(_mm256_min_ps(q_f, _mm256_set1_ps(256.0f)), _mm256_set1_ps(-256.0f)));
+  __m256 s = _mm256_fmadd_ps(q_f, _mm256_set1_ps(-0.693145751953125f), d);
+  s = _mm256_fmadd_ps(q_f, _mm256_set1_ps(-1.428606765330187045e-06f), s);
+  __m256 u = _mm256_set1_ps(0.000198527617612853646278381f);
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.00139304355252534151077271f));
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.00833336077630519866943359f));
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.0416664853692054748535156f));
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.166666671633720397949219f));
+  u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(0.5f));
+  u = _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_mul_ps(s, s), u, s));
+  const __m256i bias = _mm256_set1_epi32(0x7f);
+  const __m256i half = _mm256_srai_epi32(q, 1);
+  const __m256 p1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
+  const __m256 p2 =
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(q, half), bias), 23));
+  u = _mm256_mul_ps(_mm256_mul_ps(u, p1), p2);
+  u = _mm256_blendv_ps(u, _mm256_setzero_ps(),
+                       _mm256_cmp_ps(d, _mm256_set1_ps(-104.0f), _CMP_LT_OQ));
+  u = _mm256_blendv_ps(u, _mm256_set1_ps(std::numeric_limits<float>::infinity()),
+                       _mm256_cmp_ps(d, _mm256_set1_ps(100.0f), _CMP_GT_OQ));
+  return _mm256_blendv_ps(u, d, _mm256_cmp_ps(d, d, _CMP_UNORD_Q));
+}
+
+// The largest of n >= 1 scores, none nan (then max is std::fmax, in any order).
+__attribute__((target("avx2,fma"))) float row_max_avx2(const float* s, Eigen::Index n) {
+  __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  Eigen::Index j = 0;
+  for (; j + 8 <= n; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(s + j));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float r = lanes[0];
+  for (int l = 1; l < 8; ++l) r = std::fmax(r, lanes[l]);
+  for (; j < n; ++j) r = std::fmax(r, s[j]);
+  return r;
+}
+
+// e_j = exp(s_j − m) into e (which may be s), and their sum as row_sum adds it for kAvx2:
+// 8 lanes (lane j % 8), the tail added to the first lanes, then the tree of shuffles.
+__attribute__((target("avx2,fma"))) float exp_sum_avx2(const float* s, Eigen::Index n, float m,
+                                                       float* e) {
+  const __m256 mv = _mm256_set1_ps(m);
+  Eigen::Index j = 0;
+  for (; j + 8 <= n; j += 8) {
+    _mm256_storeu_ps(e + j, sleef_expf_u10_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv)));
+  }
+  for (; j < n; ++j) e[j] = sleef_expf_u10(s[j] - m);
+  if (n < 8) {
+    float sum = e[0];
+    for (Eigen::Index i = 1; i < n; ++i) sum = sum + e[i];
+    return sum;
+  }
+  __m256 acc = _mm256_loadu_ps(e);
+  Eigen::Index i = 8;
+  for (; i + 8 <= n; i += 8) acc = _mm256_add_ps(acc, _mm256_loadu_ps(e + i));
+  alignas(32) float lane[8];
+  _mm256_store_ps(lane, acc);
+  for (int l = 0; i < n; ++i, ++l) lane[l] = lane[l] + e[i];
+  const float h0 = lane[0] + lane[4], h1 = lane[1] + lane[5];
+  const float h2 = lane[2] + lane[6], h3 = lane[3] + lane[7];
+  return (h0 + h2) + (h1 + h3);
+}
+
+// w_j = e_j * inv (w may be e).
+__attribute__((target("avx2,fma"))) void scale_row_avx2(const float* e, Eigen::Index n, float inv,
+                                                        float* w) {
+  const __m256 iv = _mm256_set1_ps(inv);
+  Eigen::Index j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(w + j, _mm256_mul_ps(_mm256_loadu_ps(e + j), iv));
+  for (; j < n; ++j) w[j] = e[j] * inv;
+}
+
+#endif
+
+// The sum of a softmax row as ATen's vec::reduce_all computes it with 8-lane vectors: rows
+// shorter than a vector are summed in order; longer rows are summed lane by lane (lane j % 8),
+// then the 8 lanes are combined: in order by the default kernel, as a tree of shuffles by AVX2.
+float row_sum(const float* e, Eigen::Index n, TorchKernel kernel) {
+  constexpr Eigen::Index kLanes = 8;
+  if (n == 0) return 0.0f;
+  if (n < kLanes) {
+    float sum = e[0];
+    for (Eigen::Index j = 1; j < n; ++j) sum = sum + e[j];
+    return sum;
+  }
+  float lane[kLanes];
+  for (Eigen::Index l = 0; l < kLanes; ++l) lane[l] = e[l];
+  for (Eigen::Index j = kLanes; j < n; ++j) lane[j % kLanes] = lane[j % kLanes] + e[j];
+  if (kernel == TorchKernel::kDefault) {
+    float sum = lane[0];
+    for (Eigen::Index l = 1; l < kLanes; ++l) sum = sum + lane[l];
+    return sum;
+  }
+  // _mm256_permute2f128_ps (lane l + lane l^4), then shuffles 0x4E (l^2) and 0xB1 (l^1).
+  const float h0 = lane[0] + lane[4], h1 = lane[1] + lane[5];
+  const float h2 = lane[2] + lane[6], h3 = lane[3] + lane[7];
+  return (h0 + h2) + (h1 + h3);
+}
+
+// tensor.sum(dim=-1) of one contiguous row, added in the order of ATen's cascade_sum
+// (SumKernel.cpp). row_sum views the row as (-1, 4): each of the 4 columns is summed in a cascade
+// of up to 4 levels of blocks, the leftover elements go into column 0, then the columns are added
+// in order. Rows of 8 or more are first summed as 8-lane vectors the same way, then the leftover
+// elements, then the 8 lanes.
+template <typename Acc, typename Load>
+Acc cascade_row_sum(std::int64_t size, Load load) {
+  constexpr std::int64_t kIlp = 4, kLevels = 4;
+  const std::int64_t rows = size / kIlp;
+  std::int64_t ceil_log2 = 0;
+  while ((std::int64_t{1} << ceil_log2) < rows) ++ceil_log2;
+  const std::int64_t level_power = std::max<std::int64_t>(4, ceil_log2 / kLevels);
+  const std::int64_t level_step = std::int64_t{1} << level_power;
+  const std::int64_t level_mask = level_step - 1;
+  Acc acc[kLevels][kIlp] = {};
+  std::int64_t i = 0;
+  for (; i + level_step <= rows;) {
+    for (std::int64_t j = 0; j < level_step; ++j) {
+      for (std::int64_t k = 0; k < kIlp; ++k) acc[0][k] = acc[0][k] + load((i + j) * kIlp + k);
+    }
+    i += level_step;
+    for (std::int64_t j = 1; j < kLevels; ++j) {
+      for (std::int64_t k = 0; k < kIlp; ++k) {
+        acc[j][k] = acc[j][k] + acc[j - 1][k];
+        acc[j - 1][k] = Acc{};
+      }
+      if ((i & (level_mask << (j * level_power))) != 0) break;
+    }
+  }
+  for (; i < rows; ++i) {
+    for (std::int64_t k = 0; k < kIlp; ++k) acc[0][k] = acc[0][k] + load(i * kIlp + k);
+  }
+  for (std::int64_t j = 1; j < kLevels; ++j) {
+    for (std::int64_t k = 0; k < kIlp; ++k) acc[0][k] = acc[0][k] + acc[j][k];
+  }
+  for (std::int64_t t = rows * kIlp; t < size; ++t) acc[0][0] = acc[0][0] + load(t);
+  for (std::int64_t k = 1; k < kIlp; ++k) acc[0][0] = acc[0][0] + acc[0][k];
+  return acc[0][0];
+}
+
+// Eight float lanes, added lane by lane.
+struct Lanes {
+  std::array<float, 8> v{};
+  friend Lanes operator+(const Lanes& a, const Lanes& b) {
+    Lanes r;
+    for (int l = 0; l < 8; ++l) r.v[l] = a.v[l] + b.v[l];
+    return r;
+  }
+};
+
+
+}  // namespace
+
+float torch_sum(const float* e, std::int64_t n) {
+  if (n < 8) return cascade_row_sum<float>(n, [e](std::int64_t i) { return e[i]; });
+  const std::int64_t vectors = n / 8;
+  const Lanes acc = cascade_row_sum<Lanes>(vectors, [e](std::int64_t i) {
+    Lanes l;
+    for (int k = 0; k < 8; ++k) l.v[k] = e[i * 8 + k];
+    return l;
+  });
+  float sum = 0.0f;
+  for (std::int64_t k = vectors * 8; k < n; ++k) sum = sum + e[k];
+  for (int k = 0; k < 8; ++k) sum = sum + acc.v[k];
+  return sum;
+}
+
+float torch_expf(float x, TorchKernel kernel) {
+  return kernel == TorchKernel::kAvx2 ? sleef_expf_u10(x) : std::exp(x);
+}
+
+MatmulKernel matmul_kernel_for(MatmulKernel kernel, Eigen::Index m, Eigen::Index n,
+                               Eigen::Index k) {
+  if (kernel != MatmulKernel::kAuto) return kernel;
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  return work >= kBlockedMatmulWork ? MatmulKernel::kBlocked : MatmulKernel::kReference;
+}
+
+namespace {
+
+StridedMatrix strided(const Matrix& m) { return {m.data(), m.rows(), m.cols(), m.cols(), 1}; }
+
+// a @ bᵀ without forming bᵀ: bᵀ(k, j) is b(j, k).
+StridedMatrix strided_transpose(const Matrix& m) {
+  return {m.data(), m.cols(), m.rows(), 1, m.cols()};
+}
+
+Matrix blocked(const StridedMatrix& a, const StridedMatrix& b, int threads) {
+  Matrix c = uninitialized_matrix(a.rows, b.cols);  // (M, N)
+  gemm_blocked(a, b, c.data(), b.cols, threads);
+  return c;
+}
+
+}  // namespace
+
+Matrix matmul(const Matrix& a, const Matrix& b, int threads, MatmulKernel kernel) {
+  require_inner(a, b, a.cols(), b.rows(), "matmul");
+  if (matmul_kernel_for(kernel, a.rows(), b.cols(), a.cols()) == MatmulKernel::kBlocked) {
+    return blocked(strided(a), strided(b), threads);
+  }
+  Matrix c = uninitialized_matrix(a.rows(), b.cols());  // (M, N)
+  const double work =
+      static_cast<double>(a.rows()) * static_cast<double>(b.cols()) * static_cast<double>(a.cols());
+  // Rows in parallel: each cell is the same left-to-right sum on any thread.
+  parallel_for(a.rows(), threads, work, [&](std::int64_t begin, std::int64_t end) {
+    for (Eigen::Index i = begin; i < end; ++i) {
+      for (Eigen::Index j = 0; j < b.cols(); ++j) {
+        float acc = 0.0f;
+        for (Eigen::Index k = 0; k < a.cols(); ++k) acc = acc + a(i, k) * b(k, j);
+        c(i, j) = acc;
+      }
+    }
+  });
+  return c;
+}
+
+Matrix matmul_transposed(const Matrix& a, const Matrix& b, int threads, MatmulKernel kernel) {
+  require_inner(a, b, a.cols(), b.cols(), "a @ bᵀ");
+  if (matmul_kernel_for(kernel, a.rows(), b.rows(), a.cols()) == MatmulKernel::kBlocked) {
+    return blocked(strided(a), strided_transpose(b), threads);  // reads b in place
+  }
+  const Matrix b_t = b.transpose();
+  return matmul(a, b_t, threads, MatmulKernel::kReference);
+}
+
+float torch_row_max(const float* s, Eigen::Index n, TorchKernel kernel) {
+#ifdef ATTN_X86
+  if (kernel == TorchKernel::kAvx2 && use_avx2()) return row_max_avx2(s, n);
+#endif
+  float m = -std::numeric_limits<float>::infinity();
+  for (Eigen::Index j = 0; j < n; ++j) m = std::fmax(m, s[j]);
+  return m;
+}
+
+float torch_exp_sum(const float* s, Eigen::Index n, float m, TorchKernel kernel, float* e) {
+#ifdef ATTN_X86
+  if (kernel == TorchKernel::kAvx2 && use_avx2()) return exp_sum_avx2(s, n, m, e);
+#endif
+  for (Eigen::Index j = 0; j < n; ++j) e[j] = torch_expf(s[j] - m, kernel);  // exp(s_j − max)
+  return row_sum(e, n, kernel);
+}
+
+void torch_scale_row(const float* e, Eigen::Index n, float inv, TorchKernel kernel, float* w) {
+#ifdef ATTN_X86
+  if (kernel == TorchKernel::kAvx2 && use_avx2()) {
+    scale_row_avx2(e, n, inv, w);
+    return;
+  }
+#endif
+  for (Eigen::Index j = 0; j < n; ++j) w[j] = e[j] * inv;
+}
+
+}  // namespace attn
