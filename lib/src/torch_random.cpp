@@ -16,16 +16,6 @@
 
 namespace attn {
 
-std::string_view kernel_name(TorchKernel kernel) {
-  return kernel == TorchKernel::kAvx2 ? "avx2" : "default";
-}
-
-TorchKernel parse_kernel(std::string_view name) {
-  if (name == "avx2") return TorchKernel::kAvx2;
-  if (name == "default") return TorchKernel::kDefault;
-  throw Error("torch kernel '" + std::string(name) + "' is not known: allowed are avx2, default");
-}
-
 // ---------------------------------------------------------------------------------------------
 // The engine (ATen/core/MT19937RNGEngine.h).
 

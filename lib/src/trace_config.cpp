@@ -1,4 +1,4 @@
-// Settings: the names of the enum options, resolve() (the dimensions given matrices imply,
+// Settings: resolve() (the dimensions given matrices imply,
 // every range and combination checked) and the memory estimate.
 
 #include <fmt/format.h>
@@ -18,48 +18,8 @@ void check_range(const char* name, std::int64_t value, std::int64_t lo, std::int
   }
 }
 
-template <typename Enum, std::size_t N>
-Enum parse_name(std::string_view what, std::string_view name,
-                const std::pair<Enum, std::string_view> (&names)[N]) {
-  std::string allowed;
-  for (const auto& [value, text] : names) {
-    if (text == name) return value;
-    allowed += (allowed.empty() ? "" : ", ") + std::string(text);
-  }
-  throw Error(fmt::format("{} '{}' is not known: allowed are {}", what, name, allowed));
-}
-
-constexpr std::pair<MultiheadForm, std::string_view> kMultiheadNames[] = {
-    {MultiheadForm::kWrapper, "wrapper"}, {MultiheadForm::kSplit, "split"}};
-constexpr std::pair<MaskedRows, std::string_view> kMaskedRowNames[] = {{MaskedRows::kNan, "nan"},
-                                                                       {MaskedRows::kZero, "zero"}};
-constexpr std::pair<MatmulKernel, std::string_view> kMatmulNames[] = {
-    {MatmulKernel::kAuto, "auto"},
-    {MatmulKernel::kReference, "reference"},
-    {MatmulKernel::kBlocked, "blocked"}};
-
-template <typename Enum, std::size_t N>
-std::string_view name_of(Enum value, const std::pair<Enum, std::string_view> (&names)[N]) {
-  for (const auto& [v, text] : names) {
-    if (v == value) return text;
-  }
-  return "?";
-}
-
 }  // namespace
 
-std::string_view multihead_name(MultiheadForm form) { return name_of(form, kMultiheadNames); }
-MultiheadForm parse_multihead(std::string_view name) {
-  return parse_name("multihead form", name, kMultiheadNames);
-}
-std::string_view masked_rows_name(MaskedRows rule) { return name_of(rule, kMaskedRowNames); }
-MaskedRows parse_masked_rows(std::string_view name) {
-  return parse_name("masked-rows rule", name, kMaskedRowNames);
-}
-std::string_view matmul_name(MatmulKernel kernel) { return name_of(kernel, kMatmulNames); }
-MatmulKernel parse_matmul(std::string_view name) {
-  return parse_name("matmul kernel", name, kMatmulNames);
-}
 
 namespace {
 

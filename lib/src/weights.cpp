@@ -7,26 +7,6 @@
 
 namespace attn {
 
-std::string_view init_name(WeightInit init) {
-  switch (init) {
-    case WeightInit::kRand:
-      return "rand";
-    case WeightInit::kRandTransposed:
-      return "rand-transposed";
-    case WeightInit::kLinear:
-      return "linear";
-  }
-  return "?";
-}
-
-WeightInit parse_init(std::string_view name) {
-  for (const WeightInit init :
-       {WeightInit::kRand, WeightInit::kRandTransposed, WeightInit::kLinear}) {
-    if (init_name(init) == name) return init;
-  }
-  throw Error(
-      fmt::format("init '{}' is not known: allowed are rand, rand-transposed, linear", name));
-}
 
 Matrix draw_weight(TorchGenerator& gen, WeightInit init, std::int64_t d_in, std::int64_t d_out,
                    TorchKernel kernel) {

@@ -1,0 +1,77 @@
+#include "attn/names.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "attn/error.hpp"
+
+namespace attn {
+
+namespace {
+
+constexpr std::array<EnumName<TorchKernel>, 2> kTorchKernels = {
+    {{TorchKernel::kAvx2, "avx2"}, {TorchKernel::kDefault, "default"}}};
+constexpr std::array<EnumName<MatmulKernel>, 3> kMatmulKernels = {
+    {{MatmulKernel::kAuto, "auto"},
+     {MatmulKernel::kReference, "reference"},
+     {MatmulKernel::kBlocked, "blocked"}}};
+constexpr std::array<EnumName<MaskedRows>, 2> kMaskedRows = {
+    {{MaskedRows::kNan, "nan"}, {MaskedRows::kZero, "zero"}}};
+constexpr std::array<EnumName<MultiheadForm>, 2> kMultiheadForms = {
+    {{MultiheadForm::kWrapper, "wrapper"}, {MultiheadForm::kSplit, "split"}}};
+constexpr std::array<EnumName<WeightInit>, 3> kWeightInits = {
+    {{WeightInit::kRand, "rand"},
+     {WeightInit::kRandTransposed, "rand-transposed"},
+     {WeightInit::kLinear, "linear"}}};
+
+}  // namespace
+
+template <>
+std::span<const EnumName<TorchKernel>> names_of<TorchKernel>() {
+  return kTorchKernels;
+}
+template <>
+std::span<const EnumName<MatmulKernel>> names_of<MatmulKernel>() {
+  return kMatmulKernels;
+}
+template <>
+std::span<const EnumName<MaskedRows>> names_of<MaskedRows>() {
+  return kMaskedRows;
+}
+template <>
+std::span<const EnumName<MultiheadForm>> names_of<MultiheadForm>() {
+  return kMultiheadForms;
+}
+template <>
+std::span<const EnumName<WeightInit>> names_of<WeightInit>() {
+  return kWeightInits;
+}
+
+void throw_unknown_name(std::string_view what, std::string_view name,
+                        const std::vector<std::string>& allowed) {
+  throw Error(
+      fmt::format("{} '{}' is not known: allowed are {}", what, name, fmt::join(allowed, ", ")));
+}
+
+// The named functions of the headers, on the tables.
+std::string_view kernel_name(TorchKernel kernel) { return name_of(kernel); }
+TorchKernel parse_kernel(std::string_view name) {
+  return parse_name<TorchKernel>("torch kernel", name);
+}
+std::string_view init_name(WeightInit init) { return name_of(init); }
+WeightInit parse_init(std::string_view name) { return parse_name<WeightInit>("init", name); }
+std::string_view multihead_name(MultiheadForm form) { return name_of(form); }
+MultiheadForm parse_multihead(std::string_view name) {
+  return parse_name<MultiheadForm>("multihead form", name);
+}
+std::string_view masked_rows_name(MaskedRows rule) { return name_of(rule); }
+MaskedRows parse_masked_rows(std::string_view name) {
+  return parse_name<MaskedRows>("masked-rows rule", name);
+}
+std::string_view matmul_name(MatmulKernel kernel) { return name_of(kernel); }
+MatmulKernel parse_matmul(std::string_view name) {
+  return parse_name<MatmulKernel>("matmul kernel", name);
+}
+
+}  // namespace attn
