@@ -314,9 +314,9 @@ std::pair<std::int64_t, std::int64_t> parse_cell(const std::string& text) {
 }
 
 ColorMode color_mode(const Options& o) {
-  if (o.color == "never") return ColorMode::kShade;
-  if (o.color == "256") return ColorMode::k256;
-  if (o.color == "24bit") return ColorMode::kTrueColor;
+  if (o.color == ColorChoice::kNever) return ColorMode::kShade;
+  if (o.color == ColorChoice::k256) return ColorMode::k256;
+  if (o.color == ColorChoice::k24bit) return ColorMode::kTrueColor;
   if (!o.color_terminal) return ColorMode::kShade;  // auto: piped, or NO_COLOR
   return o.truecolor ? ColorMode::kTrueColor : ColorMode::k256;
 }
@@ -372,13 +372,15 @@ std::string view_of(const Options& o) {
   if (o.explain) return "--explain";
   if (o.query) return "--query";
   if (o.export_dir) return "--export";
-  return "--format " + o.format;
+  return fmt::format("--format {}", name_of(o.format));
 }
 
 // Refuses an option that this run's view would ignore: nothing given is silently dropped.
 void check_view_options(const Options& o) {
   const std::string view = view_of(o);
-  const bool text = view == "--format text";
+  const bool plain = !o.explain && !o.query && !o.export_dir;  // a view of --format
+  const bool text = plain && o.format == OutputFormat::kText;
+  const bool heatmap = plain && o.format == OutputFormat::kHeatmap;
   auto refuse = [&view](std::string_view option, std::string_view what) {
     throw Error(fmt::format("{} {}: it does not go with {}", option, what, view));
   };
@@ -388,11 +390,11 @@ void check_view_options(const Options& o) {
   if (o.text.describe && !text) refuse("--describe", "adds notes to the text trace");
   if (o.step && !text) refuse("--step", "pauses the text trace after each step");
   if (given_option(o, "--precision") &&
-      !(text || view == "--format markdown" || view == "--format heatmap" || o.query ||
+      !(text || heatmap || (plain && o.format == OutputFormat::kMarkdown) || o.query ||
         o.explain)) {
     refuse("--precision", "sets the decimals that text, markdown and heatmaps print");
   }
-  if (given_option(o, "--color") && view != "--format heatmap") {
+  if (given_option(o, "--color") && !heatmap) {
     refuse("--color", "colours heatmaps");
   }
   if ((o.query || o.explain) && o.config.softmax_steps) {
@@ -431,11 +433,6 @@ TraceConfig make_config(Options& o) {
   }
   if (o.d_out) o.config.d_kq = o.config.d_v = *o.d_out;
   o.config.cross = o.cross;
-  o.config.kernel = parse_kernel(o.kernel);
-  o.config.init = parse_init(o.init);
-  o.config.multihead = parse_multihead(o.multihead);
-  o.config.masked_rows = parse_masked_rows(o.masked_rows);
-  o.config.matmul = parse_matmul(o.matmul);
   if (o.key && !o.query) throw Error("--key " + std::to_string(*o.key) + " needs --query");
   if (o.force && !o.export_dir) throw Error("--force goes with --export");
   o.config.max_memory = parse_size(o.max_memory);
@@ -443,10 +440,10 @@ TraceConfig make_config(Options& o) {
       o.threads.value_or(std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   // What the chosen output writes per value, for the memory estimate.
   o.config.output_bytes_per_value = o.export_dir            ? 0.0
-                                    : o.format == "csv"     ? 60.0
-                                    : o.format == "json"    ? 14.0
-                                    : o.format == "heatmap" ? 40.0
-                                    : o.format == "summary" ? 0.0
+                                    : o.format == OutputFormat::kCsv     ? 60.0
+                                    : o.format == OutputFormat::kJson    ? 14.0
+                                    : o.format == OutputFormat::kHeatmap ? 40.0
+                                    : o.format == OutputFormat::kSummary ? 0.0
                                                             : 12.0;
   if (o.explain) parse_cell(*o.explain);
   return o.config;
@@ -494,13 +491,14 @@ Outcome run(Options& o) {
   const auto start = std::chrono::steady_clock::now();
   TraceConfig config = make_config(o);
   auto progress = std::make_shared<Progress>(config.heads);
-  if (o.progress == "always" || (o.progress == "auto" && o.stderr_terminal)) {
+  if (o.progress == ProgressChoice::kAlways ||
+      (o.progress == ProgressChoice::kAuto && o.stderr_terminal)) {
     config.on_record = [progress](const Step& s) { (*progress)(s); };
   }
   // The summary of a plain run reduces each step to a line as soon as it is final, and frees the
   // (T, T) scores head by head: a long input needs one head's scores in memory, not all.
   const bool stream_summary =
-      o.format == "summary" && !o.expect && !o.export_dir && !o.explain && !o.query;
+      o.format == OutputFormat::kSummary && !o.expect && !o.export_dir && !o.explain && !o.query;
   std::string lines, attention;
   if (stream_summary) {
     config.release_scores = true;
@@ -526,16 +524,16 @@ Outcome run(Options& o) {
         render_query_path(trace, *o.query, o.key.value_or(default_path_key(trace)), o.text);
   } else if (o.export_dir) {
     outcome = write_export(trace, o);
-  } else if (o.format == "json") {
+  } else if (o.format == OutputFormat::kJson) {
     outcome.out = render_json(trace);
-  } else if (o.format == "csv") {
+  } else if (o.format == OutputFormat::kCsv) {
     outcome.out = render_csv(trace);
-  } else if (o.format == "markdown") {
+  } else if (o.format == OutputFormat::kMarkdown) {
     outcome.out = render_markdown(trace, o.text.precision);
-  } else if (o.format == "summary") {
+  } else if (o.format == OutputFormat::kSummary) {
     outcome.out = stream_summary ? summary_head(trace) + lines + attention
                                  : render_summary(trace, 5, config.threads);
-  } else if (o.format == "heatmap") {
+  } else if (o.format == OutputFormat::kHeatmap) {
     if (o.steps.empty()) {
       // ω, the scaled scores and the weights; the masked scores too when there is a mask.
       std::erase_if(trace.steps, [](const Step& s) { return !step_info(s.kind).heatmap; });

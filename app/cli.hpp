@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attn/diff.hpp"
+#include "attn/names.hpp"
 #include "attn/render_text.hpp"
 #include "attn/trace.hpp"
 
@@ -27,6 +28,11 @@ struct Outcome {
   int code = kExitOk;
 };
 
+// The views and modes that only the command line has.
+enum class OutputFormat { kText, kJson, kCsv, kMarkdown, kHeatmap, kSummary };
+enum class ColorChoice { kAuto, kNever, k256, k24bit };
+enum class ProgressChoice { kAuto, kAlways, kNever };
+
 struct Options {
   std::vector<std::string> words;      // the positional arguments: one sentence, quoted or not
   std::vector<std::string> sentences;  // -s/--sentence: one batch item each
@@ -35,21 +41,16 @@ struct Options {
   std::optional<std::string> cross;    // the key and value sentence
   TraceConfig config;
   TextOptions text;
-  std::string kernel = "avx2";
-  std::string init = "rand";
-  std::string multihead = "wrapper";
-  std::string masked_rows = "nan";
-  std::string matmul = "auto";
   std::optional<std::int64_t> query;  // 1-based
   std::optional<std::int64_t> key;    // 1-based; the key of the written-out dot product
-  std::string format = "text";
+  OutputFormat format = OutputFormat::kText;
   std::string max_memory = "4G";
   std::optional<std::string> file;     // the sentence, from a file
   std::optional<int> threads;          // default: every core
   bool timings = false;                // each step's time on stderr
-  std::string progress = "auto";       // auto (stderr a terminal), always, never
+  ProgressChoice progress = ProgressChoice::kAuto;  // kAuto: when stderr is a terminal
   bool stderr_terminal = false;        // stderr is a terminal (set by main)
-  std::string color = "auto";          // heatmaps: auto, never, 256, 24bit
+  ColorChoice color = ColorChoice::kAuto;  // heatmaps
   std::optional<std::string> explain;  // "I,J": one attention weight explained
   bool step = false;                   // pause after each step on a terminal
   bool interactive = false;            // stdin and stdout are terminals (set by main)
@@ -104,3 +105,12 @@ void add_diff_options(CLI::App& diff, DiffCommand& command);
 Outcome run_diff(const DiffCommand& command);
 
 }  // namespace attn::cli
+
+namespace attn {
+template <>
+std::span<const EnumName<cli::OutputFormat>> names_of<cli::OutputFormat>();
+template <>
+std::span<const EnumName<cli::ColorChoice>> names_of<cli::ColorChoice>();
+template <>
+std::span<const EnumName<cli::ProgressChoice>> names_of<cli::ProgressChoice>();
+}  // namespace attn

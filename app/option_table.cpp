@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <limits>
 
+#include "attn/names.hpp"
 #include "attn/trace.hpp"
 #include "cli.hpp"
 
@@ -64,18 +66,32 @@ std::string choices_text(const std::vector<std::string>& choices) {
   return fmt::format("`{}`", fmt::join(choices, "`, `"));
 }
 
-// An option whose value is one of `choices`.
-OptionSpec choice(std::string names, std::string value, std::vector<std::string> choices,
-                  std::string default_text, std::string help, std::string meaning,
-                  std::string Options::*field) {
-  OptionSpec spec{std::move(names), std::move(value), std::move(default_text), "", std::move(help),
-                  std::move(meaning), std::move(choices), false, nullptr};
+// Checks that a value is one of an enum's names ("fast not in {auto,reference,blocked}") and
+// passes on its number, which CLI11 converts into the enum.
+template <typename Enum>
+CLI::Validator enum_names() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::optional<Enum> value = value_named<Enum>(text);
+        if (!value) {
+          return fmt::format("{} not in {{{}}}", text, fmt::join(all_names<Enum>(), ","));
+        }
+        text = std::to_string(static_cast<int>(*value));
+        return {};
+      },
+      "");
+}
+
+// An option whose value is one of an enum's names, written into `field` of the options.
+template <typename Enum, typename Field>
+OptionSpec choice(std::string names, std::string value, Enum default_value, std::string help,
+                  std::string meaning, Field field) {
+  OptionSpec spec{std::move(names), std::move(value), std::string(name_of(default_value)), "",
+                  std::move(help), std::move(meaning), all_names<Enum>(), false, nullptr};
   spec.allowed = choices_text(spec.choices);
-  const std::vector<std::string> members = spec.choices;
   const std::string name = spec.names;
-  spec.add = [members, name, field](CLI::App& app, Options& o, DiffCommand&,
-                                    const std::string& text) {
-    return app.add_option(name, o.*field, text)->check(CLI::IsMember(members));
+  spec.add = [name, field](CLI::App& app, Options& o, DiffCommand&, const std::string& text) {
+    return app.add_option(name, field(o), text)->transform(enum_names<Enum>());
   };
   return spec;
 }
@@ -200,12 +216,12 @@ std::vector<OptionSection> make_table() {
                        "diagonal=1)`), and show the walkthrough's other way too (softmax, zero, "
                        "renormalize)",
                        [](Options& o) -> bool& { return o.config.causal; }));
-  model.push_back(choice("--masked-rows", "R", {"nan", "zero"}, "nan",
+  model.push_back(choice("--masked-rows", "R", MaskedRows::kNan,
                          "Weights of a row whose every key is masked: nan (as torch.softmax) or "
                          "zero (as scaled_dot_product_attention)",
                          "the weights of a row whose every key is masked: `nan` as "
                          "`torch.softmax` gives, `zero` as `scaled_dot_product_attention` gives",
-                         &Options::masked_rows));
+                         [](Options& o) -> MaskedRows& { return o.config.masked_rows; }));
   model.push_back(
       {"--heads", "N", fmt::format("{}", defaults.heads), fmt::format("1 .. {}", kMaxHeads),
        "Number of attention heads", "number of heads", {}, false,
@@ -214,39 +230,39 @@ std::vector<OptionSection> make_table() {
              ->transform(integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads)));
        }});
   model.push_back(choice(
-      "--multihead", "F", {"wrapper", "split"}, "wrapper",
+      "--multihead", "F", MultiheadForm::kWrapper,
       "With --heads: wrapper (the walkthrough's module per head, contexts concatenated) or split "
       "(course code: one projection split into heads, then W_o)",
       "`wrapper`: the walkthrough's N single-head modules, each with its own weights, context "
       "vectors concatenated; `split`: one projection of width d_out split into N heads of d_out / "
       "N, then the output projection W_o (needs d_kq = d_v, a multiple of N)",
-      &Options::multihead));
+      [](Options& o) -> MultiheadForm& { return o.config.multihead; }));
   model.push_back(choice(
-      "--init", "I", {"rand", "rand-transposed", "linear"}, "rand",
+      "--init", "I", WeightInit::kRand,
       "Weights: rand (torch.rand(d_in, d_out), X W), rand-transposed (torch.rand(d_out, d_in), "
       "W x) or linear (nn.Linear(d_in, d_out, bias=False))",
       "the weights: `torch.rand(d_in, d_out)` used as `X @ W`; `torch.rand(d_out, d_in)` used as "
       "`W.matmul(x)`; `nn.Linear(d_in, d_out, bias=False)` (kaiming uniform, W_o with its bias)",
-      &Options::init));
+      [](Options& o) -> WeightInit& { return o.config.init; }));
   model.push_back(choice(
-      "--torch-kernel", "K", {"avx2", "default"}, "avx2",
+      "--torch-kernel", "K", TorchKernel::kAvx2,
       "PyTorch's CPU kernels to reproduce: avx2 (x86-64) or default (ARM, other builds)",
       "which of PyTorch's CPU kernels to reproduce: `avx2` for x86-64 with AVX2 (PyTorch's "
       "default on such machines), `default` for PyTorch's other builds (ARM, Apple silicon, "
       "`ATEN_CPU_CAPABILITY=default`). Never detected from the host.",
-      &Options::kernel));
+      [](Options& o) -> TorchKernel& { return o.config.kernel; }));
 
   table.push_back({"What is shown", {}});
   auto& shown = table.back().options;
   shown.push_back(choice(
-      "--format", "F", {"text", "json", "csv", "markdown", "heatmap", "summary"}, "text",
+      "--format", "F", OutputFormat::kText,
       "Output: text (PyTorch's printing), json (every value exact), csv (a row per cell), "
       "markdown (tables for handouts), heatmap (the scores and weights as coloured grids) or "
       "summary (statistics and checksums per step)",
       "the output format ([formats.md](formats.md)); `heatmap` draws ω, the masked and scaled "
       "scores and the weights (or the `--steps` chosen) as coloured grids; `summary` gives "
       "statistics and checksums per step instead of the values",
-      &Options::format));
+      [](Options& o) -> OutputFormat& { return o.format; }));
   shown.back().allowed += "; not with `--query` or `--explain`";
   shown.push_back(
       {"--steps", "IDS", "all",
@@ -290,13 +306,13 @@ std::vector<OptionSection> make_table() {
              ->transform(integer_in<int>(0, 8, "0..8"));
        }});
   shown.push_back(choice(
-      "--color", "C", {"auto", "never", "256", "24bit"}, "auto",
+      "--color", "C", ColorChoice::kAuto,
       "Heatmap colour: auto (on a terminal, unless NO_COLOR or TERM=dumb), never (shading), "
       "256 or 24bit",
       "the heatmaps' colour: `auto` is 24-bit when `COLORTERM` is `truecolor` or `24bit`, else "
       "256 colours, on a terminal; shading characters when stdout is not a terminal, `NO_COLOR` "
       "is set or `TERM` is `dumb`; `never` always shades",
-      &Options::color));
+      [](Options& o) -> ColorChoice& { return o.color; }));
   shown.push_back(flag("--softmax-steps",
                        "Show the softmax's row max, exponentials and sums as steps, and check "
                        "that each row of weights sums to 1",
@@ -369,7 +385,7 @@ std::vector<OptionSection> make_table() {
              ->transform(integer_in<int>(1, 256, "1..256"));
        }});
   speed.push_back(choice(
-      "--matmul", "K", {"auto", "reference", "blocked"}, "auto",
+      "--matmul", "K", MatmulKernel::kAuto,
       "Matrix products: reference (PyTorch's order and bits), blocked (vectorised, within "
       "rounding of PyTorch) or auto (blocked from 2^20 multiply-adds)",
       "how the matrix products are computed: `reference` adds left to right, as the reference "
@@ -379,7 +395,7 @@ std::vector<OptionSection> make_table() {
       "products of at least 2²⁰ multiply-adds and `reference` below, so every small trace keeps "
       "PyTorch's bits. A step computed by the blocked kernel says so in its note "
       "([performance.md](performance.md))",
-      &Options::matmul));
+      [](Options& o) -> MatmulKernel& { return o.config.matmul; }));
   speed.push_back(
       {"--max-memory", "SIZE", "4G", "bytes, or with K, M, G, T",
        "Refuse a run that would need more memory than this (K, M, G, T suffixes)",
@@ -394,17 +410,57 @@ std::vector<OptionSection> make_table() {
                        "GFLOP/s, and the time of the output",
                        [](Options& o) -> bool& { return o.timings; }));
   speed.push_back(choice(
-      "--progress", "P", {"auto", "always", "never"}, "auto",
+      "--progress", "P", ProgressChoice::kAuto,
       "A progress line on stderr once a run has taken a second: auto (when stderr is a "
       "terminal), always or never",
       "once a run has taken a second, a line on stderr says which step of which head is done, "
       "updated ten times a second and cleared at the end; `auto` shows it when stderr is a "
       "terminal",
-      &Options::progress));
+      [](Options& o) -> ProgressChoice& { return o.progress; }));
   return table;
 }
 
 }  // namespace
+
+}  // namespace attn::cli
+
+namespace attn {
+
+namespace {
+constexpr std::array<EnumName<cli::OutputFormat>, 6> kOutputFormats = {
+    {{cli::OutputFormat::kText, "text"},
+     {cli::OutputFormat::kJson, "json"},
+     {cli::OutputFormat::kCsv, "csv"},
+     {cli::OutputFormat::kMarkdown, "markdown"},
+     {cli::OutputFormat::kHeatmap, "heatmap"},
+     {cli::OutputFormat::kSummary, "summary"}}};
+constexpr std::array<EnumName<cli::ColorChoice>, 4> kColorChoices = {
+    {{cli::ColorChoice::kAuto, "auto"},
+     {cli::ColorChoice::kNever, "never"},
+     {cli::ColorChoice::k256, "256"},
+     {cli::ColorChoice::k24bit, "24bit"}}};
+constexpr std::array<EnumName<cli::ProgressChoice>, 3> kProgressChoices = {
+    {{cli::ProgressChoice::kAuto, "auto"},
+     {cli::ProgressChoice::kAlways, "always"},
+     {cli::ProgressChoice::kNever, "never"}}};
+}  // namespace
+
+template <>
+std::span<const EnumName<cli::OutputFormat>> names_of<cli::OutputFormat>() {
+  return kOutputFormats;
+}
+template <>
+std::span<const EnumName<cli::ColorChoice>> names_of<cli::ColorChoice>() {
+  return kColorChoices;
+}
+template <>
+std::span<const EnumName<cli::ProgressChoice>> names_of<cli::ProgressChoice>() {
+  return kProgressChoices;
+}
+
+}  // namespace attn
+
+namespace attn::cli {
 
 const std::vector<OptionSection>& option_table() {
   static const std::vector<OptionSection> table = make_table();
