@@ -54,6 +54,18 @@ void add_options(CLI::App& app, Options& o) {
   take_last(app);
 }
 
+std::string remedy(Setting setting) {
+  switch (setting) {
+    case Setting::kMaxMemory:
+      return " with --max-memory";
+    case Setting::kWidths:
+      return " with --d-out";
+    case Setting::kNone:
+      break;
+  }
+  return "";
+}
+
 void check_repeats(const CLI::App& app) {
   // Subcommand options are checked on their own App.
   for (const CLI::Option* opt : app.get_options()) {

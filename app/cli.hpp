@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attn/diff.hpp"
+#include "attn/error.hpp"
 #include "attn/names.hpp"
 #include "attn/render_text.hpp"
 #include "attn/trace.hpp"
@@ -79,6 +80,9 @@ struct DiffCommand {
 // for a usage error, and lets CLI::CallForHelp and CLI::CallForVersion through.
 void parse(CLI::App& app, Options& options, DiffCommand& diff_command, int argc,
            const char* const* argv);
+
+// How the command line changes a setting that a library error names: " with --max-memory".
+std::string remedy(Setting setting);
 
 // Adds every option of the tool to `app`, writing into `options`.
 void add_options(CLI::App& app, Options& options);

@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
   try {
     outcome = diff->parsed() ? attn::cli::run_diff(diff_command) : attn::cli::run(options);
   } catch (const attn::Error& e) {
-    return fail(e.what());
+    return fail(e.what() + attn::cli::remedy(e.setting()));
   } catch (const std::bad_alloc&) {
     return fail("out of memory: choose smaller dimensions or a shorter sentence");
   }

@@ -333,7 +333,7 @@ TEST_CASE("variant settings that do not fit together are refused") {
   c.multihead = attn::MultiheadForm::kSplit;
   CHECK_THROWS_WITH_AS(attn::run_trace(c),
                        "the split multi-head form projects to one width d_out, but d_kq 2 and d_v "
-                       "4 differ: give --d-out",
+                       "4 differ: give one width",
                        attn::Error);
   c.heads = 3;
   c.d_kq = c.d_v = 4;
@@ -411,7 +411,7 @@ TEST_CASE("given matrices whose shapes do not fit are refused, naming both") {
   c.x = attn::GivenMatrix{Matrix::Zero(6, 3), "x.csv", {}};
   c.w_query = attn::GivenMatrix{Matrix::Zero(4, 2), "wq.npy", {}};
   CHECK_THROWS_WITH_AS(attn::run_trace(c),
-                       "W_q in wq.npy has shape [4, 2], but X has d_in 3: with --init rand it "
+                       "W_q in wq.npy has shape [4, 2], but X has d_in 3: with the rand init it "
                        "must be [d_in, d_kq]",
                        attn::Error);
   c.w_query = attn::GivenMatrix{Matrix::Zero(3, 2), "wq.npy", {}};
@@ -439,8 +439,7 @@ TEST_CASE("the memory estimate counts every step and refuses a run above the lim
   c.max_memory = 512;
   CHECK_THROWS_WITH_AS(attn::run_trace(c),
                        "this run would need about 888 bytes (T = 6 tokens, 1 head), more than the "
-                       "memory limit of 512 bytes: trace fewer tokens, or raise the limit with "
-                       "--max-memory",
+                       "memory limit of 512 bytes: trace fewer tokens, or raise the limit",
                        attn::Error);
   c.max_memory = attn::kDefaultMaxMemory;
   c.output_bytes_per_value = 12.0;

@@ -61,7 +61,7 @@ std::string fully_masked_note(const TraceConfig& c, const Mask& mask) {
   const std::string rows = join(mask.fully_masked, ", ");
   return c.masked_rows == MaskedRows::kNan
              ? fmt::format("rows {} mask every key: the softmax of a row of −inf is nan, as "
-                           "torch.softmax gives it (--masked-rows zero gives 0 instead)",
+                           "torch.softmax gives it (the masked-rows rule zero gives 0 instead)",
                            rows)
              : fmt::format("rows {} mask every key: their weights are 0, as "
                            "scaled_dot_product_attention gives them (torch.softmax gives nan)",

@@ -40,10 +40,10 @@ void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t ba
   if (need > static_cast<double>(c.max_memory)) {
     throw Error(fmt::format(
         "this run would need about {} (T = {} tokens{}, {} head{}), more than "
-        "the memory limit of {}: trace fewer tokens, or raise the limit with "
-        "--max-memory",
+        "the memory limit of {}: trace fewer tokens, or raise the limit",
         bytes_text(need), t_q, batch > 1 ? fmt::format(" x {} sentences", batch) : "", c.heads,
-        c.heads > 1 ? "s" : "", bytes_text(static_cast<double>(c.max_memory))));
+        c.heads > 1 ? "s" : "", bytes_text(static_cast<double>(c.max_memory))),
+        Setting::kMaxMemory);
   }
   if (c.on_memory_estimate) c.on_memory_estimate(need);
   rec.follow(plan_steps(c, t_q, t_k, batch, padded));
@@ -91,7 +91,7 @@ void tokenize_inputs(Trace& trace, Recorder& rec) {
   }
   std::vector<std::string> cross_words;
   if (c.cross) {
-    cross_words = words_of(*c.cross, "the --cross sentence");
+    cross_words = words_of(*c.cross, "the key and value sentence");
     all_words.insert(all_words.end(), cross_words.begin(), cross_words.end());
   }
   trace.vocabulary = build_vocabulary(all_words);

@@ -20,7 +20,7 @@ std::string product_note(MatmulKernel kernel, Eigen::Index m, Eigen::Index n, Ei
   if (matmul_kernel_for(kernel, m, n, k) != MatmulKernel::kBlocked) return {};
   return fmt::format(
       "computed by the blocked kernel ({} x {} by {} x {}{}): float32 sums in another order "
-      "than PyTorch's, so the last digits can differ (--matmul reference gives its order)",
+      "than PyTorch's, so the last digits can differ (the reference kernel keeps its order)",
       m, k, k, n, kernel == MatmulKernel::kAuto ? ", a large product" : "");
 }
 

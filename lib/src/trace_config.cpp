@@ -28,9 +28,9 @@ std::string shape_of(const Matrix& m) { return fmt::format("[{}, {}]", m.rows(),
 // Checks the given matrices' shapes against each other and sets the dimensions they imply.
 void apply_given_shapes(TraceConfig& c) {
   if (c.x) {
-    if (c.embedding) throw Error("--x gives X itself: an embedding table would not be used");
-    if (c.cross) throw Error("--x gives one input matrix: cross-attention needs two sentences");
-    if (c.sentences.size() > 1) throw Error("--x gives one input matrix: it cannot form a batch");
+    if (c.embedding) throw Error("X is given: an embedding table would not be used");
+    if (c.cross) throw Error("X is given as one input matrix: cross-attention needs two sentences");
+    if (c.sentences.size() > 1) throw Error("X is given as one input matrix: it cannot form a batch");
     c.d_in = c.x->values.cols();
     if (!c.x->row_labels.empty() &&
         static_cast<Eigen::Index>(c.x->row_labels.size()) != c.x->values.rows()) {
@@ -59,7 +59,7 @@ void apply_given_shapes(TraceConfig& c) {
     if (wrapper_heads) {
       throw Error(
           fmt::format("{} in {}: the wrapper form draws each head's own weights; give "
-                      "weights with one head or --multihead split",
+                      "weights with one head or the split multi-head form",
                       g.symbol, g.w->source));
     }
     const Matrix& m = g.w->values;
@@ -68,7 +68,7 @@ void apply_given_shapes(TraceConfig& c) {
         rand ? fmt::format("[d_in, {}]", g.d_out_name) : fmt::format("[{}, d_in]", g.d_out_name);
     if (in != c.d_in) {
       throw Error(
-          fmt::format("{} in {} has shape {}, but X has d_in {}: with --init {} it must be "
+          fmt::format("{} in {} has shape {}, but X has d_in {}: with the {} init it must be "
                       "{}",
                       g.symbol, g.w->source, shape_of(m), c.d_in, init_name(c.init), layout));
     }
@@ -100,7 +100,7 @@ void apply_given_shapes(TraceConfig& c) {
     }
   }
   if (c.b_out && c.init != WeightInit::kLinear) {
-    throw Error(fmt::format("b_o in {}: only --init linear has an output bias", c.b_out->source));
+    throw Error(fmt::format("b_o in {}: only the linear init has an output bias", c.b_out->source));
   }
 }
 
@@ -125,8 +125,9 @@ TraceConfig resolve(const TraceConfig& config) {
     if (c.d_kq != c.d_v) {
       throw Error(
           fmt::format("the split multi-head form projects to one width d_out, but d_kq {} "
-                      "and d_v {} differ: give --d-out",
-                      c.d_kq, c.d_v));
+                      "and d_v {} differ: give one width",
+                      c.d_kq, c.d_v),
+          Setting::kWidths);
     }
     if (c.d_kq % c.heads != 0) {
       throw Error(fmt::format("d_out {} does not split into {} heads: it must be a multiple of {}",

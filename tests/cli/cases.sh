@@ -446,7 +446,7 @@ case_error_precision() {
   expect_error "--precision: 9 is out of range; allowed: 0..8 (see attn-trace --help)" --precision 9
 }
 case_error_split_needs_one_width() {
-  expect_error "the split multi-head form projects to one width d_out, but d_kq 2 and d_v 4 differ: give --d-out" --heads 2 --multihead split
+  expect_error "the split multi-head form projects to one width d_out, but d_kq 2 and d_v 4 differ: give one width with --d-out" --heads 2 --multihead split
 }
 case_error_split_heads_do_not_divide() {
   expect_error "d_out 4 does not split into 3 heads: it must be a multiple of 3" --heads 3 --multihead split --d-out 4
@@ -465,7 +465,7 @@ case_error_cross_with_a_batch() {
   expect_error "cross-attention takes one query sentence; got 2 sentences" -s "a b" -s "c" --cross "d e"
 }
 case_error_cross_sentence_empty() {
-  expect_error "the --cross sentence has no words: give at least one word (commas and white space do not count)" --cross " , "
+  expect_error "the key and value sentence has no words: give at least one word (commas and white space do not count)" --cross " , "
 }
 case_error_batch_sentence_empty() {
   expect_error "sentence 2 of 2 has no words: give at least one word (commas and white space do not count)" -s "a b" -s ""
@@ -496,7 +496,7 @@ case_error_json_string_value() {
   expect_error "tests/golden/inputs/string_value.json: row 2, column 2 is a string: values must be numbers" --x tests/golden/inputs/string_value.json
 }
 case_error_weight_shape() {
-  expect_error "W_q in tests/golden/inputs/w_4x2.csv has shape [4, 2], but X has d_in 3: with --init rand it must be [d_in, d_kq]" --w-query tests/golden/inputs/w_4x2.csv
+  expect_error "W_q in tests/golden/inputs/w_4x2.csv has shape [4, 2], but X has d_in 3: with the rand init it must be [d_in, d_kq]" --w-query tests/golden/inputs/w_4x2.csv
 }
 case_error_x_labelled_and_sentence() {
   expect_error "data/your_journey.csv labels its rows already: give no sentence with it" "a b c d e f" --x data/your_journey.csv
