@@ -156,6 +156,13 @@ TEST_CASE("the report shows step ids and labels from the files with control char
   b.source = "b.json";
   b.steps[0].values(0, 1) = 3.0f;
   const attn::DiffResult d = attn::diff_traces(a, b, {});
+  // A value that is not a number is named as JSON writes it, with a C1 control escaped too.
+  CHECK_THROWS_WITH_AS(attn::parse_trace_json(one_step_trace(R"("\u001b", "x\u009b")"), "t.json"),
+                       "t.json is not a valid trace: step 1: \"\\u001b\" is not a number",
+                       attn::Error);
+  CHECK_THROWS_WITH_AS(attn::parse_trace_json(one_step_trace(R"(1, "x\u009b")"), "t.json"),
+                       "t.json is not a valid trace: step 1: \"x\\u009b\" is not a number",
+                       attn::Error);
   CHECK(d.report.starts_with(
       "omega\\x1b]0;x: row 1 \"\\x1b[2J\\x07\", column 2 \"c\\x9b\": 2 vs 3, difference "
       "-1.00e+00\n"));

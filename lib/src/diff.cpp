@@ -25,7 +25,12 @@ std::string brief(const json& v) {
   if (v.is_array()) return "an array";
   if (v.is_object()) return "an object";
   std::string text = v.dump();
-  if (escape_controls(text) != text) text = v.dump(-1, ' ', /*ensure_ascii=*/true);
+  for (std::size_t i = 0; i + 1 < text.size(); ++i) {
+    const auto next = static_cast<unsigned char>(text[i + 1]);
+    if (text[i] == '\xC2' && next >= 0x80 && next <= 0x9F) {  // U+0080 to U+009F
+      return v.dump(-1, ' ', /*ensure_ascii=*/true);
+    }
+  }
   return text;
 }
 
