@@ -661,6 +661,14 @@ TEST_CASE("parse_json_matrix: the object form's keys and labels") {
                        "m.json: label 2 is a number: labels must be strings", attn::Error);
 }
 
+TEST_CASE("parse_json_matrix refuses a label that is not UTF-8, showing the byte escaped") {
+  CHECK_THROWS_WITH_AS(
+      attn::parse_json_matrix("{\"values\": [[1]], \"labels\": [\"caf\xe9\"]}", "m.json"),
+      "m.json is not valid JSON (byte 35): syntax error while parsing value - "
+      "invalid string: ill-formed UTF-8 byte; last read: '\"caf\\xe9\"'",
+      attn::Error);
+}
+
 TEST_CASE("parse_json_matrix refuses a key given twice, naming its line") {
   auto parse = [](const std::string& text) { return attn::parse_json_matrix(text, "m.json"); };
   CHECK_THROWS_WITH_AS(

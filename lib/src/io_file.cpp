@@ -138,15 +138,11 @@ std::string read_sentence(int fd, const std::string& source, std::uint64_t max_m
                                   "most {}, whatever --max-memory says",
                                   source, size_text(limit), size_text(limit)));
   }
-  std::string_view sentence = text;
-  if (sentence.starts_with("\xEF\xBB\xBF")) sentence.remove_prefix(3);  // a UTF-8 byte order mark
   // A file's last line ends in a newline, which is not part of the sentence; an editor may add
-  // empty lines after it.
-  while (!sentence.empty() && (sentence.back() == '\n' || sentence.back() == '\r')) {
-    sentence.remove_suffix(1);
-  }
-  if (sentence.size() == text.size()) return text;
-  return std::string(sentence);
+  // empty lines after it. Trimmed in place: the sentence may be large.
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);  // a UTF-8 byte order mark
+  return text;
 }
 
 std::string read_sentence_file(const std::filesystem::path& path, std::uint64_t max_memory) {

@@ -321,9 +321,11 @@ class Float32Builder final : public nlohmann::json_sax<json> {
                    const nlohmann::detail::exception& ex) override {
     // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ...":
     // keep what follows the exception's name and the location.
+    // The text nlohmann read last is quoted in the message: a byte that is not UTF-8 there
+    // (an ill-formed string) is shown escaped.
     result.error_byte = position;
-    result.error_what = ex.what();
-    result.error_text = ex.what();
+    result.error_what = escape_controls(ex.what());
+    result.error_text = result.error_what;
     auto drop_through = [this](std::string_view prefix, std::string_view end) {
       std::string& t = result.error_text;
       const std::size_t at = t.find(end);
