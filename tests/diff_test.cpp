@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "attn/error.hpp"
 #include "attn/render_json.hpp"
 #include "attn/trace.hpp"
@@ -84,4 +87,83 @@ TEST_CASE("files that are not traces are refused, naming the file") {
       attn::parse_trace_json(R"({"tool": "attn-trace", "schema_version": 1, "steps": [{}]})",
                              "x.json"),
       doctest::Contains("x.json is not a valid trace: step 1: "), attn::Error);
+}
+
+namespace {
+
+// A trace of one step of one row, with `values` as the JSON text of its cells.
+std::string one_step_trace(const std::string& values) {
+  return R"({"tool": "attn-trace", "schema_version": 1, "steps": [{"id": "omega", "head": null,
+             "batch": null, "row_labels": ["a"], "col_labels": ["b", "c"], "values": [[)" +
+         values + "]]}]}";
+}
+
+}  // namespace
+
+TEST_CASE("diff reads values as float32: a value beyond its range is refused, never inf") {
+  for (const std::string v : {"1e300", "1e39", "-3.5e38", "3.4028236e38"}) {
+    CAPTURE(v);
+    const std::string shown = v == "1e300"     ? "1e+300"
+                              : v == "1e39"    ? "1e+39"
+                              : v == "-3.5e38" ? "-3.5e+38"
+                                               : "3.4028236e+38";
+    CHECK_THROWS_WITH_AS(
+        attn::parse_trace_json(one_step_trace("1, " + v), "t.json"),
+        ("t.json is not a valid trace: step 1: row 1, column 2: " + shown +
+         " is beyond float32's range: a trace holds float32 values, and writes an infinity as "
+         "\"inf\" or \"-inf\"")
+            .c_str(),
+        attn::Error);
+  }
+  // The largest float32, and values that round to it or to the same float32, are read.
+  const attn::TraceDocument a =
+      attn::parse_trace_json(one_step_trace("3.4028235e38, 0.1"), "a.json");
+  const attn::TraceDocument b =
+      attn::parse_trace_json(one_step_trace("3.40282350e38, 0.100000001"), "b.json");
+  CHECK(a.steps[0].values(0, 0) == std::numeric_limits<float>::max());
+  CHECK(a.steps[0].values(0, 1) == 0.1f);
+  CHECK(attn::diff_traces(a, b, {.atol = 0, .rtol = 0}).equal);
+  // "inf" is an infinity, and equals only itself.
+  const attn::TraceDocument inf = attn::parse_trace_json(one_step_trace(R"("inf", 0.1)"), "i.json");
+  CHECK(std::isinf(inf.steps[0].values(0, 0)));
+  CHECK_FALSE(attn::diff_traces(a, inf, {}).equal);
+}
+
+TEST_CASE("a trace with a key given twice is refused, naming its line") {
+  CHECK_THROWS_WITH_AS(
+      attn::parse_trace_json(
+          "{\"tool\": \"attn-trace\", \"schema_version\": 1,\n\"steps\": [{\"id\": "
+          "\"omega\",\n \"values\": [[1]],\n \"values\": [[2]]}]}",
+          "t.json"),
+      "t.json: line 4: the key \"values\" appears twice in one object: each key may be given once",
+      attn::Error);
+  CHECK_THROWS_WITH_AS(
+      attn::parse_trace_json(
+          R"({"tool": "attn-trace", "schema_version": 1, "steps": [], "schema_version": 2})",
+          "t.json"),
+      "t.json: line 1: the key \"schema_version\" appears twice in one object: each key may be "
+      "given once",
+      attn::Error);
+}
+
+TEST_CASE("the report shows step ids and labels from the files with control characters escaped") {
+  std::string text = one_step_trace("1, 2");
+  text.replace(text.find("\"a\""), 3, R"("\u001b[2J\u0007")");
+  text.replace(text.find("\"c\""), 3, "\"c\\u009b\"");
+  text.replace(text.find("\"omega\""), 7, R"("omega\u001b]0;x")");
+  const attn::TraceDocument a = attn::parse_trace_json(text, "a.json");
+  attn::TraceDocument b = a;
+  b.source = "b.json";
+  b.steps[0].values(0, 1) = 3.0f;
+  const attn::DiffResult d = attn::diff_traces(a, b, {});
+  // A value that is not a number is named as JSON writes it, with a C1 control escaped too.
+  CHECK_THROWS_WITH_AS(attn::parse_trace_json(one_step_trace(R"("\u001b", "x\u009b")"), "t.json"),
+                       "t.json is not a valid trace: step 1: \"\\u001b\" is not a number",
+                       attn::Error);
+  CHECK_THROWS_WITH_AS(attn::parse_trace_json(one_step_trace(R"(1, "x\u009b")"), "t.json"),
+                       "t.json is not a valid trace: step 1: \"x\\u009b\" is not a number",
+                       attn::Error);
+  CHECK(d.report.starts_with(
+      "omega\\x1b]0;x: row 1 \"\\x1b[2J\\x07\", column 2 \"c\\x9b\": 2 vs 3, difference "
+      "-1.00e+00\n"));
 }

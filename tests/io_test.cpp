@@ -1,17 +1,21 @@
 #include "attn/io.hpp"
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "attn/error.hpp"
@@ -498,6 +502,68 @@ TEST_CASE("parse_csv: an empty file, and quotes that do not close") {
                        "m.csv: line 1, column 1 has text after its closing quote", attn::Error);
 }
 
+TEST_CASE("parse_csv refuses UTF-16, naming the line: it would be read as one field of bytes") {
+  // "1,2\n" as UTF-16 with its byte order mark, little- and big-endian, and without one.
+  CHECK_THROWS_WITH_AS(
+      attn::parse_csv(std::string("\xFF\xFE"
+                                  "1\0,\0"
+                                  "2\0\n\0",
+                                  10),
+                      "m.csv"),
+      "m.csv: line 1: the file starts with a UTF-16 byte order mark (FF FE): CSV files must be "
+      "UTF-8 text",
+      attn::Error);
+  CHECK_THROWS_WITH_AS(
+      attn::parse_csv(std::string("\xFE\xFF\0"
+                                  "1\0,\0"
+                                  "2\0\n",
+                                  10),
+                      "m.csv"),
+      "m.csv: line 1: the file starts with a UTF-16 byte order mark (FE FF): CSV files must be "
+      "UTF-8 text",
+      attn::Error);
+  CHECK_THROWS_WITH_AS(
+      attn::parse_csv(std::string("1,2\n3,4\0\n", 9), "m.csv"),
+      "m.csv: line 2 has a NUL byte (is the file UTF-16?): CSV files must be UTF-8 text",
+      attn::Error);
+  CHECK_THROWS_AS(attn::parse_csv(std::string("1\0,\0"
+                                              "2\0",
+                                              6),
+                                  "m.csv"),
+                  attn::Error);
+}
+
+TEST_CASE("parse_csv refuses a first column that only looks like labels: numbers in other syntax") {
+  for (const std::string label : {"0x1p3", "0x10", "-0X1.8P1", "1_000", "1 2", "1 000.5", "1'000",
+                                  "\"1,5\"", "+1_0e3", "\"1,000,000\"", "0x_1"}) {
+    CAPTURE(label);
+    const std::string shown = label.front() == '"' ? label.substr(1, label.size() - 2) : label;
+    CHECK_ERROR(attn::parse_csv("a,1\n" + label + ",2\n", "m.csv"),
+                "m.csv: line 2, column 1: '" + shown +
+                    "' looks like a number, but not one this reader knows, and would be taken "
+                    "for a row label: write numbers like 8, -1.5 or 1e3 (no hex; no '_', spaces "
+                    "or commas between digits)");
+  }
+  // Labels that hold digits but are not numbers.
+  for (const std::string label : {"2nd", "1.2.3", "x1", "1 apple", "0x", "0xg", "1_", "_1", "1e3 m",
+                                  "1, 2 3", "1 e3", "A4"}) {
+    CAPTURE(label);
+    CHECK(attn::parse_csv("a,1\n\"" + label + "\",2\n", "m.csv").row_labels == Names{"a", label});
+  }
+}
+
+TEST_CASE("parse_csv refuses a row label that is not UTF-8, with its byte, and keeps controls") {
+  CHECK_THROWS_WITH_AS(attn::parse_csv("Life,1\ncaf\xe9,2\n", "m.csv"),
+                       "m.csv: line 2, column 1: the row label is not valid UTF-8 (byte 3): labels "
+                       "must be UTF-8 text",
+                       attn::Error);
+  // Control characters are text: the renderers show them escaped.
+  CHECK(attn::parse_csv("\x1b[2J,1\n\"a\rb\",2\n", "m.csv").row_labels == Names{"\x1b[2J", "a\rb"});
+  // A field that is not a number is shown escaped in the message.
+  CHECK_THROWS_WITH_AS(attn::parse_csv("1,\x1b]0;x\x07\n", "m.csv"),
+                       "m.csv: line 1, column 2: '\\x1b]0;x\\x07' is not a number", attn::Error);
+}
+
 // ---- JSON ------------------------------------------------------------------------------------
 
 TEST_CASE("parse_json_matrix: a matrix, one row, or values with labels") {
@@ -593,6 +659,40 @@ TEST_CASE("parse_json_matrix: the object form's keys and labels") {
                        "m.json has 1 labels for 2 rows: give one label per row", attn::Error);
   CHECK_THROWS_WITH_AS(parse(R"({"values": [[1], [2]], "labels": ["a", 2]})"),
                        "m.json: label 2 is a number: labels must be strings", attn::Error);
+}
+
+TEST_CASE("parse_json_matrix refuses a label that is not UTF-8, showing the byte escaped") {
+  CHECK_THROWS_WITH_AS(
+      attn::parse_json_matrix("{\"values\": [[1]], \"labels\": [\"caf\xe9\"]}", "m.json"),
+      "m.json is not valid JSON (byte 35): syntax error while parsing value - "
+      "invalid string: ill-formed UTF-8 byte; last read: '\"caf\\xe9\"'",
+      attn::Error);
+}
+
+TEST_CASE("parse_json_matrix refuses a key given twice, naming its line") {
+  auto parse = [](const std::string& text) { return attn::parse_json_matrix(text, "m.json"); };
+  CHECK_THROWS_WITH_AS(
+      parse("{\"values\": [[1, 2]],\n \"labels\": [\"a\"],\n \"values\": [[3, 4]]}"),
+      "m.json: line 3: the key \"values\" appears twice in one object: each key "
+      "may be given once",
+      attn::Error);
+  CHECK_THROWS_WITH_AS(parse(R"({"labels": ["a"], "values": [[1]], "labels": ["b"]})"),
+                       "m.json: line 1: the key \"labels\" appears twice in one object: each key "
+                       "may be given once",
+                       attn::Error);
+  // In any object, at any depth, even one that would be refused later.
+  CHECK_THROWS_WITH_AS(parse("[{\"a\": 1,\n\n \"a\": 2}]"),
+                       "m.json: line 3: the key \"a\" appears twice in one object: each key may be "
+                       "given once",
+                       attn::Error);
+  // The same key in two objects is no duplicate.
+  CHECK_THROWS_WITH_AS(parse(R"({"values": [[{"a": 1}, {"a": 2}]]})"),
+                       "m.json: row 1, column 1 is an object: values must be numbers", attn::Error);
+  // A key with a control character is shown escaped.
+  CHECK_THROWS_WITH_AS(parse(R"({"\u001b[2J": 1, "\u001b[2J": 2})"),
+                       "m.json: line 1: the key \"\\x1b[2J\" appears twice in one object: each key "
+                       "may be given once",
+                       attn::Error);
 }
 
 // ---- files -----------------------------------------------------------------------------------
@@ -716,4 +816,112 @@ TEST_CASE("write_file_atomic: a folder it cannot write to, and nothing left behi
   } else {
     MESSAGE("running as root: the read-only folder case is skipped");
   }
+}
+
+// ---- sentences -------------------------------------------------------------------------------
+
+namespace {
+
+// The read end of a pipe that holds `bytes` (less than a pipe's buffer) and is closed after them.
+int pipe_holding(const std::string& bytes) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  REQUIRE(::write(fds[1], bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+  ::close(fds[1]);
+  return fds[0];
+}
+
+std::string sentence_from_pipe(const std::string& bytes, std::uint64_t max_memory = 1 << 20) {
+  const int fd = pipe_holding(bytes);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  return attn::read_sentence(fd, "standard input", max_memory);
+}
+
+}  // namespace
+
+TEST_CASE("read_sentence drops a byte order mark and the final newlines, and keeps the rest") {
+  CHECK(sentence_from_pipe("Life is short, eat dessert first\n") ==
+        "Life is short, eat dessert first");
+  CHECK(sentence_from_pipe("\xEF\xBB\xBFLife is short\r\n") == "Life is short");
+  CHECK(sentence_from_pipe("a b\n\n\r\n") == "a b");
+  CHECK(sentence_from_pipe("a\nb \t\n") == "a\nb \t");
+  CHECK(sentence_from_pipe("a\xEF\xBB\xBF") == "a\xEF\xBB\xBF");              // only at the start
+  CHECK(sentence_from_pipe("\xEF\xBB\xBF\xEF\xBB\xBFx") == "\xEF\xBB\xBFx");  // only one
+  CHECK(sentence_from_pipe("") == "");
+  CHECK(sentence_from_pipe("\xEF\xBB\xBF\n") == "");
+  CHECK(sentence_from_pipe(std::string("a\0b\xff", 4)) == std::string("a\0b\xff", 4));
+}
+
+TEST_CASE("read_sentence refuses more bytes than the limit, while it reads") {
+  CHECK(attn::sentence_byte_limit(1 << 20) == 1 << 20);
+  CHECK(attn::sentence_byte_limit(std::uint64_t{4} << 30) == std::uint64_t{1} << 30);
+  CHECK(attn::sentence_byte_limit(std::uint64_t{1} << 40) == attn::kMaxSentenceBytes);
+  // The limit counts the bytes read, byte order mark and newlines included.
+  CHECK(sentence_from_pipe("0123456789", 10) == "0123456789");
+  CHECK(sentence_from_pipe("012345678\n", 10) == "012345678");
+  CHECK_THROWS_WITH_AS(sentence_from_pipe("0123456789\n", 10),
+                       "standard input: the sentence is longer than 10 bytes, the memory limit: "
+                       "give a shorter sentence, or raise the limit with --max-memory",
+                       attn::Error);
+
+  // A stream that never ends is refused as soon as it passes the limit.
+  const int zero = ::open("/dev/zero", O_RDONLY | O_CLOEXEC);
+  REQUIRE(zero >= 0);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(attn::read_sentence(zero, "/dev/zero", 1 << 20),
+                       "/dev/zero: the sentence is longer than 1.0 MiB, the memory limit: give a "
+                       "shorter sentence, or raise the limit with --max-memory",
+                       attn::Error);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+  ::close(zero);
+
+  // A socket that a writer keeps filling: the reader stops, and the writer sees it gone.
+  int fds[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+  std::thread writer([fd = fds[1]] {
+    const std::string block(4096, 'a');
+    while (::send(fd, block.data(), block.size(), MSG_NOSIGNAL) > 0) {
+    }
+    ::close(fd);
+  });
+  CHECK_THROWS_WITH_AS(attn::read_sentence(fds[0], "standard input", 100000),
+                       "standard input: the sentence is longer than 97.7 KiB, the memory limit: "
+                       "give a shorter sentence, or raise the limit with --max-memory",
+                       attn::Error);
+  ::close(fds[0]);
+  writer.join();
+}
+
+TEST_CASE("read_sentence_file: a file, one larger than 1 GiB, and files it cannot read") {
+  const TempDir dir;
+  write_plain(dir / "s.txt", "\xEF\xBB\xBFLife is short\r\n");
+  CHECK(attn::read_sentence_file(dir / "s.txt", 1 << 20) == "Life is short");
+  CHECK_ERROR(attn::read_sentence_file(dir / "s.txt", 10),
+              (dir / "s.txt").string() +
+                  ": the sentence is longer than 10 bytes, the memory limit: give a shorter "
+                  "sentence, or raise the limit with --max-memory");
+  // Past 1 GiB, whatever the memory limit: a sparse file, refused by its size before it is read.
+  const fs::path big = dir / "big.txt";
+  write_plain(big, "");
+  fs::resize_file(big, (std::uint64_t{1} << 30) + 1);
+  CHECK_ERROR(attn::read_sentence_file(big, std::uint64_t{1} << 40),
+              big.string() +
+                  ": the sentence is longer than 1.0 GiB: a sentence may have at most 1.0 GiB, "
+                  "whatever --max-memory says");
+  CHECK_ERROR(attn::read_sentence_file(dir / "missing.txt", 1 << 20),
+              (dir / "missing.txt").string() + ": cannot read: No such file or directory");
+  CHECK_ERROR(attn::read_sentence_file(dir.path(), 1 << 20),
+              dir.path().string() + ": cannot read: Is a directory");
+}
+
+TEST_CASE("read_file refuses a file larger than 1 GiB before reading it") {
+  const TempDir dir;
+  const fs::path big = dir / "big.csv";
+  write_plain(big, "");
+  fs::resize_file(big, (std::uint64_t{1} << 30) + 1);
+  CHECK_ERROR(attn::read_file(big),
+              big.string() + " is larger than 1024 MiB: that is not an input of this tool");
 }

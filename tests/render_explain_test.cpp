@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "attn/error.hpp"
+#include "support/hostile_labels.hpp"
 
 TEST_CASE("the explained cell ends in the value the trace prints") {
   const attn::Trace trace = attn::run_trace({});
@@ -44,4 +45,20 @@ TEST_CASE("a cell outside the trace is refused") {
   CHECK_THROWS_WITH_AS(attn::render_explain(trace, 0, 1, {}),
                        "query 0 is out of range: the sentence has 6 tokens, allowed 1..6",
                        attn::Error);
+}
+
+TEST_CASE("labels from a file are shown escaped, and the keys' lines line up") {
+  const std::string out = attn::render_explain(attn::test::hostile_trace(), 1, 2, {});
+  CHECK_FALSE(attn::test::has_raw_control(out));
+  const std::vector<std::string> shown = attn::test::hostile_labels_escaped();
+  CHECK(out.find("how much token 1 ('" + shown[0] + "') attends to key 2 ('" + shown[1] + "')") !=
+        std::string::npos);
+  // Step 4's lines: "key N 'label'" padded to one width, then exp(...).
+  std::vector<std::size_t> columns;
+  for (std::size_t at = 0; (at = out.find("\n   key ", at)) != std::string::npos; ++at) {
+    columns.push_back(out.find("exp(", at) - at);
+  }
+  REQUIRE(columns.size() == 3);
+  CHECK(columns[0] == columns[1]);
+  CHECK(columns[1] == columns[2]);
 }

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "attn/text_width.hpp"
+#include "support/hostile_labels.hpp"
 
 namespace {
 
@@ -56,4 +57,21 @@ TEST_CASE("colour modes: 24-bit and 256-colour escapes; −inf cells uncoloured"
   CHECK(xterm.find(";48;5;") != std::string::npos);
   CHECK(xterm.find("48;2;") == std::string::npos);
   CHECK(attn::color_mode_name(attn::ColorMode::k256) == "256");
+}
+
+TEST_CASE("labels from a file are shown escaped, and the rows line up with them") {
+  attn::Trace trace = attn::test::hostile_trace();
+  attn::select_steps(trace, {"attention_weights"});
+  const std::vector<std::string> shown = attn::test::hostile_labels_escaped();
+  const std::string out = attn::render_heatmaps(trace, {attn::ColorMode::kShade, 4});
+  CHECK_FALSE(attn::test::has_raw_control(out));
+  const std::vector<std::string> lines = lines_of(out);
+  // lines: header, equation, blank, column labels, 3 rows.
+  REQUIRE(lines.size() >= 7);
+  const std::size_t width = attn::display_width(lines[3]);
+  for (std::size_t r = 4; r < 7; ++r) {
+    CHECK(lines[r].rfind(shown[r - 4], 0) == 0);
+    CHECK(attn::display_width(lines[r]) == width + 3);
+  }
+  CHECK(lines[3].ends_with(" " + shown[2]));
 }

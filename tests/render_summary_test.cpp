@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "attn/embedding.hpp"
+#include "support/hostile_labels.hpp"
 #include "support/reference.hpp"
 
 namespace test = attn::test;
@@ -64,4 +65,12 @@ TEST_CASE("the summary of a run that frees its scores head by head is the same t
     for (const attn::Step& s : released.steps) freed = freed || s.values.size() == 0;
     CHECK(freed);
   }
+}
+
+TEST_CASE("the most-attended keys name labels from a file escaped") {
+  const std::string out = attn::render_summary(attn::test::hostile_trace(), 2);
+  CHECK_FALSE(attn::test::has_raw_control(out));
+  const std::vector<std::string> shown = attn::test::hostile_labels_escaped();
+  CHECK(out.find("  query 1 '" + shown[0] + "' attends most to ") != std::string::npos);
+  CHECK(out.find("  query 2 '" + shown[1] + "' attends most to ") != std::string::npos);
 }

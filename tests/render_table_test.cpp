@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "support/hostile_labels.hpp"
+
 TEST_CASE("CSV: one row per cell, exact values, labels quoted when needed") {
   attn::TraceConfig c;
   c.sentences = {"don't, \"quote\" me"};
@@ -38,4 +40,20 @@ TEST_CASE("Markdown: a heading, the equation and shape, and a labelled table") {
         "| **eat** | 0.0071 | 0.3345 | 0.0969 | 0.1998 |\n"
         "| **dessert** | 0.1008 | 0.4780 | 0.2021 | 0.3674 |\n"
         "| **first** | -0.5296 | -0.2799 | -0.4107 | -0.6006 |\n");
+}
+
+TEST_CASE("Markdown shows labels from a file escaped; CSV keeps them as they are, quoted") {
+  attn::Trace trace = attn::test::hostile_trace();
+  attn::select_steps(trace, {"attention_weights"});
+  const std::vector<std::string> shown = attn::test::hostile_labels_escaped();
+  const std::string md = attn::render_markdown(trace, 4);
+  CHECK_FALSE(attn::test::has_raw_control(md));
+  CHECK(md.find("| | " + shown[0] + " | " + shown[1] + " | " + shown[2] + " |\n") !=
+        std::string::npos);
+  CHECK(md.find("| **" + shown[1] + "** |") != std::string::npos);
+  // CSV is data: the label's bytes, in quotes where it holds a line break.
+  const std::string csv = attn::render_csv(trace);
+  const std::vector<std::string> raw = attn::test::hostile_labels();
+  CHECK(csv.find("attention_weights,,,1,2," + raw[0] + ",\"" + raw[1] + "\",") !=
+        std::string::npos);
 }

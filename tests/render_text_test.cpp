@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "attn/error.hpp"
+#include "support/hostile_labels.hpp"
 
 TEST_CASE("the dictionary prints as Python's repr of a dict") {
   CHECK(attn::dictionary_repr(attn::Vocabulary({"is", "Life"})) == "{'Life': 0, 'is': 1}");
@@ -35,4 +36,33 @@ TEST_CASE("query and key outside 1..T are refused") {
   CHECK_THROWS_WITH_AS(attn::render_query_path(trace, 1, 0, {}),
                        "key 0 is out of range: the sentence has 6 tokens, allowed 1..6",
                        attn::Error);
+}
+
+TEST_CASE("labels from a file are shown escaped, never as terminal commands") {
+  const attn::Trace trace = attn::test::hostile_trace();
+  const std::vector<std::string> shown = attn::test::hostile_labels_escaped();
+  const std::string text = attn::render_text(trace, {});
+  CHECK_FALSE(attn::test::has_raw_control(text));
+  // Each row's label after its values, and the keys' list.
+  CHECK(text.find("   # " + shown[0] + "\n") != std::string::npos);
+  CHECK(text.find("   # " + shown[1] + "\n") != std::string::npos);
+  CHECK(text.find("   # " + shown[2] + "\n") != std::string::npos);
+  CHECK(text.find("rows: queries; columns: keys " + shown[0] + ", " + shown[1] + ", " + shown[2] +
+                  "\n") != std::string::npos);
+  // The query path names its token as Python's repr would.
+  const std::string path = attn::render_query_path(trace, 1, 3, {});
+  CHECK_FALSE(attn::test::has_raw_control(path));
+  CHECK(path.find("the path of token 1, '" + shown[0] + "'\n") != std::string::npos);
+}
+
+TEST_CASE("a sentence's white space other than spaces is shown escaped, as Python's repr does") {
+  attn::TraceConfig c;
+  c.sentences = {
+      "a\tb\rc\x0b"
+      "d\x1c"
+      "e\xc2\x85"
+      "f\\g"};
+  const std::string text = attn::render_text(attn::run_trace(c), {});
+  CHECK_FALSE(attn::test::has_raw_control(text));
+  CHECK(text.find("sentence: 'a\\tb\\rc\\x0bd\\x1ce\\x85f\\\\g'\n") != std::string::npos);
 }

@@ -58,3 +58,36 @@ TEST_CASE("a word that is not in the dictionary") {
   CHECK(vocab.size() == 1);
   CHECK_THROWS_WITH_AS(vocab.id("b"), "the word 'b' is not in the dictionary", attn::Error);
 }
+
+TEST_CASE("UTF-8: each character's length, and the first byte that is not UTF-8") {
+  char32_t cp = 0;
+  CHECK(attn::decode_utf8("a", 0, cp) == 1);
+  CHECK(cp == U'a');
+  CHECK(attn::decode_utf8("x我", 1, cp) == 3);
+  CHECK(cp == U'我');
+  CHECK(attn::decode_utf8("\xf0\x9f\x98\x80", 0, cp) == 4);
+  CHECK(cp == U'\U0001F600');
+  CHECK(attn::decode_utf8("\xc0\xaf", 0, cp) == 0);  // overlong
+  CHECK(attn::decode_utf8("\xe6\x88", 0, cp) == 0);  // cut short
+  CHECK(attn::invalid_utf8_offset("Life is short") == std::string_view::npos);
+  CHECK(attn::invalid_utf8_offset("") == std::string_view::npos);
+  CHECK(attn::invalid_utf8_offset("caf\xe9 au lait") == 3);
+  CHECK(attn::invalid_utf8_offset(std::string_view("\xff\xfeL\0i", 5)) == 0);  // UTF-16
+  CHECK(attn::is_control(U'\0'));
+  CHECK(attn::is_control(U'\x1b'));
+  CHECK(attn::is_control(U'\x7f'));
+  CHECK(attn::is_control(U'\x9b'));
+  CHECK_FALSE(attn::is_control(U' '));
+  CHECK_FALSE(attn::is_control(U'\xa0'));
+}
+
+TEST_CASE(
+    "escape_controls: control characters, stray bytes and backslashes as Python writes them") {
+  CHECK(attn::escape_controls("Life is short, 我 é 😀") == "Life is short, 我 é 😀");
+  CHECK(attn::escape_controls("\x1b[2J\x1b]0;pwned\x07x") == "\\x1b[2J\\x1b]0;pwned\\x07x");
+  CHECK(attn::escape_controls(std::string("a\tb\nc\rd\0e", 9)) == "a\\tb\\nc\\rd\\x00e");
+  CHECK(attn::escape_controls("\x7f\xc2\x80\xc2\x9b\xc2\x9f\xc2\xa0") ==
+        "\\x7f\\x80\\x9b\\x9f\xc2\xa0");  // DEL and the C1 controls; U+00A0 is not one
+  CHECK(attn::escape_controls("C:\\dir") == "C:\\\\dir");
+  CHECK(attn::escape_controls("caf\xe9\xff") == "caf\\xe9\\xff");
+}

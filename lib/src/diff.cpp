@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
 #include "attn/render_json.hpp"
+#include "attn/tokenizer.hpp"
+#include "io_internal.hpp"
 
 namespace attn {
 
@@ -15,16 +18,36 @@ namespace {
 
 using nlohmann::json;
 
-// A value for a message: a number or a string as JSON writes it; an array or an object by its
-// kind (dump() recurses, and a deeply nested array would overflow the stack).
+// A value for a message: a number or a string as JSON writes it (with every character that is not
+// ASCII escaped when it holds a C1 control, which JSON may leave raw); an array or an object by
+// its kind (dump() recurses, and a deeply nested array would overflow the stack).
 std::string brief(const json& v) {
   if (v.is_array()) return "an array";
   if (v.is_object()) return "an object";
-  return v.dump();
+  std::string text = v.dump();
+  for (std::size_t i = 0; i + 1 < text.size(); ++i) {
+    const auto next = static_cast<unsigned char>(text[i + 1]);
+    if (text[i] == '\xC2' && next >= 0x80 && next <= 0x9F) {  // U+0080 to U+009F
+      return v.dump(-1, ' ', /*ensure_ascii=*/true);
+    }
+  }
+  return text;
 }
 
-float cell_value(const json& v) {
-  if (v.is_number()) return static_cast<float>(v.get<double>());
+// A value of the trace as float32. Numbers were rounded from their text to float32 as they were
+// read; one beyond float32's range (1e39, 1e300) is refused, never taken for an infinity, which
+// a trace writes as "inf" or "-inf".
+float cell_value(const json& v, Eigen::Index r, Eigen::Index c) {
+  if (v.is_number()) {
+    const auto d = v.get<double>();
+    if (!(std::fabs(d) <= FLT_MAX)) {
+      throw Error(fmt::format(
+          "row {}, column {}: {} is beyond float32's range: a trace holds float32 values, and "
+          "writes an infinity as \"inf\" or \"-inf\"",
+          r + 1, c + 1, brief(v)));
+    }
+    return static_cast<float>(d);
+  }
   if (v.is_string()) {
     const auto s = v.get<std::string>();
     if (s == "nan") return std::numeric_limits<float>::quiet_NaN();
@@ -47,8 +70,9 @@ std::optional<int> index_of(const json& s, const char* key) {
   return static_cast<int>(d);
 }
 
+// Text from a trace, as the report shows it: control characters escaped (escape_controls).
 std::string where(const DocumentStep& s) {
-  std::string w = s.id;
+  std::string w = escape_controls(s.id);
   if (s.head || s.batch) {
     w += " (";
     if (s.head) w += fmt::format("head {}", *s.head);
@@ -59,9 +83,20 @@ std::string where(const DocumentStep& s) {
   return w;
 }
 
+// A label in double quotes, as JSON would quote it but with control characters escaped as
+// everywhere else in the tool's text (\x1b, not \u001b).
+std::string quote_escaped(std::string_view text) {
+  std::string out;
+  for (const char c : escape_controls(text)) {
+    if (c == '"') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 std::string label(const std::vector<std::string>& labels, Eigen::Index i) {
   return i < static_cast<Eigen::Index>(labels.size())
-             ? fmt::format(" {}", json(labels[static_cast<std::size_t>(i)]).dump())
+             ? fmt::format(" \"{}\"", quote_escaped(labels[static_cast<std::size_t>(i)]))
              : std::string();
 }
 
@@ -80,12 +115,11 @@ std::string number(float v) {
 }  // namespace
 
 TraceDocument parse_trace_json(std::string_view text, const std::string& source) {
+  // Numbers are rounded from their text to float32, as diff compares them; a key given twice
+  // in one object is refused with its line (nlohmann's parser would keep the last one).
   json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e400
-    throw Error(fmt::format("{} is not JSON: {}", source, e.what()));
-  }
+  const io_detail::JsonDocument parsed = io_detail::parse_json_float32(text, source, doc);
+  if (!parsed.ok) throw Error(fmt::format("{} is not JSON: {}", source, parsed.error_what));
   // Compared as JSON values, never converted: "tool" or "schema_version" may be of any type.
   if (!doc.is_object() || !doc.contains("tool") || doc.at("tool") != "attn-trace" ||
       !doc.contains("steps")) {
@@ -134,7 +168,7 @@ TraceDocument parse_trace_json(std::string_view text, const std::string& source)
           throw Error(fmt::format("row {} has {} values, row 1 has {}", r + 1, row.size(), cols));
         }
         for (Eigen::Index c = 0; c < cols; ++c) {
-          step.values(r, c) = cell_value(row.at(static_cast<std::size_t>(c)));
+          step.values(r, c) = cell_value(row.at(static_cast<std::size_t>(c)), r, c);
         }
       }
       out.steps.push_back(std::move(step));

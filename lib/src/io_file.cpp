@@ -1,12 +1,14 @@
 // Files: load_matrix picks a parser by extension, read_file reads, write_file_atomic writes.
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -46,8 +48,59 @@ LoadedMatrix load_matrix(const std::filesystem::path& path) {
                           path.string(), extension.empty() ? "(none)" : excerpt(extension)));
 }
 
+namespace {
+
+enum class ReadOutcome { kAll, kTooLarge };
+
+// Gives `s` room for exactly `n` bytes: std::string::reserve may round up to twice its capacity,
+// past the limit a reader keeps to.
+void reserve_exactly(std::string& s, std::size_t n) {
+  std::string bigger;
+  bigger.reserve(n);
+  bigger.append(s);
+  s.swap(bigger);
+}
+
+// Reads `fd` to its end into `out`, unless it holds more than `max_bytes`: then it stops at the
+// first read past the limit, or before reading when a regular file is larger, and returns
+// kTooLarge. The string grows by doubling but never past max_bytes, so a device that never ends
+// (/dev/zero) costs at most max_bytes of memory (and the heap about twice that while it grows).
+// Throws the errno of a failed read through `fail`.
+template <class Fail>
+ReadOutcome read_capped(int fd, std::uint64_t max_bytes, std::string& out, Fail fail) {
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    const off_t at = ::lseek(fd, 0, SEEK_CUR);  // standard input may have been read from
+    const auto left = static_cast<std::uint64_t>(st.st_size - std::clamp<off_t>(at, 0, st.st_size));
+    if (left > max_bytes) return ReadOutcome::kTooLarge;
+    reserve_exactly(out, static_cast<std::size_t>(left));
+  }
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {  // a non-blocking pipe: wait
+      pollfd p{fd, POLLIN, 0};
+      ::poll(&p, 1, -1);
+      continue;
+    }
+    if (n < 0) throw fail(errno);
+    if (n == 0) return ReadOutcome::kAll;
+    const auto got = static_cast<std::size_t>(n);
+    if (got > max_bytes - out.size()) return ReadOutcome::kTooLarge;
+    if (out.capacity() - out.size() < got) {
+      reserve_exactly(
+          out, static_cast<std::size_t>(std::min<std::uint64_t>(
+                   std::max<std::uint64_t>(2 * out.capacity(), out.size() + got), max_bytes)));
+    }
+    out.append(buffer, got);
+  }
+}
+
+}  // namespace
+
 std::string read_file(const std::filesystem::path& path) {
-  constexpr std::size_t kMaxFileBytes = std::size_t{1} << 30;
+  constexpr std::uint64_t kMaxFileBytes = std::uint64_t{1} << 30;
   auto fail = [&](int error) {
     return Error(fmt::format("{}: cannot read: {}", path.string(), errno_text(error)));
   };
@@ -57,19 +110,51 @@ std::string read_file(const std::filesystem::path& path) {
   if (::fstat(file.fd, &st) != 0) throw fail(errno);
   if (S_ISDIR(st.st_mode)) throw fail(EISDIR);
   std::string out;
-  char buffer[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(file.fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw fail(errno);
-    if (n == 0) return out;
-    out.append(buffer, static_cast<std::size_t>(n));
-    // A device such as /dev/zero never ends: no input of the tool is anywhere near this size.
-    if (out.size() > kMaxFileBytes) {
-      throw Error(fmt::format("{} is larger than {} MiB: that is not an input of this tool",
-                              path.string(), kMaxFileBytes >> 20));
-    }
+  // A device such as /dev/zero never ends: no input of the tool is anywhere near this size.
+  if (read_capped(file.fd, kMaxFileBytes, out, fail) == ReadOutcome::kTooLarge) {
+    throw Error(fmt::format("{} is larger than {} MiB: that is not an input of this tool",
+                            path.string(), kMaxFileBytes >> 20));
   }
+  return out;
+}
+
+std::uint64_t sentence_byte_limit(std::uint64_t max_memory) {
+  return std::min(max_memory, kMaxSentenceBytes);
+}
+
+std::string read_sentence(int fd, const std::string& source, std::uint64_t max_memory) {
+  const std::uint64_t limit = sentence_byte_limit(max_memory);
+  auto fail = [&](int error) {
+    return Error(fmt::format("{}: cannot read: {}", source, errno_text(error)));
+  };
+  std::string text;
+  if (read_capped(fd, limit, text, fail) == ReadOutcome::kTooLarge) {
+    text = std::string();  // the memory back before the message
+    throw Error(limit < kMaxSentenceBytes
+                    ? fmt::format("{}: the sentence is longer than {}, the memory limit: give a "
+                                  "shorter sentence, or raise the limit with --max-memory",
+                                  source, size_text(limit))
+                    : fmt::format("{}: the sentence is longer than {}: a sentence may have at "
+                                  "most {}, whatever --max-memory says",
+                                  source, size_text(limit), size_text(limit)));
+  }
+  // A file's last line ends in a newline, which is not part of the sentence; an editor may add
+  // empty lines after it. Trimmed in place: the sentence may be large.
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);  // a UTF-8 byte order mark
+  return text;
+}
+
+std::string read_sentence_file(const std::filesystem::path& path, std::uint64_t max_memory) {
+  auto fail = [&](int error) {
+    return Error(fmt::format("{}: cannot read: {}", path.string(), errno_text(error)));
+  };
+  FdCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) throw fail(errno);
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) throw fail(errno);
+  if (S_ISDIR(st.st_mode)) throw fail(EISDIR);
+  return read_sentence(file.fd, path.string(), max_memory);
 }
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, bool overwrite) {

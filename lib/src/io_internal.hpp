@@ -1,17 +1,22 @@
-// Private to lib/src/io_*.cpp: the helpers that reading .npy, CSV and JSON files share.
+// Private to lib/src/io_*.cpp (and diff.cpp, which reads JSON traces the same way): the helpers
+// that reading .npy, CSV and JSON files share.
 #pragma once
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <system_error>
 
 #include "attn/error.hpp"
 #include "attn/matrix.hpp"
+#include "attn/tokenizer.hpp"
 
 namespace attn::io_detail {
 
@@ -20,16 +25,30 @@ inline std::string cell(Eigen::Index r, Eigen::Index c) {
   return fmt::format("row {}, column {}", r + 1, c + 1);
 }
 
-// Text from a file, shortened and with control characters as '?', for a one-line message.
+// Text from a file, for a one-line message: its first 40 bytes (never part of a character), with
+// control characters and bytes that are not UTF-8 escaped (escape_controls).
 inline std::string printable(std::string_view text) {
   constexpr std::size_t kMax = 40;
-  std::string out;
-  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    out += (c < 0x20 || c == 0x7F) ? '?' : text[i];
+  std::size_t n = 0;
+  char32_t cp = 0;
+  while (n < text.size()) {
+    const std::size_t len = std::max<std::size_t>(1, decode_utf8(text, n, cp));
+    if (n + len > kMax) break;
+    n += len;
   }
-  if (text.size() > kMax) out += "...";
+  std::string out = escape_controls(text.substr(0, n));
+  if (n < text.size()) out += "...";
   return out;
+}
+
+// Text from a file in double quotes, as printable() shows it, with its quotes escaped: "values".
+inline std::string in_quotes(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : printable(text)) {
+    if (c == '"') out += '\\';
+    out += c;
+  }
+  return out + "\"";
 }
 
 // Formatted, not "'" + ... + "'": GCC 12 warns falsely (-Wrestrict) about that once inlined.
@@ -72,6 +91,38 @@ inline FloatText parse_float(std::string_view text, float& out) {
   out = negative ? -0.0f : 0.0f;
   return FloatText::kOk;
 }
+
+// "1.0 GiB", "512.0 KiB", "100 bytes".
+inline std::string size_text(std::uint64_t bytes) {
+  constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  auto v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 6) v /= 1024.0, ++u;
+  return u == 0 ? fmt::format("{} bytes", bytes) : fmt::format("{:.1f} {}", v, kUnits[u]);
+}
+
+// The line (from 1) of the byte at `offset` of `text`.
+inline std::size_t line_of(std::string_view text, std::size_t offset) {
+  std::size_t line = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) line += text[i] == '\n';
+  return line;
+}
+
+// A JSON document read as nlohmann's parser reads it, with two differences: each number with a
+// fraction or an exponent is rounded from its text straight to float32 (through a double it
+// could be rounded twice; one too large for float32 keeps its double value, for a message), and
+// a key that appears twice in one object is an error (nlohmann would keep the last one).
+struct JsonDocument {
+  bool ok = false;             // false: not JSON; the error_ fields say why
+  std::size_t error_byte = 0;  // where the parser stopped
+  std::string error_text;      // "syntax error while parsing value - ...", short
+  std::string error_what;      // nlohmann's whole message
+};
+// Parses `text` into `out`. Returns the outcome; throws Error naming `source` and the line for a
+// duplicate key: "m.json: line 3: the key \"values\" appears twice in one object: each key may
+// be given once".
+JsonDocument parse_json_float32(std::string_view text, const std::string& source,
+                                nlohmann::json& out);
 
 // Checks that every value is finite; `where` names a cell the way the format counts.
 template <class Where>

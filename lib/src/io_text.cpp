@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -79,10 +81,75 @@ bool is_number(const std::string& field) {
   return parse_float(field, ignored) != FloatText::kNotANumber;
 }
 
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_hex_digit(char c) {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// A number in a syntax other than the one parse_float reads: hexadecimal (0x10, 0x1p3, -0X1.8P1)
+// or digits grouped by '_', spaces, commas or apostrophes (1_000, 1 000, 1,000.5, 1'000, 1,5).
+// Such a field in the first column would otherwise be taken for a row label.
+bool looks_like_number(std::string_view f) {
+  if (!f.empty() && (f.front() == '+' || f.front() == '-')) f.remove_prefix(1);
+  std::size_t i = 0;
+  auto digits = [&](auto is_digit_of) {  // how many digits were read
+    const std::size_t start = i;
+    while (i < f.size() && is_digit_of(f[i])) ++i;
+    return i - start;
+  };
+  auto exponent = [&](char lower, auto is_digit_of) {  // absent, or complete
+    if (i == f.size() || (f[i] != lower && f[i] != lower - 'a' + 'A')) return true;
+    ++i;
+    if (i < f.size() && (f[i] == '+' || f[i] == '-')) ++i;
+    return digits(is_digit_of) > 0;
+  };
+  if (f.size() > 2 && f[0] == '0' && (f[1] == 'x' || f[1] == 'X')) {
+    i = 2;
+    std::size_t n = 0;
+    while (i < f.size() && (is_hex_digit(f[i]) || f[i] == '_' || f[i] == '.')) {
+      n += is_hex_digit(f[i]) ? 1 : 0;
+      ++i;
+    }
+    return n > 0 && exponent('p', is_digit) && i == f.size();
+  }
+  // Groups of digits with separators between them, a fraction, an exponent.
+  bool separated = false;
+  auto grouped = [&] {
+    std::size_t n = digits(is_digit);
+    while (n > 0 && i + 1 < f.size() && std::strchr("_ ,'", f[i]) != nullptr &&
+           is_digit(f[i + 1])) {
+      ++i;
+      separated = true;
+      n = digits(is_digit);
+    }
+    return n;
+  };
+  const std::size_t whole = grouped();
+  std::size_t fraction = 0;
+  if (i < f.size() && f[i] == '.') {
+    ++i;
+    fraction = grouped();
+  }
+  return separated && whole + fraction > 0 && exponent('e', is_digit) && i == f.size();
+}
+
 }  // namespace
 
 LoadedMatrix parse_csv(std::string_view text, const std::string& source) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
+  // UTF-16 (or UTF-32) would otherwise be read as one field of bytes and NULs.
+  if (text.starts_with("\xFF\xFE") || text.starts_with("\xFE\xFF")) {
+    throw Error(fmt::format(
+        "{}: line 1: the file starts with a UTF-16 byte order mark ({}): CSV files must be UTF-8 "
+        "text",
+        source, text[0] == '\xFF' ? "FF FE" : "FE FF"));
+  }
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    throw Error(
+        fmt::format("{}: line {} has a NUL byte (is the file UTF-16?): CSV files must be "
+                    "UTF-8 text",
+                    source, line_of(text, nul)));
+  }
 
   // The rows, with their line numbers, split into fields.
   std::vector<std::vector<std::string>> rows;
@@ -116,7 +183,23 @@ LoadedMatrix parse_csv(std::string_view text, const std::string& source) {
   out.values.resize(static_cast<Eigen::Index>(rows.size()),
                     static_cast<Eigen::Index>(rows.front().size() - first));
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    if (labelled) out.row_labels.push_back(rows[r].front());
+    if (labelled) {
+      const std::string& label = rows[r].front();
+      if (const std::size_t bad = invalid_utf8_offset(label); bad != std::string::npos) {
+        throw Error(fmt::format(
+            "{}: line {}, column 1: the row label is not valid UTF-8 (byte {}): labels must be "
+            "UTF-8 text",
+            source, line_numbers[r], bad));
+      }
+      if (looks_like_number(label)) {
+        throw Error(fmt::format(
+            "{}: line {}, column 1: {} looks like a number, but not one this reader knows, and "
+            "would be taken for a row label: write numbers like 8, -1.5 or 1e3 (no hex; no '_', "
+            "spaces or commas between digits)",
+            source, line_numbers[r], excerpt(label)));
+      }
+      out.row_labels.push_back(label);
+    }
     for (std::size_t c = first; c < rows[r].size(); ++c) {
       const std::string& field = rows[r][c];
       float& value = out.values(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c - first));
@@ -145,14 +228,49 @@ namespace {
 
 using nlohmann::json;
 
+// An input iterator over the text that notes the last byte the parser read, so that an event of
+// the SAX parser can be given its line: after a key, that byte is the key's closing quote.
+class TrackingIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  TrackingIterator(const char* p, const char** last_read) : p_(p), last_read_(last_read) {}
+  reference operator*() const {
+    *last_read_ = p_;
+    return *p_;
+  }
+  TrackingIterator& operator++() {
+    ++p_;
+    return *this;
+  }
+  TrackingIterator operator++(int) {
+    TrackingIterator before = *this;
+    ++p_;
+    return before;
+  }
+  bool operator==(const TrackingIterator& o) const { return p_ == o.p_; }
+  bool operator!=(const TrackingIterator& o) const { return p_ != o.p_; }
+
+ private:
+  const char* p_;
+  const char** last_read_;
+};
+
 // Builds the document like nlohmann's own parser, except that each number with a fraction or an
 // exponent is rounded from its text straight to float32: through a double it could be rounded
-// twice. A value too large for float32 keeps its double value, for the message.
+// twice. A value too large for float32 keeps its double value, for the message. A key given
+// twice in one object is refused with its line.
 class Float32Builder final : public nlohmann::json_sax<json> {
  public:
-  json root;
-  std::size_t error_byte = 0;
-  std::string error_text;
+  Float32Builder(json& root, std::string_view text, const std::string& source)
+      : root_(root), text_(text), source_(source) {}
+
+  JsonDocument result;
+  const char* last_read = nullptr;  // set by TrackingIterator
 
   bool null() override { return add(nullptr); }
   bool boolean(bool v) override { return add(v); }
@@ -177,7 +295,14 @@ class Float32Builder final : public nlohmann::json_sax<json> {
     return true;
   }
   bool key(string_t& k) override {
-    member_ = &(*stack_.back())[k];
+    json& object = *stack_.back();
+    if (object.contains(k)) {
+      const std::size_t at = last_read ? static_cast<std::size_t>(last_read - text_.data()) : 0;
+      throw Error(fmt::format(
+          "{}: line {}: the key {} appears twice in one object: each key may be given once",
+          source_, line_of(text_, at), in_quotes(k)));
+    }
+    member_ = &object[k];
     return true;
   }
   bool end_object() override {
@@ -196,13 +321,15 @@ class Float32Builder final : public nlohmann::json_sax<json> {
                    const nlohmann::detail::exception& ex) override {
     // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ...":
     // keep what follows the exception's name and the location.
-    error_byte = position;
-    error_text = ex.what();
+    // The text nlohmann read last is quoted in the message: a byte that is not UTF-8 there
+    // (an ill-formed string) is shown escaped.
+    result.error_byte = position;
+    result.error_what = escape_controls(ex.what());
+    result.error_text = result.error_what;
     auto drop_through = [this](std::string_view prefix, std::string_view end) {
-      const std::size_t at = error_text.find(end);
-      if (error_text.starts_with(prefix) && at != std::string::npos) {
-        error_text.erase(0, at + end.size());
-      }
+      std::string& t = result.error_text;
+      const std::size_t at = t.find(end);
+      if (t.starts_with(prefix) && at != std::string::npos) t.erase(0, at + end.size());
     };
     drop_through("[json.exception.", "] ");
     drop_through("parse error", ": ");
@@ -216,8 +343,8 @@ class Float32Builder final : public nlohmann::json_sax<json> {
   }
   json* add_value(json v) {
     if (stack_.empty()) {
-      root = std::move(v);
-      return &root;
+      root_ = std::move(v);
+      return &root_;
     }
     if (stack_.back()->is_array()) {
       stack_.back()->push_back(std::move(v));
@@ -227,9 +354,28 @@ class Float32Builder final : public nlohmann::json_sax<json> {
     return member_;
   }
 
+  json& root_;
+  std::string_view text_;
+  const std::string& source_;
   std::vector<json*> stack_;  // the open arrays and objects, innermost last
   json* member_ = nullptr;    // the object member the next value goes into
 };
+
+}  // namespace
+
+namespace io_detail {
+
+JsonDocument parse_json_float32(std::string_view text, const std::string& source, json& out) {
+  Float32Builder builder(out, text, source);
+  const TrackingIterator first(text.data(), &builder.last_read),
+      last(text.data() + text.size(), &builder.last_read);
+  builder.result.ok = json::sax_parse(first, last, &builder);
+  return builder.result;
+}
+
+}  // namespace io_detail
+
+namespace {
 
 std::string json_kind(const json& j) {
   if (j.is_null()) return "null";
@@ -247,12 +393,11 @@ float json_value(const json& j, Eigen::Index r, Eigen::Index c, const std::strin
         fmt::format("{}: {} is {}: values must be numbers", source, cell(r, c), json_kind(j)));
   }
   const auto v = j.get<double>();
-  const auto f = static_cast<float>(v);
-  if (!std::isfinite(f)) {
+  if (!(std::fabs(v) <= FLT_MAX)) {  // converting it to float would be undefined
     throw Error(fmt::format("{}: {} ({}) is too large for float32: values must be finite", source,
                             cell(r, c), v));
   }
-  return f;
+  return static_cast<float>(v);
 }
 
 // [[...], ...] or [...] (one row).
@@ -292,12 +437,12 @@ Matrix json_values(const json& j, const std::string& source) {
 }  // namespace
 
 LoadedMatrix parse_json_matrix(std::string_view text, const std::string& source) {
-  Float32Builder builder;
-  if (!json::sax_parse(text.begin(), text.end(), &builder)) {
-    throw Error(fmt::format("{} is not valid JSON (byte {}): {}", source, builder.error_byte,
-                            builder.error_text));
+  json doc;
+  const JsonDocument parsed = parse_json_float32(text, source, doc);
+  if (!parsed.ok) {
+    throw Error(fmt::format("{} is not valid JSON (byte {}): {}", source, parsed.error_byte,
+                            parsed.error_text));
   }
-  const json& doc = builder.root;
   LoadedMatrix out;
   if (doc.is_array()) {
     out.values = json_values(doc, source);
@@ -312,7 +457,7 @@ LoadedMatrix parse_json_matrix(std::string_view text, const std::string& source)
   for (const auto& [key, value] : doc.items()) {
     if (key != "values" && key != "labels") {
       throw Error(fmt::format("{}: key {} is not known: allowed are \"values\" and \"labels\"",
-                              source, json(key).dump()));
+                              source, in_quotes(key)));
     }
   }
   if (!doc.contains("values")) throw Error(source + " has no \"values\": give the matrix there");

@@ -52,6 +52,15 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
   return out;
 }
 
+std::string join_labels(const std::vector<std::string>& labels, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (i > 0) out += sep;
+    out += escape_controls(labels[i]);
+  }
+  return out;
+}
+
 // One row of a matrix as a 1-D tensor: tensor([...]).
 std::string vector_text(const Matrix& m, Eigen::Index row, int precision) {
   const Matrix r = m.row(row);
@@ -63,8 +72,8 @@ std::string python_str_repr(std::string_view s) {
   const bool has_double = s.find('"') != std::string_view::npos;
   const char quote = (has_single && !has_double) ? '"' : '\'';
   std::string out(1, quote);
-  for (const char c : s) {
-    if (c == '\\' || c == quote) out += '\\';
+  for (const char c : escape_controls(s)) {  // backslashes and control characters escaped
+    if (c == quote) out += '\\';
     out += c;
   }
   out += quote;
@@ -146,8 +155,8 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
   const TraceConfig& c = trace.config;
   const std::size_t batch_size = trace.inputs.size();
   if (c.x) {
-    out += fmt::format("input: X from {}, {} tokens of width {}\n", c.x->source, c.x->values.rows(),
-                       c.x->values.cols());
+    out += fmt::format("input: X from {}, {} tokens of width {}\n", escape_controls(c.x->source),
+                       c.x->values.rows(), c.x->values.cols());
   } else if (brief) {
     std::vector<std::string> shown;
     for (std::size_t b = 0; b < batch_size; ++b) {
@@ -170,13 +179,13 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
                         c.d_kq, c.d_v, kernel_name(c.kernel))
           : fmt::format("seed {}, vocab-size {}, d-in {}, d-kq {}, d-v {}, torch-kernel {}", c.seed,
                         c.vocab_size, c.d_in, c.d_kq, c.d_v, kernel_name(c.kernel));
-  if (c.embedding) settings += fmt::format(", embedding {}", c.embedding->source);
+  if (c.embedding) settings += fmt::format(", embedding {}", escape_controls(c.embedding->source));
   for (const auto& [name, m] : {std::pair{"w-query", &c.w_query},
                                 {"w-key", &c.w_key},
                                 {"w-value", &c.w_value},
                                 {"w-out", &c.w_out},
                                 {"b-out", &c.b_out}}) {
-    if (*m) settings += fmt::format(", {} {}", name, (*m)->source);
+    if (*m) settings += fmt::format(", {} {}", name, escape_controls((*m)->source));
   }
   if (c.heads > 1 || c.multihead != MultiheadForm::kWrapper) {
     settings += fmt::format(", heads {} ({})", c.heads, multihead_name(c.multihead));

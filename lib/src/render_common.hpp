@@ -11,6 +11,7 @@
 
 #include "attn/matrix.hpp"
 #include "attn/render_text.hpp"
+#include "attn/tokenizer.hpp"
 #include "attn/trace.hpp"
 
 namespace attn::render_detail {
@@ -22,9 +23,12 @@ std::string sub2(std::string_view name, std::int64_t i, std::int64_t j);
 // The digits of n as subscripts: ₁₂.
 std::string subscript(std::int64_t n);
 std::string join(const std::vector<std::string>& items, std::string_view sep);
+// Labels (tokens, or a file's row labels) joined, each as escape_controls shows it: a label from
+// a file never reaches the terminal raw.
+std::string join_labels(const std::vector<std::string>& labels, std::string_view sep);
 // One row of a matrix as a 1-D tensor: tensor([...]).
 std::string vector_text(const Matrix& m, Eigen::Index row, int precision);
-// Python's repr of a str: 'Life', "don't".
+// Python's repr of a str: 'Life', "don't", 'a\x1bb' (control characters escaped as Python does).
 std::string python_str_repr(std::string_view s);
 // A number in a written-out sum at `precision` decimals; a negative factor in parentheses.
 std::string number(float v, int precision, bool factor = true);

@@ -94,8 +94,10 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
                      python_str_repr(ks.words[static_cast<std::size_t>(argmax)]));
   out += fmt::format("4. each exponential e{}ⱼ = exp({}ⱼ − m{}), which is at most 1\n",
                      subscript(i), s_i, subscript(i));
-  std::size_t label_width = 0;
-  for (const std::string& w : ks.words) label_width = std::max(label_width, w.size());
+  std::size_t label_width = 0;  // of the words as python_str_repr shows them, without quotes
+  for (const std::string& w : ks.words) {
+    label_width = std::max(label_width, python_str_repr(w).size() - 2);
+  }
   for (Eigen::Index t = 0; t < row.cols(); ++t) {
     const std::string who =
         fmt::format("key {} {}", t + 1, python_str_repr(ks.words[static_cast<std::size_t>(t)]));

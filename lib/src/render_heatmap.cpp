@@ -100,11 +100,15 @@ std::string render_heatmaps(const Trace& trace, const HeatmapOptions& options) {
       std::string t = f.format(v);
       return t.erase(0, t.find_first_not_of(' '));
     };
+    // Labels as escape_controls shows them; the widths are those of the escaped text.
+    std::vector<std::string> col_labels, row_labels;
+    for (const std::string& c : s.col_labels) col_labels.push_back(escape_controls(c));
+    for (const std::string& r : s.row_labels) row_labels.push_back(escape_controls(r));
     std::size_t width = 0, label_width = 0;
     for (Eigen::Index k = 0; k < m.size(); ++k)
       width = std::max(width, display_width(text_of(m.data()[k])));
-    for (const std::string& c : s.col_labels) width = std::max(width, display_width(c));
-    for (const std::string& r : s.row_labels) label_width = std::max(label_width, display_width(r));
+    for (const std::string& c : col_labels) width = std::max(width, display_width(c));
+    for (const std::string& r : row_labels) label_width = std::max(label_width, display_width(r));
     // A coloured cell has a space of colour on each side; a shaded one a shading character after.
 
     out += fmt::format("{}step {}/{} [{}] {}{}\n", out.empty() ? "" : "\n", i + 1, n, s.id, s.title,
@@ -113,13 +117,13 @@ std::string render_heatmaps(const Trace& trace, const HeatmapOptions& options) {
     out += std::string(label_width, ' ');
     // Each label right-aligned over its values (a coloured cell has a space of colour first).
     const std::string lead = options.color == ColorMode::kShade ? " " : "  ";
-    for (const std::string& c : s.col_labels) {
+    for (const std::string& c : col_labels) {
       out += fmt::format("{}{}{}", lead, std::string(width - display_width(c), ' '), c);
     }
     out += "\n";
     for (Eigen::Index r = 0; r < m.rows(); ++r) {
-      out += pad_right(r < static_cast<Eigen::Index>(s.row_labels.size())
-                           ? s.row_labels[static_cast<std::size_t>(r)]
+      out += pad_right(r < static_cast<Eigen::Index>(row_labels.size())
+                           ? row_labels[static_cast<std::size_t>(r)]
                            : std::to_string(r + 1),
                        label_width);
       for (Eigen::Index c = 0; c < m.cols(); ++c) {

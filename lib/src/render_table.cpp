@@ -7,6 +7,7 @@
 #include "attn/error.hpp"
 #include "attn/render_json.hpp"
 #include "attn/tensor_format.hpp"
+#include "attn/tokenizer.hpp"
 
 namespace attn {
 
@@ -35,6 +36,10 @@ std::string md_cell(const std::string& s) {
   for (const char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
   return out;
 }
+
+// A label in a Markdown cell: control characters escaped (escape_controls; its "\\" for a
+// backslash is also Markdown's), then '|'.
+std::string md_label(const std::string& s) { return md_cell(escape_controls(s)); }
 
 }  // namespace
 
@@ -80,13 +85,13 @@ std::string render_markdown(const Trace& trace, int precision) {
     const TensorFormatter f(s.values.data(), s.values.size(), precision);
     out += "| |";
     for (Eigen::Index c = 0; c < s.values.cols(); ++c) {
-      out += fmt::format(" {} |", md_cell(label_or_index(s.col_labels, c)));
+      out += fmt::format(" {} |", md_label(label_or_index(s.col_labels, c)));
     }
     out += "\n|---|";
     for (Eigen::Index c = 0; c < s.values.cols(); ++c) out += "---:|";
     out += "\n";
     for (Eigen::Index r = 0; r < s.values.rows(); ++r) {
-      out += fmt::format("| **{}** |", md_cell(label_or_index(s.row_labels, r)));
+      out += fmt::format("| **{}** |", md_label(label_or_index(s.row_labels, r)));
       for (Eigen::Index c = 0; c < s.values.cols(); ++c) {
         std::string v = f.format(s.values(r, c));
         v.erase(0, v.find_first_not_of(' '));

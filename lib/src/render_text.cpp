@@ -30,7 +30,7 @@ void append_labelled_tensor(std::string& out, const Matrix& m,
     if (i < row_labels.size()) {
       const std::string_view last = std::string_view(rows[i]).substr(rows[i].rfind('\n') + 1);
       out.append(width - display_width(last) + 3, ' ');
-      out += "# " + row_labels[i];
+      out += "# " + escape_controls(row_labels[i]);
     }
     out += '\n';
   }
@@ -59,9 +59,9 @@ std::vector<std::string> render_text_blocks(const Trace& trace, const TextOption
     }
     out += fmt::format("  {}    shape {}\n", s.equation, shape_text(s));
     if (s.columns_are_keys) {
-      out += fmt::format("  rows: queries; columns: keys {}\n", join(s.col_labels, ", "));
+      out += fmt::format("  rows: queries; columns: keys {}\n", join_labels(s.col_labels, ", "));
     } else if (!s.col_labels.empty()) {
-      out += fmt::format("  columns: {}\n", join(s.col_labels, ", "));
+      out += fmt::format("  columns: {}\n", join_labels(s.col_labels, ", "));
     }
     if (!s.note.empty()) out += "  " + s.note + "\n";
     append_labelled_tensor(out, s.values, s.row_labels, options.precision,
@@ -104,7 +104,7 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
         trace.inputs.size() > 1 ? std::optional<int>(static_cast<int>(b)) : std::nullopt;
     const TokenizedSentence& qs = trace.inputs[b];
     const TokenizedSentence& ks = trace.key_sentence(static_cast<int>(b));
-    const std::string keys_text = "columns: keys " + join(ks.words, ", ");
+    const std::string keys_text = "columns: keys " + join_labels(ks.words, ", ");
     out += fmt::format(
         "\nthe path of token {}, {}{}\n", query, python_str_repr(qs.words[qi]),
         batch ? fmt::format(", in sentence {} of {}", b + 1, trace.inputs.size()) : std::string());

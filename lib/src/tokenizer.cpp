@@ -1,15 +1,14 @@
 #include "attn/tokenizer.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "attn/error.hpp"
 
 namespace attn {
 
-namespace {
-
-// Decodes one UTF-8 code point at s[i]; returns its length in bytes, or 0 if the bytes there
-// are not valid UTF-8 (overlong forms, surrogates and values above U+10FFFF are invalid).
+// Overlong forms, surrogates and values above U+10FFFF are invalid.
 std::size_t decode_utf8(std::string_view s, std::size_t i, char32_t& cp) {
   const auto b0 = static_cast<unsigned char>(s[i]);
   std::size_t len;
@@ -36,14 +35,55 @@ std::size_t decode_utf8(std::string_view s, std::size_t i, char32_t& cp) {
   return len;
 }
 
+std::size_t invalid_utf8_offset(std::string_view text) {
+  char32_t cp = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t len = decode_utf8(text, i, cp);
+    if (len == 0) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+bool is_control(char32_t c) { return c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0); }
+
+std::string escape_controls(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    char32_t cp = 0;
+    const std::size_t len = decode_utf8(text, i, cp);
+    if (len == 0) {  // a byte that is not UTF-8: shown as the byte
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[i]));
+      ++i;
+      continue;
+    }
+    if (cp == U'\\') {
+      out += "\\\\";
+    } else if (cp == U'\t') {
+      out += "\\t";
+    } else if (cp == U'\n') {
+      out += "\\n";
+    } else if (cp == U'\r') {
+      out += "\\r";
+    } else if (is_control(cp)) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned>(cp));
+    } else {
+      out.append(text.substr(i, len));
+    }
+    i += len;
+  }
+  return out;
+}
+
+namespace {
+
 // White space as Python's str.isspace() defines it.
 bool is_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
          c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
          c == 0x205F || c == 0x3000;
 }
-
-bool is_control(char32_t c) { return c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0); }
 
 }  // namespace
 

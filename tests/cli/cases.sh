@@ -624,6 +624,78 @@ case_help_wraps_to_the_terminal() {
     grep -q "^  --seed N              torch.manual_seed(N) before the$" "$screen" && ok=1
   tmux_stop
   [ $ok = 1 ] || { echo "FAIL: the help is not wrapped at 60 columns:"; cat "$screen"; return 1; }
+
+# ---- Input read as the user meant: text from files (issue 11) ----------------------------------
+case_error_json_duplicate_key() {
+  expect_error 'tests/golden/inputs/duplicate_key.json: line 3: the key "values" appears twice in one object: each key may be given once' \
+    --x tests/golden/inputs/duplicate_key.json
+}
+case_error_csv_utf16() {
+  expect_error "tests/golden/inputs/utf16.csv: line 1: the file starts with a UTF-16 byte order mark (FF FE): CSV files must be UTF-8 text" \
+    --x tests/golden/inputs/utf16.csv
+}
+case_error_csv_utf16_without_bom() {
+  expect_error "tests/golden/inputs/utf16_no_bom.csv: line 1 has a NUL byte (is the file UTF-16?): CSV files must be UTF-8 text" \
+    --x tests/golden/inputs/utf16_no_bom.csv
+}
+case_error_csv_label_hex_float() {
+  expect_error "tests/golden/inputs/labels_like_numbers.csv: line 3, column 1: '0x1p3' looks like a number, but not one this reader knows, and would be taken for a row label: write numbers like 8, -1.5 or 1e3 (no hex; no '_', spaces or commas between digits)" \
+    --x tests/golden/inputs/labels_like_numbers.csv
+}
+case_error_csv_label_grouped_digits() {
+  expect_error "tests/golden/inputs/labels_grouped_digits.csv: line 2, column 1: '1_000' looks like a number, but not one this reader knows, and would be taken for a row label: write numbers like 8, -1.5 or 1e3 (no hex; no '_', spaces or commas between digits)" \
+    --x tests/golden/inputs/labels_grouped_digits.csv
+}
+case_error_csv_label_not_utf8() {
+  expect_error "tests/golden/inputs/label_not_utf8.csv: line 2, column 1: the row label is not valid UTF-8 (byte 3): labels must be UTF-8 text" \
+    --x tests/golden/inputs/label_not_utf8.csv
+}
+case_labels_with_control_characters_escaped() {
+  # The labels would clear the screen, set the window's title, ring the bell, break lines and
+  # start a C1 control sequence: every text output shows them escaped, as Python's repr does.
+  local args=(--x tests/golden/inputs/control_labels.json --d-kq 2 --d-v 2)
+  local ok=1 how
+  for how in "--format text" "--format markdown" "--format summary" "--format heatmap --color never" \
+    "--steps attention_weights" "--explain 1,2" "--query 1"; do
+    # shellcheck disable=SC2086  # $how is two words on purpose
+    run "${args[@]}" $how
+    [ "$(cat "$work/status")" = 0 ] || { echo "FAIL: $how: exit code $(cat "$work/status")"; ok=0; }
+    # Bytes other than newlines, printable ASCII and UTF-8's; then the C1 controls' encodings.
+    if [ "$(LC_ALL=C tr -d '\n -~\200-\377' <"$work/stdout" | wc -c)" != 0 ] ||
+      LC_ALL=C grep -qP '\xc2[\x80-\x9f]' "$work/stdout"; then
+      echo "FAIL: $how writes a control character from a label:"; cat -A "$work/stdout" | head -n 20; ok=0
+    fi
+    grep -qF '\x1b[2J\x1b]0;pwned\x07x' "$work/stdout" ||
+      { echo "FAIL: $how does not show the first label escaped"; ok=0; }
+  done
+  run "${args[@]}" --steps attention_weights
+  grep -qF 'tensor([[1.7865e-14, 1.3366e-07, 1.0000e+00],    # \x1b[2J\x1b]0;pwned\x07x' "$work/stdout" &&
+    grep -qF '   # two\nlines\r' "$work/stdout" && grep -qF '   # tab\there\x9b' "$work/stdout" ||
+    { echo "FAIL: the rows' labels are not aligned and escaped:"; cat -A "$work/stdout"; ok=0; }
+  [ $ok = 1 ]
+}
+case_error_diff_value_beyond_float32() {
+  # 1e300 is not float32's infinity: it is refused, not found equal to "inf".
+  expect_error "tests/golden/inputs/trace_1e300.json is not a valid trace: step 1: row 1, column 2: 1e+300 is beyond float32's range: a trace holds float32 values, and writes an infinity as \"inf\" or \"-inf\"" \
+    diff tests/golden/inputs/trace_inf.json tests/golden/inputs/trace_1e300.json
+}
+case_error_diff_duplicate_key() {
+  expect_error 'tests/golden/inputs/trace_duplicate_key.json: line 7: the key "values" appears twice in one object: each key may be given once' \
+    diff tests/golden/inputs/trace_inf.json tests/golden/inputs/trace_duplicate_key.json
+}
+case_error_matrix_file_never_ends_in_4_gib() {
+  # A matrix file that never ends is refused at 1 GiB, within 4 GiB of address space (plain
+  # builds; AddressSanitizer reserves terabytes).
+  ln -s /dev/zero "$work/zero.csv"
+  local limit=4194304
+  [ "${ATTN_SANITIZED:-0}" = 1 ] && limit=unlimited
+  (ulimit -v $limit && "$binary" --x "$work/zero.csv" >"$work/stdout" 2>"$work/stderr")
+  local status=$?
+  printf 'attn-trace: error: %s is larger than 1024 MiB: that is not an input of this tool\n' \
+    "$work/zero.csv" >"$work/expected_stderr"
+  [ $status = 2 ] || { echo "FAIL: exit code $status, expected 2"; cat "$work/stderr"; return 1; }
+  cmp -s "$work/expected_stderr" "$work/stderr" ||
+    { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; return 1; }
 }
 
 "case_$case_name"
