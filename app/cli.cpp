@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -251,20 +253,6 @@ Outcome write_export(const Trace& trace, const Options& o) {
   return outcome;
 }
 
-// A file's last line ends in a newline, which is not part of the sentence.
-std::string without_final_newlines(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  return text;
-}
-
-std::string read_stdin() {
-  std::string text;
-  char buffer[1 << 16];
-  while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, stdin)) text.append(buffer, n);
-  if (std::ferror(stdin)) throw Error("cannot read the sentence from standard input");
-  return text;
-}
-
 // "4G", "512M", "100000" -> bytes (K, M, G, T are powers of 1024).
 std::uint64_t parse_size(const std::string& text) {
   std::uint64_t value = 0;
@@ -344,6 +332,7 @@ bool given_option(const Options& o, std::string_view name) {
 // The sentences, from one of: the arguments (one sentence, quoted or not; "-" reads standard
 // input), -s/--sentence (one batch item each), --batch (a file, a sentence a line) or --file.
 std::vector<std::string> read_sentences(const Options& o) {
+  const std::uint64_t limit = o.config.max_memory;
   std::vector<std::string> sources;
   if (!o.words.empty()) sources.emplace_back("a sentence argument");
   if (!o.sentences.empty()) sources.emplace_back("-s/--sentence");
@@ -353,13 +342,14 @@ std::vector<std::string> read_sentences(const Options& o) {
     throw Error(fmt::format("{} and {} both give the sentence: give it one way", sources[0],
                             sources[1]));
   }
-  if (o.file) return {without_final_newlines(read_file(*o.file))};
+  if (o.file) return {read_sentence_file(*o.file, limit)};
   if (o.batch) {
-    const std::string text = *o.batch == "-" ? read_stdin() : read_file(*o.batch);
+    const std::string text = *o.batch == "-"
+                                 ? read_sentence(STDIN_FILENO, "standard input", limit)
+                                 : read_sentence_file(*o.batch, limit);
     const std::string source = *o.batch == "-" ? "standard input" : *o.batch;
     std::vector<std::string> lines;
     std::size_t start = 0;
-    if (text.rfind("\xef\xbb\xbf", 0) == 0) start = 3;  // a UTF-8 byte-order mark
     while (start < text.size()) {
       std::size_t end = text.find('\n', start);
       if (end == std::string::npos) end = text.size();
@@ -374,7 +364,9 @@ std::vector<std::string> read_sentences(const Options& o) {
     return lines;
   }
   if (!o.sentences.empty()) return o.sentences;
-  if (o.words.size() == 1 && o.words[0] == "-") return {without_final_newlines(read_stdin())};
+  if (o.words.size() == 1 && o.words[0] == "-") {
+    return {read_sentence(STDIN_FILENO, "standard input", limit)};
+  }
   if (o.words.empty()) return {};
   return {fmt::format("{}", fmt::join(o.words, " "))};
 }
@@ -424,6 +416,7 @@ void check_view_options(const Options& o) {
 
 TraceConfig make_config(Options& o) {
   check_view_options(o);
+  o.config.max_memory = parse_size(o.max_memory);  // it caps the sentence as it is read
   o.sentences = read_sentences(o);
   o.config.x = given(o.x);
   o.config.embedding = given(o.embedding);
@@ -447,7 +440,6 @@ TraceConfig make_config(Options& o) {
   o.config.cross = o.cross;
   if (o.key && !o.query) throw Error("--key " + std::to_string(*o.key) + " needs --query");
   if (o.force && !o.export_dir) throw Error("--force goes with --export");
-  o.config.max_memory = parse_size(o.max_memory);
   o.config.threads =
       o.threads.value_or(std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   // What the chosen output writes per value, for the memory estimate.

@@ -864,7 +864,7 @@ TEST_CASE("read_sentence refuses more bytes than the limit, while it reads") {
   CHECK(sentence_from_pipe("012345678\n", 10) == "012345678");
   CHECK_THROWS_WITH_AS(sentence_from_pipe("0123456789\n", 10),
                        "standard input: the sentence is longer than 10 bytes, the memory limit: "
-                       "give a shorter sentence, or raise the limit with --max-memory",
+                       "give a shorter sentence, or raise the limit",
                        attn::Error);
 
   // A stream that never ends is refused as soon as it passes the limit.
@@ -873,7 +873,7 @@ TEST_CASE("read_sentence refuses more bytes than the limit, while it reads") {
   const auto start = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH_AS(attn::read_sentence(zero, "/dev/zero", 1 << 20),
                        "/dev/zero: the sentence is longer than 1.0 MiB, the memory limit: give a "
-                       "shorter sentence, or raise the limit with --max-memory",
+                       "shorter sentence, or raise the limit",
                        attn::Error);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
   ::close(zero);
@@ -889,7 +889,7 @@ TEST_CASE("read_sentence refuses more bytes than the limit, while it reads") {
   });
   CHECK_THROWS_WITH_AS(attn::read_sentence(fds[0], "standard input", 100000),
                        "standard input: the sentence is longer than 97.7 KiB, the memory limit: "
-                       "give a shorter sentence, or raise the limit with --max-memory",
+                       "give a shorter sentence, or raise the limit",
                        attn::Error);
   ::close(fds[0]);
   writer.join();
@@ -902,7 +902,7 @@ TEST_CASE("read_sentence_file: a file, one larger than 1 GiB, and files it canno
   CHECK_ERROR(attn::read_sentence_file(dir / "s.txt", 10),
               (dir / "s.txt").string() +
                   ": the sentence is longer than 10 bytes, the memory limit: give a shorter "
-                  "sentence, or raise the limit with --max-memory");
+                  "sentence, or raise the limit");
   // Past 1 GiB, whatever the memory limit: a sparse file, refused by its size before it is read.
   const fs::path big = dir / "big.txt";
   write_plain(big, "");
@@ -910,7 +910,7 @@ TEST_CASE("read_sentence_file: a file, one larger than 1 GiB, and files it canno
   CHECK_ERROR(attn::read_sentence_file(big, std::uint64_t{1} << 40),
               big.string() +
                   ": the sentence is longer than 1.0 GiB: a sentence may have at most 1.0 GiB, "
-                  "whatever --max-memory says");
+                  "whatever the memory limit");
   CHECK_ERROR(attn::read_sentence_file(dir / "missing.txt", 1 << 20),
               (dir / "missing.txt").string() + ": cannot read: No such file or directory");
   CHECK_ERROR(attn::read_sentence_file(dir.path(), 1 << 20),

@@ -130,13 +130,15 @@ std::string read_sentence(int fd, const std::string& source, std::uint64_t max_m
   std::string text;
   if (read_capped(fd, limit, text, fail) == ReadOutcome::kTooLarge) {
     text = std::string();  // the memory back before the message
-    throw Error(limit < kMaxSentenceBytes
-                    ? fmt::format("{}: the sentence is longer than {}, the memory limit: give a "
-                                  "shorter sentence, or raise the limit with --max-memory",
-                                  source, size_text(limit))
-                    : fmt::format("{}: the sentence is longer than {}: a sentence may have at "
-                                  "most {}, whatever --max-memory says",
-                                  source, size_text(limit), size_text(limit)));
+    if (limit < kMaxSentenceBytes) {
+      throw Error(fmt::format("{}: the sentence is longer than {}, the memory limit: give a "
+                              "shorter sentence, or raise the limit",
+                              source, size_text(limit)),
+                  Setting::kMaxMemory);
+    }
+    throw Error(fmt::format("{}: the sentence is longer than {}: a sentence may have at most "
+                            "{}, whatever the memory limit",
+                            source, size_text(limit), size_text(limit)));
   }
   // A file's last line ends in a newline, which is not part of the sentence; an editor may add
   // empty lines after it. Trimmed in place: the sentence may be large.

@@ -75,7 +75,7 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
   if (std::isinf(m)) {
     out += fmt::format(
         "3. every key of row {} is masked: the softmax of a row of −inf gives {} "
-        "(--masked-rows {})\n",
+        "(the masked-rows rule {})\n",
         i, masked_rows_name(c.masked_rows) == std::string_view("zero") ? "0" : "nan",
         masked_rows_name(c.masked_rows));
     out += fmt::format("   the trace's attention_weights[{}, {}] = {}\n", i, j,

@@ -624,6 +624,7 @@ case_help_wraps_to_the_terminal() {
     grep -q "^  --seed N              torch.manual_seed(N) before the$" "$screen" && ok=1
   tmux_stop
   [ $ok = 1 ] || { echo "FAIL: the help is not wrapped at 60 columns:"; cat "$screen"; return 1; }
+}
 
 # ---- Input read as the user meant: text from files (issue 11) ----------------------------------
 case_error_json_duplicate_key() {
@@ -696,6 +697,28 @@ case_error_matrix_file_never_ends_in_4_gib() {
   [ $status = 2 ] || { echo "FAIL: exit code $status, expected 2"; cat "$work/stderr"; return 1; }
   cmp -s "$work/expected_stderr" "$work/stderr" ||
     { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; return 1; }
+}
+
+# --- a sentence from standard input or a file: capped while read, a byte-order mark dropped -----
+case_sentence_file_with_bom_and_crlf() { expect_output default --file tests/golden/inputs/walkthrough_bom_crlf.txt; }
+case_sentence_stdin_with_bom_and_crlf() { expect_output default - <tests/golden/inputs/walkthrough_bom_crlf.txt; }
+case_error_stdin_never_ends() {
+  # Refused within a second, in under 50 MB of address space.
+  local limit=51200 start; [ "${ATTN_SANITIZED:-0}" = 1 ] && limit=unlimited
+  start=$(date +%s%N)
+  (ulimit -v $limit && "$binary" --max-memory 1M - </dev/zero >"$work/stdout" 2>"$work/stderr")
+  local status=$? ms=$((($(date +%s%N) - start) / 1000000))
+  printf '%s\n' "attn-trace: error: standard input: the sentence is longer than 1.0 MiB, the memory limit: give a shorter sentence, or raise the limit with --max-memory" >"$work/expected_stderr"
+  [ $status = 2 ] || { echo "FAIL: exit code $status"; cat "$work/stderr"; return 1; }
+  [ $ms -lt 1000 ] || { echo "FAIL: took $ms ms"; return 1; }
+  cmp -s "$work/expected_stderr" "$work/stderr" || { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; return 1; }
+}
+case_error_sentence_file_never_ends_in_4_gib() {
+  local limit=4194304; [ "${ATTN_SANITIZED:-0}" = 1 ] && limit=unlimited
+  (ulimit -v $limit && "$binary" --file /dev/zero >"$work/stdout" 2>"$work/stderr"); local status=$?
+  printf '%s\n' "attn-trace: error: /dev/zero: the sentence is longer than 1.0 GiB: a sentence may have at most 1.0 GiB, whatever the memory limit" >"$work/expected_stderr"
+  [ $status = 2 ] || { echo "FAIL: exit code $status"; cat "$work/stderr"; return 1; }
+  cmp -s "$work/expected_stderr" "$work/stderr" || { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; return 1; }
 }
 
 "case_$case_name"
