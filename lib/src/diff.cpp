@@ -119,7 +119,14 @@ TraceDocument parse_trace_json(std::string_view text, const std::string& source)
   // in one object is refused with its line (nlohmann's parser would keep the last one).
   json doc;
   const io_detail::JsonDocument parsed = io_detail::parse_json_float32(text, source, doc);
-  if (!parsed.ok) throw Error(fmt::format("{} is not JSON: {}", source, parsed.error_what));
+  if (!parsed.ok) {
+    // nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 20: ...",
+    // from the line on.
+    std::string located = parsed.error_what;
+    const std::size_t at = located.find("parse error at ");
+    located = at == std::string::npos ? parsed.error_text : located.substr(at + 15);
+    throw Error(fmt::format("{} is not JSON: {}", source, located));
+  }
   // Compared as JSON values, never converted: "tool" or "schema_version" may be of any type.
   if (!doc.is_object() || !doc.contains("tool") || doc.at("tool") != "attn-trace" ||
       !doc.contains("steps")) {
@@ -165,7 +172,9 @@ TraceDocument parse_trace_json(std::string_view text, const std::string& source)
       for (Eigen::Index r = 0; r < rows; ++r) {
         const json& row = values.at(static_cast<std::size_t>(r));
         if (!row.is_array() || static_cast<Eigen::Index>(row.size()) != cols) {
-          throw Error(fmt::format("row {} has {} values, row 1 has {}", r + 1, row.size(), cols));
+          throw Error(fmt::format("row {} has {} value{} where row 1 has {}: the rows of a "
+                                  "step have one length",
+                                  r + 1, row.size(), row.size() == 1 ? "" : "s", cols));
         }
         for (Eigen::Index c = 0; c < cols; ++c) {
           step.values(r, c) = cell_value(row.at(static_cast<std::size_t>(c)), r, c);
@@ -173,7 +182,14 @@ TraceDocument parse_trace_json(std::string_view text, const std::string& source)
       }
       out.steps.push_back(std::move(step));
     } catch (const json::exception& e) {
-      throw Error(fmt::format("{} is not a valid trace: step {}: {}", source, i + 1, e.what()));
+      // "[json.exception.type_error.302] type must be string, but is number": the part after
+      // the exception's name.
+      std::string what = e.what();
+      if (const std::size_t end = what.find("] "); what.starts_with("[json.") &&
+                                                    end != std::string::npos) {
+        what.erase(0, end + 2);
+      }
+      throw Error(fmt::format("{} is not a valid trace: step {}: {}", source, i + 1, what));
     } catch (const Error& e) {
       throw Error(fmt::format("{} is not a valid trace: step {}: {}", source, i + 1, e.what()));
     }

@@ -155,7 +155,7 @@ case_diff_unreadable() {
     data/traces/walkthrough.json tests/golden/inputs/missing.json
 }
 case_diff_not_json() {
-  expect_error "tests/golden/inputs/not_json.json is not JSON: [json.exception.parse_error.101] parse error at line 1, column 20: syntax error while parsing value - invalid literal; last read: '0.3, N'" \
+  expect_error "tests/golden/inputs/not_json.json is not JSON: line 1, column 20: syntax error while parsing value - invalid literal; last read: '0.3, N'" \
     diff data/traces/walkthrough.json tests/golden/inputs/not_json.json
 }
 case_diff_not_a_trace() {
