@@ -109,24 +109,24 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
         "\nthe path of token {}, {}{}\n", query, python_str_repr(qs.words[qi]),
         batch ? fmt::format(", in sentence {} of {}", b + 1, trace.inputs.size()) : std::string());
     item(x_q + " = X[" + std::to_string(query) + "]", "its embedding",
-         trace.step("embeddings", no_head, batch).values, qi);
+         trace.step(StepKind::kEmbeddings, no_head, batch).values, qi);
     // Its query, key and value; in cross-attention it has no key or value, and the key token's
     // key and value are shown instead.
     auto projections = [&](std::optional<int> head, const std::string& heads_text) {
       item(q_q + " = " + x_q + " W_q", "its query" + heads_text,
-           trace.step("queries", head, batch).values, qi);
+           trace.step(StepKind::kQueries, head, batch).values, qi);
       if (c.cross) {
         const std::string x_k = "X₂[" + std::to_string(key) + "]";
         const std::string whose = python_str_repr(ks.words[ki]) + heads_text;
         item(sup("k", key) + " = " + x_k + " W_k", "the key of " + whose,
-             trace.step("keys", head, batch).values, ki);
+             trace.step(StepKind::kKeys, head, batch).values, ki);
         item(sup("v", key) + " = " + x_k + " W_v", "the value of " + whose,
-             trace.step("values", head, batch).values, ki);
+             trace.step(StepKind::kValues, head, batch).values, ki);
       } else {
         item(sup("k", query) + " = " + x_q + " W_k", "its key" + heads_text,
-             trace.step("keys", head, batch).values, qi);
+             trace.step(StepKind::kKeys, head, batch).values, qi);
         item(sup("v", query) + " = " + x_q + " W_v", "its value" + heads_text,
-             trace.step("values", head, batch).values, qi);
+             trace.step(StepKind::kValues, head, batch).values, qi);
       }
     };
     if (split) projections(no_head, ", all heads");
@@ -134,18 +134,10 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
       const std::optional<int> head =
           c.heads > 1 ? std::optional<int>(static_cast<int>(h)) : std::nullopt;
       if (head) out += fmt::format("\nhead {} of {}\n", h + 1, c.heads);
-      Matrix q, k;
-      if (split) {
-        const Eigen::Index hd = c.d_kq / c.heads;
-        q = trace.step("queries", no_head, batch).values.middleCols(h * hd, hd);
-        k = trace.step("keys", no_head, batch).values.middleCols(h * hd, hd);
-      } else {
-        q = trace.step("queries", head, batch).values;
-        k = trace.step("keys", head, batch).values;
-        projections(head, "");
-      }
+      const auto [q, k] = trace.head_queries_keys(head, batch);
+      if (!split) projections(head, "");
       // One dot product written out, as the walkthrough does for ω₂₄.
-      const Matrix& omega = trace.step("omega", head, batch).values;
+      const Matrix& omega = trace.step(StepKind::kOmega, head, batch).values;
       std::vector<std::string> terms;
       constexpr Eigen::Index kMaxTerms = 8;
       for (Eigen::Index j = 0; j < std::min(q.cols(), kMaxTerms); ++j) {
@@ -165,21 +157,21 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
       item("ω" + w_sub + " = " + q_q + " Kᵀ", "its score for every key; " + keys_text, omega, qi);
       if (c.causal || trace.pad_id) {
         item("ω" + w_sub + ".masked_fill(M" + w_sub + ", −inf)", "its scores after the mask",
-             trace.step("masked_omega", head, batch).values, qi);
+             trace.step(StepKind::kMaskedOmega, head, batch).values, qi);
       }
       item("α" + w_sub + " = softmax(ω" + w_sub + " / √d_k)", "its attention weights; " + keys_text,
-           trace.step("attention_weights", head, batch).values, qi);
+           trace.step(StepKind::kAttentionWeights, head, batch).values, qi);
       item(sup("z", query) + " = Σⱼ α" + w_sub + "ⱼ v⁽ʲ⁾", "its context vector",
-           trace.step("context_vectors", head, batch).values, qi);
+           trace.step(StepKind::kContextVectors, head, batch).values, qi);
     }
     if (c.heads > 1) {
       item(sup("z", query) + " = " + sup("z", query) + "₁ | … | " + sup("z", query) + "_H",
            "the heads' context vectors side by side",
-           trace.step("context_concat", no_head, batch).values, qi);
+           trace.step(StepKind::kContextConcat, no_head, batch).values, qi);
     }
     if (split) {
       item(sup("out", query), "the output projection of its context vector",
-           trace.step("output", no_head, batch).values, qi);
+           trace.step(StepKind::kOutput, no_head, batch).values, qi);
     }
   }
   return out;

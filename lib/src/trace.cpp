@@ -51,6 +51,17 @@ void select_steps(Trace& trace, const std::vector<std::string>& ids) {
   });
 }
 
+std::pair<Matrix, Matrix> Trace::head_queries_keys(std::optional<int> head,
+                                                   std::optional<int> batch) const {
+  if (config.multihead == MultiheadForm::kWrapper) {
+    return {step(StepKind::kQueries, head, batch).values, step(StepKind::kKeys, head, batch).values};
+  }
+  const Eigen::Index d_head = config.d_kq / config.heads;
+  const Eigen::Index from = head.value_or(0) * d_head;
+  return {step(StepKind::kQueries, std::nullopt, batch).values.middleCols(from, d_head),
+          step(StepKind::kKeys, std::nullopt, batch).values.middleCols(from, d_head)};
+}
+
 const TokenizedSentence& Trace::key_sentence(int batch) const {
   return cross ? *cross : inputs.at(static_cast<std::size_t>(batch));
 }

@@ -155,6 +155,10 @@ struct Trace {
                    std::optional<int> batch = std::nullopt) const;
   const Step& step(std::string_view id, std::optional<int> head = std::nullopt,
                    std::optional<int> batch = std::nullopt) const;
+  // The queries and keys one head attended with: its own Q and K in the wrapper form, its
+  // columns of the one projection in the split form (q.view(T, H, d_head)[:, h]).
+  std::pair<Matrix, Matrix> head_queries_keys(std::optional<int> head,
+                                              std::optional<int> batch) const;
   // The tokens that label keys: the cross sentence's, or the batch item's own.
   const TokenizedSentence& key_sentence(int batch) const;
 };
