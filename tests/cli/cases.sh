@@ -191,9 +191,15 @@ case_export_refuses_to_overwrite() {
   mkdir -p "$dir" && echo "mine" >"$dir/01_omega.npy"
   run --export "$dir" --steps omega
   [ "$(cat "$work/status")" = 2 ] && [ ! -s "$work/stdout" ] &&
-    grep -qx "attn-trace: error: $dir/01_omega.npy exists: give --force to replace it" "$work/stderr" &&
+    grep -qx "attn-trace: error: $dir is not empty and not an export of attn-trace (it has no manifest.json): give a new or empty folder, or an earlier export with --force" "$work/stderr" &&
     [ "$(cat "$dir/01_omega.npy")" = mine ] && [ ! -e "$dir/manifest.json" ] &&
     [ "$(ls -A "$dir" | wc -l)" = 1 ] || return 1
+  # An earlier export is replaced with --force only.
+  rm "$dir/01_omega.npy" && "$binary" --export "$dir" --steps omega --seed 1 >/dev/null || return 1
+  run --export "$dir" --steps omega
+  [ "$(cat "$work/status")" = 2 ] &&
+    grep -qx "attn-trace: error: $dir holds an earlier export: give --force to replace it" "$work/stderr" ||
+    return 1
   run --export "$dir" --steps omega --force
   [ "$(cat "$work/status")" = 0 ] && [ "$(stat -c %s "$dir/01_omega.npy")" = 272 ]
 }
