@@ -100,43 +100,55 @@ std::vector<ExportEntry> export_plan(const Trace& trace) {
   const std::size_t count = trace.steps.size();
   // Slices of one tensor: the same id, and the same head and sentence where the tensor's
   // dimensions do not hold them (the wrapper form's heads are separate tensors).
+  struct Group {
+    std::vector<std::size_t> members;  // in step order
+    std::vector<std::size_t> ordered;  // in the tensor's order, when it is complete
+    std::string whole_name;            // when it is complete: several slices, each there once
+  };
   using Key = std::tuple<std::string, int, int>;
-  std::map<Key, std::vector<std::size_t>> groups;
-  std::vector<Key> keys(count);
+  std::map<Key, Group> groups;
+  std::vector<Group*> group_of(count);
   for (std::size_t i = 0; i < count; ++i) {
     const Step& s = trace.steps[i];
-    keys[i] = {s.id, has_dim(s, "H") ? -1 : s.head.value_or(-1),
-               has_dim(s, "B") ? -1 : s.batch.value_or(-1)};
-    groups[keys[i]].push_back(i);
+    const Key key{s.id, has_dim(s, "H") ? -1 : s.head.value_or(-1),
+                  has_dim(s, "B") ? -1 : s.batch.value_or(-1)};
+    group_of[i] = &groups[key];
+    group_of[i]->members.push_back(i);
+  }
+  for (auto& [key, g] : groups) {
+    const Step& s = trace.steps[g.members.front()];
+    const std::size_t n = g.members.size();
+    bool complete = n > 1 && static_cast<std::int64_t>(n) == slice_count(s);
+    std::vector<std::size_t> ordered(n, count);
+    for (std::size_t j = 0; complete && j < n; ++j) {
+      const Step& t = trace.steps[g.members[j]];
+      const std::int64_t position = slice_position(t);
+      complete = t.shape == s.shape && t.shape_names == s.shape_names &&
+                 t.values.rows() == s.values.rows() && t.values.cols() == s.values.cols() &&
+                 position >= 0 && position < static_cast<std::int64_t>(n) &&
+                 ordered[static_cast<std::size_t>(position)] == count;
+      if (complete) ordered[static_cast<std::size_t>(position)] = g.members[j];
+    }
+    if (!complete) continue;
+    g.ordered = std::move(ordered);
+    g.whole_name = export_file_name(g.members.front() + 1, count, s.id,
+                                    has_dim(s, "H") ? std::nullopt : s.head,
+                                    has_dim(s, "B") ? std::nullopt : s.batch);
   }
 
   std::vector<ExportEntry> plan;
   for (std::size_t i = 0; i < count; ++i) {
     const Step& s = trace.steps[i];
-    const std::vector<std::size_t>& group = groups.at(keys[i]);
+    const Group& g = *group_of[i];
     ExportEntry slice{
         export_file_name(i + 1, count, s.id, s.head, s.batch), {i}, slice_shape(s), true, ""};
-    // A whole tensor of several slices: every slice there once, each of the same shape.
-    bool complete = group.size() > 1 && static_cast<std::int64_t>(group.size()) == slice_count(s);
-    std::vector<std::size_t> ordered(group.size(), count);
-    for (std::size_t j = 0; complete && j < group.size(); ++j) {
-      const Step& t = trace.steps[group[j]];
-      const std::int64_t position = slice_position(t);
-      complete = t.shape == s.shape && t.values.rows() == s.values.rows() &&
-                 t.values.cols() == s.values.cols() && position >= 0 &&
-                 position < static_cast<std::int64_t>(group.size()) &&
-                 ordered[static_cast<std::size_t>(position)] == count;
-      if (complete) ordered[static_cast<std::size_t>(position)] = group[j];
-    }
-    if (complete) {
-      const std::string whole_name =
-          export_file_name(group.front() + 1, count, s.id, has_dim(s, "H") ? std::nullopt : s.head,
-                           has_dim(s, "B") ? std::nullopt : s.batch);
-      if (group.front() == i) plan.push_back({whole_name, ordered, s.shape, true, ""});
+    if (!g.whole_name.empty()) {
+      // The whole tensor just before its first slice, whose number it shares.
+      if (g.members.front() == i) plan.push_back({g.whole_name, g.ordered, s.shape, true, ""});
       slice.whole = false;
-      slice.whole_file = whole_name;
+      slice.whole_file = g.whole_name;
     } else {
-      slice.whole = group.size() == 1 && slice_count(s) == 1;
+      slice.whole = g.members.size() == 1 && slice_count(s) == 1;
     }
     plan.push_back(std::move(slice));
   }
