@@ -310,6 +310,16 @@ TEST_CASE("write_export: a new folder, its parents, and an empty folder") {
   CHECK(list(dir.path()) == Names{"a", "empty"});
 }
 
+TEST_CASE("write_export writes the bytes of export_files, whole tensors included") {
+  const TempDir dir;
+  const attn::Trace trace = split_batch_trace();
+  const std::vector<attn::ExportFile> files = attn::export_files(trace);
+  Names names;
+  for (const attn::ExportFile& f : files) names.push_back(f.name);
+  CHECK(attn::write_export(trace, dir / "out", false) == names);
+  for (const attn::ExportFile& f : files) CHECK(attn::read_file(dir / "out" / f.name) == f.bytes);
+}
+
 TEST_CASE("write_export replaces an earlier export with force only, and keeps none of its files") {
   const TempDir dir;
   const fs::path out = dir / "out";

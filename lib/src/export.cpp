@@ -155,6 +155,8 @@ std::vector<ExportEntry> export_plan(const Trace& trace) {
   return plan;
 }
 
+std::string export_npy_header(const ExportEntry& entry) { return npy_header(entry.shape); }
+
 std::string export_npy(const Trace& trace, const ExportEntry& entry) {
   std::string out = npy_header(entry.shape);
   std::size_t values = 0;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <bit>
 #include <cerrno>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -263,18 +264,34 @@ std::vector<std::string> missing_folders(const std::filesystem::path& parent) {
   return missing;
 }
 
-// Writes `bytes` to the new file `name` in the folder `dir_fd`, flushed to the disk; false (errno
-// set) on failure.
-bool write_new_file(int dir_fd, const std::string& name, std::string_view bytes) {
+// Writes `parts`, one after the other, to the new file `name` in the folder `dir_fd` (flushed
+// later, all files at once); false (errno set) on failure.
+bool write_new_file(int dir_fd, const std::string& name,
+                    const std::vector<std::string_view>& parts) {
   Fd f(::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
   if (f.fd < 0) return false;
-  for (std::size_t done = 0; done < bytes.size();) {
-    const ssize_t n = ::write(f.fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    done += static_cast<std::size_t>(n);
+  for (std::string_view bytes : parts) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::write(f.fd, bytes.data(), bytes.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return false;
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
   }
   return ::close(std::exchange(f.fd, -1)) == 0;
+}
+
+// An entry's file in pieces: its header, then each step's values where the trace holds them
+// (a whole tensor is not copied into one buffer first).
+std::vector<std::string_view> npy_parts(const Trace& trace, const ExportEntry& entry,
+                                        const std::string& header) {
+  std::vector<std::string_view> parts{header};
+  for (std::size_t i : entry.steps) {
+    const Matrix& m = trace.steps.at(i).values;
+    parts.emplace_back(reinterpret_cast<const char*>(m.data()),
+                       sizeof(float) * static_cast<std::size_t>(m.size()));
+  }
+  return parts;
 }
 
 // Removes the folder `name` in `parent_fd` and the files in it (the earlier set, after the swap).
@@ -371,9 +388,9 @@ class Staging {
   }
 
   // Writes one file into the staging folder; `name` is one of those given.
-  void write(const std::string& name, std::string_view bytes) {
+  void write(const std::string& name, const std::vector<std::string_view>& parts) {
     if (g_phase != kStaging) wait_for_the_handler();
-    if (!write_new_file(g_staging_fd, name, bytes)) {
+    if (!write_new_file(g_staging_fd, name, parts)) {
       const int e = errno;
       throw Error(fmt::format("cannot write {}: {}",
                               (std::filesystem::path(target_.shown) / name).string(),
@@ -522,8 +539,13 @@ std::vector<std::string> write_export(const Trace& trace, const std::filesystem:
   if (!found) found = inspect(parent, target, force);
   staging.create(found->found == Found::kMissing ? std::nullopt
                                                  : std::optional<mode_t>(found->mode));
-  for (const ExportEntry& e : plan) staging.write(e.name, export_npy(trace, e));
-  staging.write("manifest.json", render_manifest(trace, plan));
+  static_assert(std::endian::native == std::endian::little, ".npy '<f4' is little-endian");
+  for (const ExportEntry& e : plan) {
+    const std::string header = export_npy_header(e);
+    staging.write(e.name, npy_parts(trace, e, header));
+  }
+  const std::string manifest = render_manifest(trace, plan);
+  staging.write("manifest.json", {manifest});
   staging.swap_in(*found, force);
   return names;
 }

@@ -42,6 +42,10 @@ std::vector<ExportEntry> export_plan(const Trace& trace);
 // The .npy bytes of one entry: float32 in C order, byte for byte as numpy.save writes them.
 std::string export_npy(const Trace& trace, const ExportEntry& entry);
 
+// The header of that file alone (numpy's format 1.0 for '<f4' and entry.shape): the values follow
+// it as the steps hold them, little-endian, so a writer can take them from the trace uncopied.
+std::string export_npy_header(const ExportEntry& entry);
+
 // A file and its content.
 struct ExportFile {
   std::string name;   // a file name, no folder
