@@ -35,9 +35,9 @@ constexpr std::string_view kAllowed =
     "give a new or empty folder, or an earlier export with --force";
 
 // --- What a signal handler needs, where it can reach it without allocating or locking. ---------
-// write_export fills these in before the phase becomes kStaging and leaves them alone until it
-// is kIdle again; export_interrupted reads them only when it has moved the phase from kStaging
-// to kCleaning itself.
+// write_export fills these in before the phase becomes kStaging, changes the staging name only
+// while the phase is kSwapping (signals held), and clears them after the phase is kIdle again;
+// export_interrupted reads them only in kStaging, which it turns into kCleaning, or kCleaning.
 enum Phase : int { kIdle, kStaging, kCleaning, kSwapping };
 static_assert(std::atomic<int>::is_always_lock_free, "used in a signal handler");
 std::atomic<int> g_phase{kIdle};

@@ -139,11 +139,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           (bytes.size() - 4 * values) % 64 == 0);
     const float* first = &trace.steps[e.steps[0]].values.data()[0];
     check(std::memcmp(bytes.data() + bytes.size() - 4 * values, first, 4) == 0);
-    if (e.shape.size() <= 2) {
+    if (e.shape.size() <= 2) {  // parse_npy reads 1-D and 2-D arrays: every value, in order
       const attn::LoadedMatrix back = attn::parse_npy(bytes, n);
-      const attn::Matrix& m = trace.steps[e.steps[0]].values;
-      check(back.values.rows() == m.rows() && back.values.cols() == m.cols() &&
-            std::memcmp(back.values.data(), m.data(), 4 * values) == 0);
+      check(back.values.rows() == (e.shape.size() == 2 ? e.shape[0] : 1) &&
+            back.values.cols() == e.shape.back());
+      std::size_t at = 0;
+      for (std::size_t s : e.steps) {
+        const attn::Matrix& m = trace.steps[s].values;
+        const std::size_t bytes_of_step = 4 * static_cast<std::size_t>(m.size());
+        check(std::memcmp(back.values.data() + at, m.data(), bytes_of_step) == 0);
+        at += static_cast<std::size_t>(m.size());
+      }
     }
   }
   check(next_step == trace.steps.size());
