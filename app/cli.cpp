@@ -234,21 +234,9 @@ std::optional<GivenMatrix> given(const std::optional<std::string>& path) {
 // --export: every file is checked before any is written, and each is written atomically.
 Outcome write_export(const Trace& trace, const Options& o) {
   const std::filesystem::path dir = *o.export_dir;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error(fmt::format("cannot create the folder {}: {}", dir.string(), ec.message()));
-  const std::vector<ExportFile> files = export_files(trace);
-  if (!o.force) {
-    for (const ExportFile& f : files) {
-      if (std::filesystem::exists(dir / f.name)) {
-        throw Error(fmt::format("{} exists: give --force to replace it", (dir / f.name).string()));
-      }
-    }
-  }
   Outcome outcome;
-  for (const ExportFile& f : files) {
-    write_file_atomic(dir / f.name, f.bytes, o.force);
-    outcome.out += (dir / f.name).string() + "\n";
+  for (const std::string& name : attn::write_export(trace, dir, o.force)) {
+    outcome.out += (dir / name).string() + "\n";
   }
   return outcome;
 }

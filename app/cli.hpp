@@ -19,7 +19,7 @@ namespace attn::cli {
 // Exit codes, as docs/cli.md documents them.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitDifferent = 1;  // diff or --expect found a difference
-inline constexpr int kExitInvalid = 2;    // invalid input or usage
+inline constexpr int kExitInvalid = 2;    // invalid input or usage, or output not written
 
 // What a run prints and returns.
 struct Outcome {

@@ -1,12 +1,14 @@
 // attn-trace: transformer self-attention, computed in the open.
 
 #include <malloc.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -14,8 +16,10 @@
 #include <iostream>
 #include <limits>
 #include <string_view>
+#include <system_error>
 
 #include "attn/error.hpp"
+#include "attn/export.hpp"
 #include "attn/matrix.hpp"
 #include "cli.hpp"
 #include "option_table.hpp"
@@ -32,19 +36,58 @@ bool set(const char* name) {
   return value != nullptr && *value != '\0';
 }
 
+// Writes all of `text` to the file descriptor; false (errno set) when a write fails.
+bool write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// A write to standard output failed with `error`: one line, exit code 2.
+int output_failed(int error) {
+  return fail("cannot write the output: " + std::generic_category().message(error));
+}
+
 // --step on a terminal: each block, then a prompt; Enter goes on, q (or end of input) quits.
-void print_paused(const std::vector<std::string>& blocks) {
+// False (errno set) when standard output cannot be written.
+bool print_paused(const std::vector<std::string>& blocks) {
   for (std::size_t i = 0; i < blocks.size(); ++i) {
-    std::fwrite(blocks[i].data(), 1, blocks[i].size(), stdout);
+    if (!write_all(STDOUT_FILENO, blocks[i])) return false;
     if (i + 1 == blocks.size()) break;
-    std::fputs("-- Enter: next step, q: quit --", stdout);
-    std::fflush(stdout);
+    if (!write_all(STDOUT_FILENO, "-- Enter: next step, q: quit --")) return false;
     std::string answer;
     const bool more = static_cast<bool>(std::getline(std::cin, answer));
-    std::fputs("\x1b[1A\x1b[2K", stdout);  // the prompt's line, cleared
+    if (!write_all(STDOUT_FILENO, "\x1b[1A\x1b[2K")) return false;  // the prompt's line, cleared
     if (!more || answer == "q" || answer == "Q") break;
   }
-  std::fflush(stdout);
+  return true;
+}
+
+// SIGINT, SIGTERM or SIGHUP while exporting: the staging folder is removed, then the signal
+// does what it would have done (see attn::export_interrupted). Async-signal-safe.
+extern "C" void on_signal(int signal) {
+  const int saved = errno;
+  if (attn::export_interrupted(signal)) {
+    ::signal(signal, SIG_DFL);
+    ::raise(signal);  // delivered when this handler returns
+  }
+  errno = saved;
+}
+
+void install_signal_handlers() {
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    if (::sigaction(signal, nullptr, &old) != 0 || old.sa_handler == SIG_IGN) continue;  // nohup
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    ::sigaction(signal, &action, nullptr);
+  }
 }
 
 // Makes `bytes` of heap ready before a run of 2 MiB or more: allocated, asked for 2 MiB pages,
@@ -86,6 +129,18 @@ int main(int argc, char** argv) {
   attn::cli::DiffCommand diff_command;
   const CLI::App* diff = attn::cli::add_commands(app, options, diff_command);
 
+  // A file larger than `ulimit -f` allows is a write that fails (EFBIG), reported like any other,
+  // not a signal that ends the process with half a file.
+  ::signal(SIGXFSZ, SIG_IGN);
+
+  // --help and --version print through std::cout: checked like any output.
+  auto printed = [](int code) {
+    std::cout.flush();
+    if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      return output_failed(errno != 0 ? errno : EIO);
+    }
+    return code;
+  };
   try {
     attn::cli::parse(app, options, diff_command, argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -97,10 +152,10 @@ int main(int argc, char** argv) {
             : 80;
     const std::string help = diff->parsed() ? attn::cli::diff_help_text(width)
                                             : attn::cli::help_text(width);
-    std::fwrite(help.data(), 1, help.size(), stdout);
-    return std::fflush(stdout) == 0 && !std::ferror(stdout) ? 0 : fail("cannot write the help");
+    return write_all(STDOUT_FILENO, help) ? attn::cli::kExitOk : output_failed(errno);
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    errno = 0;
+    return printed(app.exit(e));
   } catch (const attn::Error& e) {
     return fail(e.what());
   }
@@ -116,6 +171,8 @@ int main(int argc, char** argv) {
   options.truecolor = colorterm != nullptr && (std::string_view(colorterm) == "truecolor" ||
                                                std::string_view(colorterm) == "24bit");
 
+  if (options.export_dir) install_signal_handlers();
+
   attn::cli::Outcome outcome;
   try {
     outcome = diff->parsed() ? attn::cli::run_diff(diff_command) : attn::cli::run(options);
@@ -124,9 +181,13 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     return fail("out of memory: choose smaller dimensions or a shorter sentence");
   }
-  if (!outcome.blocks.empty()) print_paused(outcome.blocks);
-  std::fwrite(outcome.out.data(), 1, outcome.out.size(), stdout);
-  if (std::fflush(stdout) != 0) return fail("could not write the output");
-  std::cerr << outcome.err;
+  // Every write is checked: a full disk, a file over `ulimit -f`, a closed pipe (with SIGPIPE
+  // ignored) end with one line and exit code 2, never with exit 0 and half an output.
+  if (!outcome.blocks.empty() && !print_paused(outcome.blocks)) return output_failed(errno);
+  if (!write_all(STDOUT_FILENO, outcome.out)) return output_failed(errno);
+  // The last chance for a delayed write error (NFS, say) to show.
+  if (::close(STDOUT_FILENO) != 0 && errno != EINTR && errno != EBADF) return output_failed(errno);
+  // A report that cannot be written to standard error cannot say so either: exit code 2 alone.
+  if (!write_all(STDERR_FILENO, outcome.err)) return attn::cli::kExitInvalid;
   return outcome.code;
 }

@@ -330,13 +330,23 @@ std::vector<OptionSection> make_table() {
   table.push_back({"Scripts", {}});
   auto& scripts = table.back().options;
   scripts.push_back(file_option(
-      "--export", "Write one .npy per step and manifest.json into this folder",
-      "a folder (created if needed); not with `--query`", &Options::export_dir, "DIR"));
+      "--export",
+      "Write one .npy per step, each step's whole tensor and manifest.json into this new or "
+      "empty folder, as one set: all of it or nothing",
+      "a new folder (its parents are created if needed), an empty one, or an earlier export with "
+      "`--force`; not with `--query`",
+      &Options::export_dir, "DIR"));
   scripts.back().meaning =
-      "write one `.npy` per step and `manifest.json` there instead of printing the trace; prints "
+      "write one `.npy` per step, the whole tensor of each step that has several slices, and "
+      "`manifest.json` there instead of printing the trace, as one set: all of it or, on any "
+      "failure or interruption, nothing ([formats.md](formats.md#numpy---export-dir)); prints "
       "the paths written";
-  scripts.push_back(flag("--force", "With --export: replace the files of an earlier export",
-                         "replace files that exist", [](Options& o) -> bool& { return o.force; }));
+  scripts.push_back(flag(
+      "--force", "With --export: replace an earlier export in the folder, as a whole",
+      "replace an earlier export in DIR, as a whole: none of its files is kept. Only a folder "
+      "that holds an export of attn-trace and nothing else (its `manifest.json` and the files it "
+      "lists) is replaced; any other folder that is not empty is refused",
+      [](Options& o) -> bool& { return o.force; }));
   scripts.back().allowed = "needs `--export`";
   scripts.push_back(file_option(
       "--expect", "Compare the run with a JSON trace; exit 1 and report on stderr if it differs",

@@ -1,6 +1,7 @@
 #include "attn/render_json.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -66,9 +67,8 @@ TEST_CASE("the document carries the tool, its version, the schema version and th
 
 TEST_CASE("the manifest names one file per step") {
   const attn::Trace trace = attn::run_trace({});
-  std::vector<std::string> files;
-  for (std::size_t i = 0; i < trace.steps.size(); ++i)
-    files.push_back(std::string("f").append(std::to_string(i)));
+  std::vector<attn::ExportEntry> files = attn::export_plan(trace);
+  for (std::size_t i = 0; i < files.size(); ++i) files[i].name = fmt::format("f{}", i);
   const nlohmann::json m = nlohmann::json::parse(attn::render_manifest(trace, files));
   CHECK(m.at("files").size() == trace.steps.size());
   CHECK(m.at("files")[7].at("file") == "f7");

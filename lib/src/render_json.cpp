@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -73,36 +74,9 @@ std::string step_fields(const Step& s) {
   return out;
 }
 
-}  // namespace
-
-std::string render_manifest(const Trace& trace, const std::vector<std::string>& files) {
-  std::string out = "{\n";
-  out += fmt::format("  \"tool\": \"attn-trace\",\n  \"version\": {},\n  \"schema_version\": {},\n",
-                     json_string(kVersion), kJsonSchemaVersion);
-  out += fmt::format("  \"settings\": {},\n", dump(settings_of(trace)));
-  out += "  \"files\": [";
-  for (std::size_t i = 0; i < trace.steps.size(); ++i) {
-    out += i ? ",\n    {\n" : "\n    {\n";
-    out += fmt::format("      \"file\": {},\n", json_string(files.at(i)));
-    std::string fields = step_fields(trace.steps[i]);
-    fields.erase(fields.size() - 2);  // the last field's ",\n"
-    out += fields + "\n    }";
-  }
-  out += "\n  ]\n}\n";
-  return out;
-}
-
-namespace {}  // namespace
-
-std::string float_text(float value) {
-  if (std::isnan(value)) return "\"nan\"";
-  if (std::isinf(value)) return value > 0 ? "\"inf\"" : "\"-inf\"";
-  return fmt::format("{}", value);
-}
-
-std::string render_json(const Trace& trace) {
-  // Written by hand around the values, so that each row is one line and each number the
-  // shortest float32 text; nlohmann::json writes the strings and the small objects.
+// What a trace and a manifest begin with: "{", then "tool", "version", "schema_version",
+// "settings", "dictionary", "inputs" and "cross", one per line, each followed by a comma.
+std::string document_head(const Trace& trace) {
   std::string out = "{\n";
   out += fmt::format("  \"tool\": \"attn-trace\",\n  \"version\": {},\n  \"schema_version\": {},\n",
                      json_string(kVersion), kJsonSchemaVersion);
@@ -121,6 +95,65 @@ std::string render_json(const Trace& trace) {
   out += fmt::format("  \"inputs\": {},\n", dump(inputs));
   out += fmt::format("  \"cross\": {},\n",
                      trace.cross ? dump(sentence_of(*trace.cross)) : std::string("null"));
+  return out;
+}
+
+}  // namespace
+
+std::string render_manifest(const Trace& trace, const std::vector<ExportEntry>& files) {
+  std::string out = document_head(trace);
+  std::vector<std::string> slice_file(trace.steps.size());  // by step
+  for (const ExportEntry& f : files) {
+    if (f.steps.size() == 1) slice_file.at(f.steps[0]) = f.name;
+  }
+  out += "  \"files\": [";
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const ExportEntry& f = files[i];
+    const Step& s = trace.steps.at(f.steps.at(0));
+    out += i ? ",\n    {\n" : "\n    {\n";
+    out += fmt::format("      \"file\": {},\n      \"dtype\": \"<f4\",\n", json_string(f.name));
+    out += fmt::format("      \"array_shape\": [{}],\n", fmt::join(f.shape, ", "));
+    out += fmt::format("      \"whole\": {},\n      \"whole_file\": {},\n", f.whole,
+                       f.whole_file.empty() ? std::string("null") : json_string(f.whole_file));
+    std::string fields;
+    if (f.steps.size() == 1) {
+      fields = step_fields(s);
+    } else {
+      // The whole tensor of several slices: the step without one slice's shape and labels (each
+      // slice's entry has its own), and the slices' files in the tensor's order.
+      json slices = json::array();
+      for (std::size_t step : f.steps) slices.push_back(slice_file.at(step));
+      const bool heads =
+          std::find(s.shape_names.begin(), s.shape_names.end(), "H") != s.shape_names.end();
+      const bool batch =
+          std::find(s.shape_names.begin(), s.shape_names.end(), "B") != s.shape_names.end();
+      fields += fmt::format("      \"slices\": {},\n", dump(slices));
+      fields += fmt::format("      \"id\": {},\n      \"title\": {},\n      \"equation\": {},\n",
+                            json_string(s.id), json_string(s.title), json_string(s.equation));
+      fields += fmt::format("      \"head\": {},\n      \"batch\": {},\n",
+                            heads ? std::string("null") : optional_index(s.head),
+                            batch ? std::string("null") : optional_index(s.batch));
+      fields += fmt::format("      \"tensor_shape\": {},\n",
+                            dump(json{{"names", s.shape_names}, {"sizes", s.shape}}));
+      fields += fmt::format("      \"note\": {},\n", json_string(s.note));
+    }
+    fields.erase(fields.size() - 2);  // the last field's ",\n"
+    out += fields + "\n    }";
+  }
+  out += "\n  ]\n}\n";
+  return out;
+}
+
+std::string float_text(float value) {
+  if (std::isnan(value)) return "\"nan\"";
+  if (std::isinf(value)) return value > 0 ? "\"inf\"" : "\"-inf\"";
+  return fmt::format("{}", value);
+}
+
+std::string render_json(const Trace& trace) {
+  // Written by hand around the values, so that each row is one line and each number the
+  // shortest float32 text; nlohmann::json writes the strings and the small objects.
+  std::string out = document_head(trace);
   out += "  \"steps\": [";
   for (std::size_t i = 0; i < trace.steps.size(); ++i) {
     const Step& s = trace.steps[i];

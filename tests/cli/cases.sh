@@ -192,9 +192,15 @@ case_export_refuses_to_overwrite() {
   mkdir -p "$dir" && echo "mine" >"$dir/01_omega.npy"
   run --export "$dir" --steps omega
   [ "$(cat "$work/status")" = 2 ] && [ ! -s "$work/stdout" ] &&
-    grep -qx "attn-trace: error: $dir/01_omega.npy exists: give --force to replace it" "$work/stderr" &&
+    grep -qx "attn-trace: error: $dir is not empty and not an export of attn-trace (it has no manifest.json): give a new or empty folder, or an earlier export with --force" "$work/stderr" &&
     [ "$(cat "$dir/01_omega.npy")" = mine ] && [ ! -e "$dir/manifest.json" ] &&
     [ "$(ls -A "$dir" | wc -l)" = 1 ] || return 1
+  # An earlier export is replaced with --force only.
+  rm "$dir/01_omega.npy" && "$binary" --export "$dir" --steps omega --seed 1 >/dev/null || return 1
+  run --export "$dir" --steps omega
+  [ "$(cat "$work/status")" = 2 ] &&
+    grep -qx "attn-trace: error: $dir holds an earlier export: give --force to replace it" "$work/stderr" ||
+    return 1
   run --export "$dir" --steps omega --force
   [ "$(cat "$work/status")" = 0 ] && [ "$(stat -c %s "$dir/01_omega.npy")" = 272 ]
 }
@@ -719,6 +725,179 @@ case_error_sentence_file_never_ends_in_4_gib() {
   printf '%s\n' "attn-trace: error: /dev/zero: the sentence is longer than 1.0 GiB: a sentence may have at most 1.0 GiB, whatever the memory limit" >"$work/expected_stderr"
   [ $status = 2 ] || { echo "FAIL: exit code $status"; cat "$work/stderr"; return 1; }
   cmp -s "$work/expected_stderr" "$work/stderr" || { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; return 1; }
+}
+
+# --- output and exports: every write checked; an export is one whole set or nothing ------------
+# Run the binary with stdout going where the caller says; exit code and stderr kept.
+run_to() {  # target, args...
+  local target=$1
+  shift
+  "$binary" "$@" >"$target" 2>"$work/stderr"
+  echo $? >"$work/status"
+}
+expect_write_error() {  # error text (after "attn-trace: error: ")
+  printf 'attn-trace: error: %s\n' "$1" >"$work/expected_stderr"
+  local ok=1
+  [ "$(cat "$work/status")" = 2 ] || { echo "FAIL: exit code $(cat "$work/status"), expected 2"; ok=0; }
+  cmp -s "$work/expected_stderr" "$work/stderr" ||
+    { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; ok=0; }
+  [ $ok = 1 ]
+}
+no_space="cannot write the output: No space left on device"
+case_output_full_device_text() { run_to /dev/full && expect_write_error "$no_space"; }
+case_output_full_device_json() { run_to /dev/full --format json && expect_write_error "$no_space"; }
+case_output_full_device_help() { run_to /dev/full --help && expect_write_error "$no_space"; }
+case_output_full_device_diff() {
+  run_to /dev/full diff data/traces/walkthrough.json data/traces/walkthrough.json &&
+    expect_write_error "$no_space"
+}
+case_output_full_device_export_list() {
+  # The export is complete; the list of its files cannot be printed, and that is an error.
+  run_to /dev/full --export "$work/out" --steps omega && expect_write_error "$no_space" &&
+    [ -f "$work/out/01_omega.npy" ] && [ -f "$work/out/manifest.json" ]
+}
+case_output_file_size_limit() {
+  # ulimit -f: with SIGXFSZ ignored, and with its default action (which attn-trace ignores).
+  local long
+  long=$(seq 1 300 | tr '\n' ' ')
+  for trap_it in yes no; do
+    (ulimit -f 8 && { [ $trap_it = no ] || trap '' XFSZ; } &&
+      "$binary" --format json "$long" >"$work/big.json" 2>"$work/stderr"; echo $? >"$work/status")
+    expect_write_error "cannot write the output: File too large" || return 1
+    [ "$(stat -c %s "$work/big.json")" = 8192 ] || { echo "FAIL: $(stat -c %s "$work/big.json") bytes"; return 1; }
+  done
+}
+case_output_broken_pipe_sigpipe_ignored() {
+  # As in a child of Python, which ignores SIGPIPE: the write fails with EPIPE. 1 MB of JSON
+  # is far more than a pipe holds, so the reader is gone before the end.
+  local long
+  long=$(seq 1 300 | tr '\n' ' ')
+  (trap '' PIPE
+    "$binary" --format json "$long" 2>"$work/stderr" | head -c 10 >"$work/head"
+    echo "${PIPESTATUS[0]}" >"$work/status")
+  expect_write_error "cannot write the output: Broken pipe" && [ "$(cat "$work/head")" = '{
+  "tool"' ]
+}
+case_output_stderr_report_full() {
+  # The --expect report cannot be written: exit code 2, with nowhere left to say so.
+  "$binary" --expect data/traces/walkthrough.json --steps omega >"$work/stdout" 2>/dev/full
+  [ $? = 2 ] && [ -s "$work/stdout" ]
+}
+case_export_force_replaces_the_whole_set() {
+  local dir="$work/export"
+  "$binary" --export "$dir" >/dev/null || return 1
+  [ "$(ls "$dir" | wc -l)" = 12 ] || return 1
+  run --export "$dir" --force --steps omega
+  printf '%s\n' "$dir/01_omega.npy" "$dir/manifest.json" >"$work/expected"
+  [ "$(cat "$work/status")" = 0 ] && cmp "$work/expected" "$work/stdout" &&
+    [ "$(ls -A "$dir")" = "01_omega.npy
+manifest.json" ] && [ "$(ls -A "$work")" = "$(printf 'expected\nexport\nstatus\nstderr\nstdout')" ]
+}
+case_export_force_refuses_a_folder_of_other_files() {
+  local dir="$work/mine"
+  mkdir "$dir" && echo "mine" >"$dir/notes.txt" && echo "{}" >"$dir/manifest.json"
+  expect_error "$dir is not empty and not an export of attn-trace (its manifest.json is not attn-trace's): give a new or empty folder, or an earlier export with --force" \
+    --export "$dir" --force &&
+    [ "$(ls "$dir" | tr '\n' ' ')" = "manifest.json notes.txt " ] && [ "$(cat "$dir/notes.txt")" = mine ]
+}
+case_export_fills_an_empty_folder() {
+  mkdir "$work/empty" && run --export "$work/empty" --steps omega &&
+    [ "$(cat "$work/status")" = 0 ] && [ "$(ls "$work/empty" | wc -l)" = 2 ]
+}
+case_export_dangling_symlink_as_folder() {
+  ln -s "$work/nowhere" "$work/link"
+  expect_error "$work/link is a symbolic link: give a new or empty folder, or an earlier export with --force" \
+    --export "$work/link" --force && [ ! -e "$work/nowhere" ]
+}
+case_export_dangling_symlink_as_manifest() {
+  mkdir "$work/out" && ln -s "$work/nowhere" "$work/out/manifest.json"
+  expect_error "$work/out is not empty and not an export of attn-trace (its manifest.json is a symbolic link): give a new or empty folder, or an earlier export with --force" \
+    --export "$work/out" --force && [ -L "$work/out/manifest.json" ]
+}
+case_export_folder_that_cannot_be_searched() {
+  if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
+    echo "SKIPPED: needs root and setpriv to run as another user"
+    return 77
+  fi
+  chmod 755 "$work" && mkdir -m 700 "$work/locked"
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$binary" --export "$work/locked/out" \
+    >"$work/stdout" 2>"$work/stderr"
+  [ $? = 2 ] && [ ! -s "$work/stdout" ] &&
+    [ "$(cat "$work/stderr")" = "attn-trace: error: cannot export to $work/locked/out: Permission denied" ] &&
+    [ -z "$(ls -A "$work/locked")" ] || return 1
+  # An export that can be listed but not searched: its manifest cannot be read.
+  "$binary" --export "$work/ex" --steps omega >/dev/null && chmod 0666 "$work/ex" && chmod 777 "$work" &&
+    chown 65534 "$work/ex" || return 1
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$binary" --export "$work/ex" --force \
+    >"$work/stdout" 2>"$work/stderr"
+  local status=$?
+  chmod 755 "$work/ex"
+  [ $status = 2 ] &&
+    [ "$(cat "$work/stderr")" = "attn-trace: error: cannot export to $work/ex: $work/ex/manifest.json: Permission denied" ] &&
+    [ "$(ls -A "$work" | grep -c tmp)" = 0 ]
+}
+case_export_name_too_long() {
+  local long
+  long=$(printf 'a%.0s' $(seq 1 256))
+  expect_error "cannot export to $work/p/q/$long: File name too long" --export "$work/p/q/$long" &&
+    [ ! -e "$work/p" ]
+}
+case_export_names_sort_in_step_order_past_999() {
+  # 64 heads of the split form and 4 sentences: 1,577 files, numbered with 4 digits.
+  run --export "$work/out" --heads 64 --multihead split --d-out 64 -s "a b" -s c -s d -s e
+  [ "$(cat "$work/status")" = 0 ] || return 1
+  head -n 2 "$work/stdout" | cmp - <(printf '%s\n' "$work/out/0001_embeddings.npy" \
+    "$work/out/0001_embeddings_sentence1.npy") &&
+    grep -q "^$work/out/1000_" "$work/stdout" && [ "$(wc -l <"$work/stdout")" = 1577 ] &&
+    LC_ALL=C sort -c "$work/stdout"
+}
+case_export_whole_tensor_beside_its_slices() {
+  run --export "$work/out" --steps omega --heads 2 --multihead split --d-out 4 -s "a b c" -s "d e"
+  printf '%s\n' 01_omega.npy 01_omega_head1_sentence1.npy 02_omega_head2_sentence1.npy \
+    03_omega_head1_sentence2.npy 04_omega_head2_sentence2.npy manifest.json |
+    sed "s|^|$work/out/|" >"$work/expected"
+  cmp "$work/expected" "$work/stdout" &&
+    grep -q "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2, 3, 3), }" "$work/out/01_omega.npy" &&
+    [ "$(stat -c %s "$work/out/01_omega.npy")" = $((128 + 4 * 36)) ] &&
+    # The whole tensor's values are the slices' values, in order.
+    cmp <(tail -c 144 "$work/out/01_omega.npy") \
+      <(for f in 01_omega_head1_sentence1 02_omega_head2_sentence1 03_omega_head1_sentence2 \
+        04_omega_head2_sentence2; do tail -c 36 "$work/out/$f.npy"; done)
+}
+case_export_manifest_lists_every_file() {
+  run --export "$work/out" --heads 2 --multihead split --d-out 4 -s "a b c" -s "d e"
+  [ "$(cat "$work/status")" = 0 ] || return 1
+  # Every file but the manifest is listed, with dtype and shape; the dictionary and the ids too.
+  local listed
+  listed=$(grep -c '"file": ' "$work/out/manifest.json")
+  [ "$listed" = $(($(ls "$work/out" | wc -l) - 1)) ] &&
+    [ "$(grep -c '"dtype": "<f4"' "$work/out/manifest.json")" = "$listed" ] &&
+    [ "$(grep -c '"array_shape": \[' "$work/out/manifest.json")" = "$listed" ] &&
+    grep -q '^  "dictionary": {"a": 0, "b": 1, "c": 2, "d": 3, "e": 4, "<pad>": 5},$' "$work/out/manifest.json" &&
+    grep -q '"ids":\[3,4,5\]' "$work/out/manifest.json" || { cat "$work/out/manifest.json" | head -20; return 1; }
+  for f in "$work"/out/*.npy; do grep -q "\"file\": \"$(basename "$f")\"" "$work/out/manifest.json" || return 1; done
+}
+case_export_read_by_numpy() {
+  # With NumPy, when it is installed: each file loads with the manifest's shape, and each whole
+  # tensor is its slices stacked.
+  if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+    echo "SKIPPED: python3 with numpy is not installed"
+    return 77
+  fi
+  "$binary" --export "$work/out" --heads 2 --multihead split --d-out 4 -s "a b c" -s "d e" >/dev/null &&
+    /usr/bin/python3 - "$work/out" <<'PY'
+import json, sys
+import numpy as np
+d = sys.argv[1]
+m = json.load(open(f"{d}/manifest.json"))
+for f in m["files"]:
+    a = np.load(f"{d}/{f['file']}")
+    assert a.dtype == np.dtype(f["dtype"]) and list(a.shape) == f["array_shape"], f["file"]
+    if "slices" in f:
+        slices = np.stack([np.load(f"{d}/{s}") for s in f["slices"]])
+        assert a.tobytes() == slices.tobytes(), f["file"]  # nan too: the same bits
+print("ok")
+PY
 }
 
 "case_$case_name"

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/export.hpp"
 #include "attn/trace.hpp"
 
 namespace attn {
@@ -20,10 +21,16 @@ inline constexpr int kJsonSchemaVersion = 1;
 // "nan", "inf" and "-inf" as strings).
 std::string render_json(const Trace& trace);
 
-// The manifest of an export: {"tool", "version", "schema_version", "settings", "files"}, one
-// entry per step naming its file and describing the step as render_json does, without values.
-// Requires: files.size() == trace.steps.size().
-std::string render_manifest(const Trace& trace, const std::vector<std::string>& files);
+// The manifest of an export: everything a script needs besides the .npy files. {"tool",
+// "version", "schema_version", "settings", "dictionary", "inputs", "cross"} as render_json has
+// them, then "files": one entry per file of `files`, in order: "file" (its name), "dtype"
+// ("<f4"), "array_shape" (the array's shape in the file), "whole" (true when the file holds the
+// step's whole tensor), "whole_file" (for a slice of a tensor of several slices: the whole
+// tensor's file, else null), then the step as render_json describes it, without values. The
+// entry of a whole tensor of several slices has "slices" (their files, in the tensor's order)
+// and the step's id, title, equation, head, batch, tensor_shape and note, but no slice's
+// "shape" or labels. Requires: every entry's steps are steps of `trace` (export_plan).
+std::string render_manifest(const Trace& trace, const std::vector<ExportEntry>& files);
 
 // A float32 as the shortest decimal that reads back as the same float ("0.33737019", "-0",
 // "1e-05"); non-finite values as "nan", "inf", "-inf".
