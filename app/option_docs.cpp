@@ -24,7 +24,7 @@ constexpr std::string_view kUsage[] = {
 };
 constexpr std::string_view kExitCodes =
     "Exit codes: 0 success; 1 a difference found (diff, --expect); 2 invalid input or usage, "
-    "with one line on stderr.";
+    "or output that could not be written, with one line on stderr.";
 constexpr std::string_view kDiffSummary =
     "Compare two JSON traces cell by cell: exit 0 if equal within tolerance, 1 if not.";
 
