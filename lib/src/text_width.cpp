@@ -1,72 +1,67 @@
+// Display widths from libutf8proc: grapheme clusters (UAX #29) and each character's width
+// (East Asian Width, emoji presentation), as terminals draw them.
+
 #include "attn/text_width.hpp"
+
+#include <utf8proc.h>
+
+#include <cstdint>
 
 namespace attn {
 
 namespace {
 
-struct Range {
-  char32_t first, last;
-};
+constexpr utf8proc_int32_t kTextPresentation = 0xFE0E;   // VS15: draw the character as text
+constexpr utf8proc_int32_t kEmojiPresentation = 0xFE0F;  // VS16: draw it as an emoji
 
-// East Asian Wide (W) and Fullwidth (F) blocks, as Unicode's EastAsianWidth.txt groups them.
-constexpr Range kWide[] = {
-    {0x1100, 0x115F},   {0x231A, 0x231B},   {0x2329, 0x232A},   {0x23E9, 0x23EC},
-    {0x23F0, 0x23F0},   {0x23F3, 0x23F3},   {0x25FD, 0x25FE},   {0x2614, 0x2615},
-    {0x2648, 0x2653},   {0x267F, 0x267F},   {0x2693, 0x2693},   {0x26A1, 0x26A1},
-    {0x26AA, 0x26AB},   {0x26BD, 0x26BE},   {0x26C4, 0x26C5},   {0x26CE, 0x26CE},
-    {0x26D4, 0x26D4},   {0x26EA, 0x26EA},   {0x26F2, 0x26F3},   {0x26F5, 0x26F5},
-    {0x26FA, 0x26FA},   {0x26FD, 0x26FD},   {0x2705, 0x2705},   {0x270A, 0x270B},
-    {0x2728, 0x2728},   {0x274C, 0x274C},   {0x274E, 0x274E},   {0x2753, 0x2755},
-    {0x2757, 0x2757},   {0x2795, 0x2797},   {0x27B0, 0x27B0},   {0x27BF, 0x27BF},
-    {0x2B1B, 0x2B1C},   {0x2B50, 0x2B50},   {0x2B55, 0x2B55},   {0x2E80, 0x303E},
-    {0x3041, 0x33FF},   {0x3400, 0x4DBF},   {0x4E00, 0x9FFF},   {0xA000, 0xA4CF},
-    {0xA960, 0xA97F},   {0xAC00, 0xD7A3},   {0xF900, 0xFAFF},   {0xFE10, 0xFE19},
-    {0xFE30, 0xFE6F},   {0xFF00, 0xFF60},   {0xFFE0, 0xFFE6},   {0x16FE0, 0x16FE4},
-    {0x17000, 0x18CFF}, {0x1B000, 0x1B2FF}, {0x1F004, 0x1F004}, {0x1F0CF, 0x1F0CF},
-    {0x1F18E, 0x1F18E}, {0x1F191, 0x1F19A}, {0x1F200, 0x1F251}, {0x1F300, 0x1F64F},
-    {0x1F680, 0x1F6FF}, {0x1F7E0, 0x1F7EB}, {0x1F90C, 0x1F9FF}, {0x1FA70, 0x1FAFF},
-    {0x20000, 0x2FFFD}, {0x30000, 0x3FFFD}};
-
-// Combining marks and zero-width characters.
-constexpr Range kZero[] = {{0x0300, 0x036F}, {0x0483, 0x0489}, {0x0591, 0x05BD}, {0x0610, 0x061A},
-                           {0x064B, 0x065F}, {0x0E31, 0x0E31}, {0x0E34, 0x0E3A}, {0x0E47, 0x0E4E},
-                           {0x1AB0, 0x1AFF}, {0x1DC0, 0x1DFF}, {0x200B, 0x200F}, {0x20D0, 0x20FF},
-                           {0xFE00, 0xFE0F}, {0xFE20, 0xFE2F}, {0xFEFF, 0xFEFF}};
-
-template <std::size_t N>
-bool in(char32_t c, const Range (&ranges)[N]) {
-  for (const Range& r : ranges) {
-    if (c >= r.first && c <= r.last) return true;
-  }
-  return false;
+// The width of one grapheme cluster: its first character's, made two columns by an emoji
+// variation selector (❤️ is U+2764 U+FE0F) and one by a text variation selector. A ZWJ
+// sequence (👩‍💻) is one cluster, as wide as its first emoji; a flag, a pair of regional
+// indicators (🇫🇷), is two columns.
+std::size_t cluster_width(utf8proc_int32_t first, bool emoji, bool text) {
+  if (first >= 0x1F1E6 && first <= 0x1F1FF) return 2;
+  const int w = utf8proc_charwidth(first);
+  if (emoji && w == 1) return 2;
+  if (text && w == 2) return 1;
+  return static_cast<std::size_t>(w < 0 ? 0 : w);
 }
 
 }  // namespace
 
 std::size_t display_width(std::string_view text) {
+  const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
+  const auto size = static_cast<utf8proc_ssize_t>(text.size());
   std::size_t width = 0;
-  for (std::size_t i = 0; i < text.size();) {
-    const auto b0 = static_cast<unsigned char>(text[i]);
-    const std::size_t len = b0 < 0x80           ? 1
-                            : (b0 >> 5) == 0x6  ? 2
-                            : (b0 >> 4) == 0xE  ? 3
-                            : (b0 >> 3) == 0x1E ? 4
-                                                : 1;
-    if (i + len > text.size()) {
-      width += text.size() - i;
-      break;
-    }
-    if (len == 1) {  // ASCII (or a stray byte): one column
+  utf8proc_int32_t state = 0, previous = -1, first = -1;
+  bool emoji = false, plain = false;
+  for (utf8proc_ssize_t i = 0; i < size;) {
+    if (bytes[i] < 0x80 && (i + 1 == size || bytes[i + 1] < 0x80)) {
+      // ASCII between ASCII: a cluster of its own, one column (the common case, fast).
+      if (first >= 0) width += cluster_width(first, emoji, plain);
+      first = -1, previous = -1, state = 0;
       ++width, ++i;
       continue;
     }
-    char32_t c = len == 2 ? b0 & 0x1F : len == 3 ? b0 & 0x0F : b0 & 0x07;
-    for (std::size_t k = 1; k < len; ++k) {
-      c = (c << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+    utf8proc_int32_t cp = -1;
+    const utf8proc_ssize_t len = utf8proc_iterate(bytes + i, size - i, &cp);
+    if (len <= 0) {  // a byte that is not UTF-8: one column of its own
+      if (first >= 0) width += cluster_width(first, emoji, plain);
+      first = -1, previous = -1, state = 0;
+      ++width, ++i;
+      continue;
     }
-    width += in(c, kZero) ? 0 : in(c, kWide) ? 2 : 1;
+    if (previous < 0 || utf8proc_grapheme_break_stateful(previous, cp, &state)) {
+      if (first >= 0) width += cluster_width(first, emoji, plain);
+      first = cp, emoji = false, plain = false;
+    } else if (cp == kEmojiPresentation) {
+      emoji = true;
+    } else if (cp == kTextPresentation) {
+      plain = true;
+    }
+    previous = cp;
     i += len;
   }
+  if (first >= 0) width += cluster_width(first, emoji, plain);
   return width;
 }
 

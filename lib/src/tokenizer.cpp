@@ -1,6 +1,7 @@
 #include "attn/tokenizer.hpp"
 
 #include <fmt/format.h>
+#include <utf8proc.h>
 
 #include <algorithm>
 
@@ -8,31 +9,15 @@
 
 namespace attn {
 
-// Overlong forms, surrogates and values above U+10FFFF are invalid.
+// libutf8proc decodes: overlong forms, surrogates and values above U+10FFFF are invalid.
 std::size_t decode_utf8(std::string_view s, std::size_t i, char32_t& cp) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  std::size_t len;
-  char32_t min;
-  if (b0 < 0x80) {
-    cp = b0;
-    return 1;
-  } else if ((b0 & 0xE0) == 0xC0) {
-    len = 2, cp = b0 & 0x1F, min = 0x80;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    len = 3, cp = b0 & 0x0F, min = 0x800;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    len = 4, cp = b0 & 0x07, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  for (std::size_t k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return len;
+  utf8proc_int32_t c = 0;
+  const utf8proc_ssize_t len =
+      utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data()) + i,
+                       static_cast<utf8proc_ssize_t>(s.size() - i), &c);
+  if (len <= 0) return 0;
+  cp = static_cast<char32_t>(c);
+  return static_cast<std::size_t>(len);
 }
 
 std::size_t invalid_utf8_offset(std::string_view text) {
