@@ -420,7 +420,7 @@ TraceConfig make_config(Options& o) {
     if (!o.config.x->row_labels.empty()) {
       throw Error(fmt::format("{} labels its rows already: give no sentence with it", *o.x));
     }
-    o.config.x->row_labels = tokenize(o.sentences[0]);
+    o.config.x->row_labels = o.config.tokenizer->tokens(o.sentences[0], "the sentence");
   } else if (!o.sentences.empty()) {
     o.config.sentences = o.sentences;
   }

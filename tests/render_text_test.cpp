@@ -6,8 +6,8 @@
 #include "support/hostile_labels.hpp"
 
 TEST_CASE("the dictionary prints as Python's repr of a dict") {
-  CHECK(attn::dictionary_repr(attn::Vocabulary({"is", "Life"})) == "{'Life': 0, 'is': 1}");
-  CHECK(attn::dictionary_repr(attn::Vocabulary({"don't", "say \"hi\"", "a'b\""})) ==
+  CHECK(attn::dictionary_repr(attn::build_vocabulary({"is", "Life"})) == "{'Life': 0, 'is': 1}");
+  CHECK(attn::dictionary_repr(attn::build_vocabulary({"don't", "say \"hi\"", "a'b\""})) ==
         "{'a\\'b\"': 0, \"don't\": 1, 'say \"hi\"': 2}");
 }
 

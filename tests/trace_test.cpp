@@ -601,3 +601,37 @@ TEST_CASE("the memory estimate is what a run allocates, for every variant") {
                                trace.pad_id.has_value()) == doctest::Approx(floats * 4.0));
   }
 }
+
+namespace {
+
+// A tokenizer of single ASCII characters, numbered in order of first appearance: a second
+// implementation of the seam.
+class CharTokenizer final : public attn::Tokenizer {
+ public:
+  std::string_view name() const override { return "chars"; }
+  std::vector<std::string> tokens(std::string_view text, std::string_view) const override {
+    std::vector<std::string> out;
+    for (const char ch : text) out.emplace_back(1, ch);
+    return out;
+  }
+  attn::Vocabulary vocabulary(const std::vector<std::string>& tokens) const override {
+    std::vector<std::string> seen;
+    for (const std::string& t : tokens) {
+      if (std::find(seen.begin(), seen.end(), t) == seen.end()) seen.push_back(t);
+    }
+    return attn::Vocabulary(seen);
+  }
+  std::string display(std::string_view token) const override { return std::string(token); }
+};
+
+}  // namespace
+
+TEST_CASE("a second tokenizer plugs into the trace through the Tokenizer interface") {
+  attn::TraceConfig c;
+  c.tokenizer = std::make_shared<CharTokenizer>();
+  c.sentences = {"abca"};
+  const attn::Trace trace = attn::run_trace(c);
+  CHECK(trace.vocabulary.words() == std::vector<std::string>{"a", "b", "c"});
+  CHECK(trace.inputs[0].ids == std::vector<std::int64_t>{0, 1, 2, 0});
+  CHECK(trace.step(attn::StepKind::kAttentionWeights).values.rows() == 4);
+}

@@ -12,17 +12,6 @@ namespace attn::lesson {
 
 namespace {
 
-// The words of a sentence, refused when it has none.
-std::vector<std::string> words_of(const std::string& sentence, const std::string& which) {
-  std::vector<std::string> words = tokenize(sentence);
-  if (words.empty()) {
-    throw Error(which +
-                " has no words: give at least one word (commas and white space do not "
-                "count)");
-  }
-  return words;
-}
-
 // "4.0 GiB"
 std::string bytes_text(double bytes) {
   const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -84,17 +73,17 @@ void tokenize_inputs(Trace& trace, Recorder& rec) {
   std::vector<std::vector<std::string>> words;
   std::vector<std::string> all_words;
   for (std::size_t b = 0; b < c.sentences.size(); ++b) {
-    words.push_back(words_of(c.sentences[b],
-                             batch_size > 1 ? fmt::format("sentence {} of {}", b + 1, batch_size)
-                                            : std::string("the sentence")));
+    words.push_back(c.tokenizer->tokens(
+        c.sentences[b], batch_size > 1 ? fmt::format("sentence {} of {}", b + 1, batch_size)
+                                       : std::string("the sentence")));
     all_words.insert(all_words.end(), words.back().begin(), words.back().end());
   }
   std::vector<std::string> cross_words;
   if (c.cross) {
-    cross_words = words_of(*c.cross, "the key and value sentence");
+    cross_words = c.tokenizer->tokens(*c.cross, "the key and value sentence");
     all_words.insert(all_words.end(), cross_words.begin(), cross_words.end());
   }
-  trace.vocabulary = build_vocabulary(all_words);
+  trace.vocabulary = c.tokenizer->vocabulary(all_words);
   std::size_t t = 0;
   for (const auto& w : words) t = std::max(t, w.size());
   const bool padded =

@@ -97,21 +97,41 @@ std::vector<std::string> tokenize(std::string_view sentence) {
   return words;
 }
 
-Vocabulary::Vocabulary(std::vector<std::string> words) : words_(std::move(words)) {
-  // std::string compares bytes as unsigned char, and UTF-8 byte order is code point order.
-  std::sort(words_.begin(), words_.end());
-  words_.erase(std::unique(words_.begin(), words_.end()), words_.end());
+Vocabulary::Vocabulary(std::vector<std::string> tokens) : words_(std::move(tokens)) {
+  ids_.reserve(words_.size());
+  for (std::size_t i = 0; i < words_.size(); ++i) {
+    ids_.emplace(words_[i], static_cast<std::int64_t>(i));
+  }
 }
 
 std::int64_t Vocabulary::id(std::string_view word) const {
-  const auto it = std::lower_bound(words_.begin(), words_.end(), word);
-  if (it == words_.end() || *it != word) {
-    throw Error("the word '" + std::string(word) + "' is not in the dictionary");
-  }
-  return it - words_.begin();
+  const auto it = ids_.find(std::string(word));
+  if (it == ids_.end()) throw Error("the word '" + std::string(word) + "' is not in the dictionary");
+  return it->second;
 }
 
-Vocabulary build_vocabulary(const std::vector<std::string>& words) { return Vocabulary(words); }
+Vocabulary build_vocabulary(const std::vector<std::string>& words) {
+  std::vector<std::string> sorted = words;
+  // std::string compares bytes as unsigned char, and UTF-8 byte order is code point order.
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  return Vocabulary(std::move(sorted));
+}
+
+std::vector<std::string> WordTokenizer::tokens(std::string_view text,
+                                               std::string_view which) const {
+  std::vector<std::string> words = tokenize(text);
+  if (words.empty()) {
+    throw Error(std::string(which) +
+                " has no words: give at least one word (commas and white space do not count)");
+  }
+  return words;
+}
+
+std::shared_ptr<const Tokenizer> word_tokenizer() {
+  static const auto tokenizer = std::make_shared<const WordTokenizer>();
+  return tokenizer;
+}
 
 std::vector<std::int64_t> encode(const Vocabulary& vocabulary,
                                  const std::vector<std::string>& words) {

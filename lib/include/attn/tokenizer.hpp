@@ -1,12 +1,14 @@
 #pragma once
 
-// Tokenization as the walkthrough does it: drop commas, split on white space, number the sorted
-// distinct words.
+// Tokenizers: the Tokenizer interface, and the walkthrough's, which drops commas, splits on
+// white space and numbers the sorted distinct words. UTF-8 as the tool reads and shows it.
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace attn {
@@ -17,24 +19,56 @@ namespace attn {
 // Throws Error naming the byte offset of invalid UTF-8 or of a control character.
 std::vector<std::string> tokenize(std::string_view sentence);
 
-// The dictionary: distinct words sorted by code point (Python's sorted()), numbered from 0.
+// A dictionary: tokens numbered from 0.
 class Vocabulary {
  public:
-  // Requires: nothing; duplicates are merged.
-  explicit Vocabulary(std::vector<std::string> words);
+  // Requires: distinct tokens, in id order.
+  explicit Vocabulary(std::vector<std::string> tokens);
 
-  // Words in id order.
+  // Tokens in id order.
   const std::vector<std::string>& words() const { return words_; }
   std::int64_t size() const { return static_cast<std::int64_t>(words_.size()); }
   // The id of `word`. Throws Error if the word is not in the dictionary.
   std::int64_t id(std::string_view word) const;
 
  private:
-  std::vector<std::string> words_;  // sorted, distinct
+  std::vector<std::string> words_;                       // in id order
+  std::unordered_map<std::string, std::int64_t> ids_;
 };
 
-// build_vocabulary(words): the dictionary of a sentence's words.
+// The walkthrough's dictionary of a sentence's words: the distinct words sorted by code point
+// (Python's sorted()), numbered from 0.
 Vocabulary build_vocabulary(const std::vector<std::string>& words);
+
+// How text becomes tokens and ids: the seam where a tokenizer plugs into the trace.
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  // Its name, as the settings name it: "words".
+  virtual std::string_view name() const = 0;
+  // The tokens of one text, in order. `which` names the text in messages ("the sentence").
+  // Throws Error for text it cannot tokenize (invalid UTF-8, a control character).
+  virtual std::vector<std::string> tokens(std::string_view text, std::string_view which) const = 0;
+  // The dictionary of a run whose texts have these tokens: every id the run uses.
+  virtual Vocabulary vocabulary(const std::vector<std::string>& tokens) const = 0;
+  // A token as a reader sees it in the dictionary and the labels.
+  virtual std::string display(std::string_view token) const = 0;
+};
+
+// The walkthrough's tokenizer: commas dropped, words split on white space (tokenize), the
+// sorted distinct words numbered from 0 (build_vocabulary); each word shown as it is.
+class WordTokenizer final : public Tokenizer {
+ public:
+  std::string_view name() const override { return "words"; }
+  std::vector<std::string> tokens(std::string_view text, std::string_view which) const override;
+  Vocabulary vocabulary(const std::vector<std::string>& tokens) const override {
+    return build_vocabulary(tokens);
+  }
+  std::string display(std::string_view token) const override { return std::string(token); }
+};
+
+// The one WordTokenizer, shared.
+std::shared_ptr<const Tokenizer> word_tokenizer();
 
 // ---- UTF-8, as the tool reads it (sentences, and labels in files) and shows it ----
 

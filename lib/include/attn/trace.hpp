@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -65,6 +66,8 @@ struct TraceConfig {
   std::vector<std::string> sentences{std::string(kWalkthroughSentence)};
   // Cross-attention: keys and values come from this sentence, queries from the (one) sentence.
   std::optional<std::string> cross;
+  // How the sentences become tokens and ids: the walkthrough's words, by default.
+  std::shared_ptr<const Tokenizer> tokenizer = word_tokenizer();
   std::uint64_t seed = 123;         // torch.manual_seed(seed), before the embedding and the weights
   std::int64_t vocab_size = 50000;  // nn.Embedding(vocab_size, d_in)
   std::int64_t d_in = 3;            // embedding width
