@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "attn/statistics.hpp"
 #include "attn/trace.hpp"
 
 namespace attn {
@@ -30,9 +31,5 @@ std::string summary_attention(const Step& step, std::int64_t queries = 5, int th
 // then the products' total, all steps, the output (`output_seconds`) and the whole run
 // (`total_seconds`). A report for stderr, headed "attn-trace: timings:".
 std::string render_timings(const Trace& trace, double total_seconds, double output_seconds);
-
-// XXH3-64 (seed 0) of the little-endian bytes of the float32 values, row-major: Python's
-// xxhash.xxh3_64_hexdigest(t.numpy().astype('<f4').tobytes()) of the same tensor.
-std::uint64_t xxh3_64(const Matrix& m);
 
 }  // namespace attn
