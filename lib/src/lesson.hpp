@@ -69,9 +69,6 @@ class Recorder {
 // product overflows float32, and the overflow is reported where it happens.
 const Matrix& require_finite(const Matrix& m, const char* what);
 
-// "a, b, c"
-std::string join(const std::vector<std::string>& items, std::string_view sep);
-
 // --- tokenize and embed (lesson_inputs.cpp) ---------------------------------------------------
 
 // The embedded inputs: one X per batch item, and X₂ of cross-attention. The pointers are the

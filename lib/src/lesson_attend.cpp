@@ -58,7 +58,7 @@ Scores score(Recorder& rec, const Item& item, const Matrix& q, const Matrix& k,
 // The note on the weights of rows that mask every key.
 std::string fully_masked_note(const TraceConfig& c, const Mask& mask) {
   if (mask.fully_masked.empty()) return {};
-  const std::string rows = join(mask.fully_masked, ", ");
+  const std::string rows = fmt::format("{}", fmt::join(mask.fully_masked, ", "));
   return c.masked_rows == MaskedRows::kNan
              ? fmt::format("rows {} mask every key: the softmax of a row of −inf is nan, as "
                            "torch.softmax gives it (the masked-rows rule zero gives 0 instead)",
@@ -133,7 +133,7 @@ void causal_lesson(Recorder& rec, const Item& item, const Matrix& omega, const M
       item.mask.fully_masked.empty()
           ? std::string()
           : fmt::format("; rows {} are all 0 after the mask, and 0 / 0 is nan",
-                        join(item.mask.fully_masked, ", ")));
+                        fmt::join(item.mask.fully_masked, ", ")));
   rec.add(StepKind::kRenormalizedWeights,
           std::string(step_info(StepKind::kRenormalizedWeights).equation), {"T", t_k(c)},
           renormalized, item.index, head, std::move(note));

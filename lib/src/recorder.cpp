@@ -122,8 +122,5 @@ const Matrix& require_finite(const Matrix& m, const char* what) {
   return m;
 }
 
-std::string join(const std::vector<std::string>& items, std::string_view sep) {
-  return fmt::format("{}", fmt::join(items, sep));
-}
 
 }  // namespace attn::lesson

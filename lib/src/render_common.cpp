@@ -43,15 +43,6 @@ std::string sub2(std::string_view name, std::int64_t i, std::int64_t j) {
   return std::string(name) + digits_in(i, kSubscriptDigits) + sep + digits_in(j, kSubscriptDigits);
 }
 
-std::string join(const std::vector<std::string>& items, std::string_view sep) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += sep;
-    out += items[i];
-  }
-  return out;
-}
-
 std::string join_labels(const std::vector<std::string>& labels, std::string_view sep) {
   std::string out;
   for (std::size_t i = 0; i < labels.size(); ++i) {
@@ -131,7 +122,7 @@ void check_query_and_key(const Trace& trace, std::int64_t query, std::int64_t ke
 std::string python_list_repr(const std::vector<std::string>& items) {
   std::vector<std::string> quoted;
   for (const std::string& s : items) quoted.push_back(python_str_repr(s));
-  return fmt::format("[{}]", join(quoted, ", "));
+  return fmt::format("[{}]", fmt::join(quoted, ", "));
 }
 
 namespace {
@@ -146,7 +137,7 @@ std::string brief_sentence(const std::string& sentence, const TokenizedSentence&
   shown.push_back("…");
   shown.insert(shown.end(), tokens.words.begin() + static_cast<std::ptrdiff_t>(n - kTail),
                tokens.words.begin() + static_cast<std::ptrdiff_t>(n));
-  return fmt::format("{} ({} words, shortened)", python_str_repr(join(shown, " ")), n);
+  return fmt::format("{} ({} words, shortened)", python_str_repr(fmt::format("{}", fmt::join(shown, " "))), n);
 }
 
 }  // namespace
@@ -162,7 +153,7 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
     for (std::size_t b = 0; b < batch_size; ++b) {
       shown.push_back(brief_sentence(c.sentences[b], trace.inputs[b]));
     }
-    out += batch_size > 1 ? fmt::format("sentences: [{}]\n", join(shown, ", "))
+    out += batch_size > 1 ? fmt::format("sentences: [{}]\n", fmt::join(shown, ", "))
                           : fmt::format("sentence: {}\n", shown[0]);
   } else if (batch_size > 1) {
     out += fmt::format("sentences: {}\n", python_list_repr(c.sentences));
@@ -237,7 +228,7 @@ std::string where_text(const Trace& trace, const std::optional<int>& head,
   std::vector<std::string> parts;
   if (head) parts.push_back(fmt::format("head {} of {}", *head + 1, trace.config.heads));
   if (batch) parts.push_back(fmt::format("sentence {} of {}", *batch + 1, trace.inputs.size()));
-  return parts.empty() ? "" : " (" + join(parts, ", ") + ")";
+  return parts.empty() ? "" : fmt::format(" ({})", fmt::join(parts, ", "));
 }
 
 std::string subscript(std::int64_t n) { return digits_in(n, kSubscriptDigits); }

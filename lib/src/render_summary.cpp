@@ -60,7 +60,7 @@ std::string summary_attention(const Step& s, std::int64_t queries, int threads) 
       best.push_back(fmt::format(
           "{} {:.4f}", python_str_repr(s.col_labels.at(static_cast<std::size_t>(j))), weight));
     }
-    out += fmt::format("  query {} {} attends most to {}\n", q.row + 1, who, join(best, ", "));
+    out += fmt::format("  query {} {} attends most to {}\n", q.row + 1, who, fmt::join(best, ", "));
   }
   return out;
 }

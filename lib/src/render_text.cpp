@@ -39,7 +39,7 @@ void append_labelled_tensor(std::string& out, const Matrix& m,
 std::string shape_text(const Step& s) {
   std::vector<std::string> numbers;
   for (const std::int64_t n : s.shape) numbers.push_back(std::to_string(n));
-  return fmt::format("[{}] = [{}]", join(s.shape_names, ", "), join(numbers, ", "));
+  return fmt::format("[{}] = [{}]", fmt::join(s.shape_names, ", "), fmt::join(numbers, ", "));
 }
 
 }  // namespace
@@ -153,7 +153,7 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
       // query_2.dot(keys[4]), the key of the 5th token.
       out += fmt::format(" (the walkthrough's omega_{}{} = query_{}.dot(keys[{}]))\n", query,
                          key - 1, query, key - 1);
-      out += fmt::format("{} = {}\n", join(terms, " + "), number(omega(qi, ki), p, false));
+      out += fmt::format("{} = {}\n", fmt::join(terms, " + "), number(omega(qi, ki), p, false));
       item("ω" + w_sub + " = " + q_q + " Kᵀ", "its score for every key; " + keys_text, omega, qi);
       if (c.causal || trace.pad_id) {
         item("ω" + w_sub + ".masked_fill(M" + w_sub + ", −inf)", "its scores after the mask",
