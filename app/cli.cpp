@@ -537,7 +537,7 @@ Outcome run(Options& o) {
     outcome.out = render_text(trace, o.text);
   }
   if (o.expect) {
-    const TraceDocument run_doc = parse_trace_json(render_json(trace), "this run");
+    const TraceDocument run_doc = trace_document(trace, "this run");
     TraceDocument expected = parse_trace_json(read_file(*o.expect), *o.expect);
     if (!o.steps.empty()) {
       // Only the steps this run shows.

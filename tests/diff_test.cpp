@@ -168,3 +168,23 @@ TEST_CASE("the report shows step ids and labels from the files with control char
       "omega\\x1b]0;x: row 1 \"\\x1b[2J\\x07\", column 2 \"c\\x9b\": 2 vs 3, difference "
       "-1.00e+00\n"));
 }
+
+TEST_CASE("trace_document is the JSON trace read back, without the text") {
+  attn::TraceConfig c;
+  c.sentences = {"Life is short, eat dessert first", "eat dessert"};
+  c.heads = 2;
+  c.causal = true;
+  const attn::Trace trace = attn::run_trace(c);
+  const attn::TraceDocument direct = attn::trace_document(trace, "run");
+  const attn::TraceDocument read = attn::parse_trace_json(attn::render_json(trace), "run");
+  REQUIRE(direct.steps.size() == read.steps.size());
+  for (std::size_t i = 0; i < read.steps.size(); ++i) {
+    CAPTURE(i);
+    CHECK(direct.steps[i].id == read.steps[i].id);
+    CHECK(direct.steps[i].head == read.steps[i].head);
+    CHECK(direct.steps[i].batch == read.steps[i].batch);
+    CHECK(direct.steps[i].row_labels == read.steps[i].row_labels);
+    CHECK(direct.steps[i].col_labels == read.steps[i].col_labels);
+  }
+  CHECK(attn::diff_traces(direct, read, {0.0, 0.0}).equal);
+}

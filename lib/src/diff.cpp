@@ -197,6 +197,17 @@ TraceDocument parse_trace_json(std::string_view text, const std::string& source)
   return out;
 }
 
+TraceDocument trace_document(const Trace& trace, const std::string& source) {
+  TraceDocument doc;
+  doc.source = source;
+  for (const Step& s : trace.steps) {
+    doc.steps.push_back({s.id, s.head ? std::optional<int>(*s.head + 1) : std::nullopt,
+                         s.batch ? std::optional<int>(*s.batch + 1) : std::nullopt, s.row_labels,
+                         s.col_labels, s.values});
+  }
+  return doc;
+}
+
 DiffResult diff_traces(const TraceDocument& a, const TraceDocument& b, const DiffOptions& o) {
   DiffResult result;
   std::size_t cells = 0, differing_cells = 0, differing_steps = 0, missing = 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attn/matrix.hpp"
+#include "attn/trace.hpp"
 
 namespace attn {
 
@@ -25,6 +26,10 @@ struct TraceDocument {
   std::string source;  // the file name, for the report
   std::vector<DocumentStep> steps;
 };
+
+// A trace as a document, as parse_trace_json(render_json(trace)) reads it back: the same steps,
+// labels and float32 values, without the text in between. `source` names it in reports.
+TraceDocument trace_document(const Trace& trace, const std::string& source);
 
 // Reads a JSON trace. Throws Error naming `source` when the text is not JSON, not an
 // attn-trace trace, of another schema version, or a step is malformed (naming the step).
