@@ -1,6 +1,5 @@
 // attn-trace: transformer self-attention, computed in the open.
 
-#include <malloc.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -21,6 +20,7 @@
 #include "attn/error.hpp"
 #include "attn/export.hpp"
 #include "attn/matrix.hpp"
+#include "attn/memory.hpp"
 #include "cli.hpp"
 #include "option_table.hpp"
 
@@ -90,42 +90,14 @@ void install_signal_handlers() {
   }
 }
 
-// Makes `bytes` of heap ready before a run of 2 MiB or more: allocated, asked for 2 MiB pages,
-// faulted in with one call (MADV_POPULATE_WRITE, Linux 5.14) where the system allows, and freed
-// back to the heap, which keeps it (see main). The run's matrices then take memory that is already
-// there instead of taking a page fault per 4 KiB. Best effort: a refusal changes nothing but speed;
-// and never more than half the memory the system has free, since the estimate is an upper bound.
-void prepare_heap(double bytes) {
-  constexpr double kWorthIt = 2.0 * (1 << 20);
-  const double free_bytes =
-      static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  if (free_bytes > 0.0) bytes = std::min(bytes, free_bytes / 2.0);
-  if (bytes < kWorthIt) return;
-  const auto size = static_cast<std::size_t>(bytes);
-  void* p = std::malloc(size);
-  if (p == nullptr) return;
-  attn::advise_huge_pages(p, size);
-#if defined(MADV_POPULATE_WRITE)
-  const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-  const std::uintptr_t from = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
-  const std::uintptr_t to = (reinterpret_cast<std::uintptr_t>(p) + size) & ~(page - 1);
-  if (to > from) (void)madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE);
-#endif
-  std::free(p);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Large matrices from the heap rather than from fresh mmap()s, and the heap kept: a long
-  // input's (T, T) steps then reuse the memory of the heads before them instead of faulting in
-  // (and the kernel zeroing) new pages for every one.
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  attn::keep_heap();
 
   CLI::App app;
   attn::cli::Options options;
-  options.config.on_memory_estimate = prepare_heap;
+  options.config.on_memory_estimate = attn::prepare_heap;
   attn::cli::DiffCommand diff_command;
   const CLI::App* diff = attn::cli::add_commands(app, options, diff_command);
 

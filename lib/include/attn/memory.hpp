@@ -1,0 +1,21 @@
+#pragma once
+
+// How a run takes its memory: large matrices from a heap that is kept and prepared, not from a
+// fresh mmap() and its page faults each time. For programs; the library works without it.
+
+namespace attn {
+
+// Large matrices from the heap rather than from fresh mmap()s, and the heap kept (glibc's
+// mallopt): a long input's (T, T) steps then reuse the memory of the heads before them instead
+// of faulting in (and the kernel zeroing) new pages for every one. Call once, first.
+void keep_heap();
+
+// Makes `bytes` of heap ready before a run of 2 MiB or more: allocated, asked for 2 MiB pages,
+// faulted in with one call (MADV_POPULATE_WRITE, Linux 5.14) where the system allows, and freed
+// back to the heap, which keeps it. The run's matrices then take memory that is already there
+// instead of taking a page fault per 4 KiB. Best effort: a refusal changes nothing but speed;
+// and never more than half the memory the system has free, since the estimate is an upper bound.
+// Fits TraceConfig::on_memory_estimate.
+void prepare_heap(double bytes);
+
+}  // namespace attn

@@ -1,0 +1,40 @@
+#include "attn/memory.hpp"
+
+#include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+
+#include "attn/matrix.hpp"
+
+namespace attn {
+
+void keep_heap() {
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+}
+
+void prepare_heap(double bytes) {
+  constexpr double kWorthIt = 2.0 * (1 << 20);
+  const double free_bytes =
+      static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (free_bytes > 0.0) bytes = std::min(bytes, free_bytes / 2.0);
+  if (bytes < kWorthIt) return;
+  const auto size = static_cast<std::size_t>(bytes);
+  void* p = std::malloc(size);
+  if (p == nullptr) return;
+  attn::advise_huge_pages(p, size);
+#if defined(MADV_POPULATE_WRITE)
+  const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const std::uintptr_t from = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
+  const std::uintptr_t to = (reinterpret_cast<std::uintptr_t>(p) + size) & ~(page - 1);
+  if (to > from) (void)madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE);
+#endif
+  std::free(p);
+}
+
+}  // namespace attn
