@@ -241,47 +241,6 @@ Outcome write_export(const Trace& trace, const Options& o) {
   return outcome;
 }
 
-// "4G", "512M", "100000" -> bytes (K, M, G, T are powers of 1024).
-std::uint64_t parse_size(const std::string& text) {
-  std::uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  int shift = 0;
-  if (ptr + 1 == end) {
-    switch (*ptr) {
-      case 'K':
-      case 'k':
-        shift = 10;
-        break;
-      case 'M':
-      case 'm':
-        shift = 20;
-        break;
-      case 'G':
-      case 'g':
-        shift = 30;
-        break;
-      case 'T':
-      case 't':
-        shift = 40;
-        break;
-      default:
-        shift = -1;
-    }
-  } else if (ptr != end) {
-    shift = -1;
-  }
-  if (ptr != text.data() && (ec == std::errc::result_out_of_range || (shift > 0 && (value >> (63 - shift)) != 0))) {
-    throw Error(fmt::format("--max-memory '{}' is too large: a size is at most 2^63 - 1 bytes", text));
-  }
-  if (ec != std::errc() || shift < 0 || value == 0 || (value >> 63) != 0) {
-    throw Error(
-        fmt::format("--max-memory '{}' is not a size: give a number of bytes, or with K, "
-                    "M, G or T, like 4G",
-                    text));
-  }
-  return value << shift;
-}
 
 // "I,J" -> (I, J), both >= 1.
 std::pair<std::int64_t, std::int64_t> parse_cell(const std::string& text) {
@@ -404,7 +363,6 @@ void check_view_options(const Options& o) {
 
 TraceConfig make_config(Options& o) {
   check_view_options(o);
-  o.config.max_memory = parse_size(o.max_memory);  // it caps the sentence as it is read
   o.sentences = read_sentences(o);
   o.config.x = given(o.x);
   o.config.embedding = given(o.embedding);

@@ -45,7 +45,6 @@ struct Options {
   std::optional<std::int64_t> query;  // 1-based
   std::optional<std::int64_t> key;    // 1-based; the key of the written-out dot product
   OutputFormat format = OutputFormat::kText;
-  std::string max_memory = "4G";
   std::optional<std::string> file;     // the sentence, from a file
   std::optional<int> threads;          // default: every core
   bool timings = false;                // each step's time on stderr

@@ -62,6 +62,48 @@ CLI::Validator tolerance() {
       "NUMBER >= 0");
 }
 
+// A size in bytes, as CLI11's AsSizeValue reads it (4G, 512M, 100000; K, M, G, T are powers of
+// 1024, in either case), passed on as the number of bytes; refused with the tool's own words.
+CLI::Validator size_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        // Decimal, always: AsSizeValue would read 0100 as octal.
+        std::string bytes = text;
+        const std::size_t digits = bytes.find_first_not_of("0123456789");
+        const std::size_t zeros = bytes.find_first_not_of('0');
+        if (zeros != std::string::npos && zeros > 0 && zeros < (digits == std::string::npos ? bytes.size() : digits)) {
+          bytes.erase(0, zeros);
+        } else if (zeros == std::string::npos && bytes.size() > 1) {
+          bytes = "0";
+        } else if (zeros != std::string::npos && zeros > 0 && zeros == digits) {
+          bytes.erase(0, zeros - 1);  // 00K: the number is 0
+        }
+        try {
+          const std::string error = CLI::AsSizeValue(false)(bytes);
+          if (!error.empty()) throw CLI::ValidationError(error);
+        } catch (const CLI::ValidationError& e) {
+          if (std::string_view(e.what()).find("overflow") != std::string_view::npos ||
+              std::string_view(e.what()).find("multiplied") != std::string_view::npos) {
+            return fmt::format("'{}' is too large: a size is at most 2^63 - 1 bytes", text);
+          }
+          return fmt::format(
+              "'{}' is not a size: give a number of bytes, or with K, M, G or T, like 4G", text);
+        }
+        std::uint64_t value = 0;
+        const auto [ptr, ec] = std::from_chars(bytes.data(), bytes.data() + bytes.size(), value);
+        if (ec == std::errc::result_out_of_range || (ec == std::errc() && value >> 63 != 0)) {
+          return fmt::format("'{}' is too large: a size is at most 2^63 - 1 bytes", text);
+        }
+        if (ec != std::errc() || value == 0) {
+          return fmt::format(
+              "'{}' is not a size: give a number of bytes, or with K, M, G or T, like 4G", text);
+        }
+        text = bytes;
+        return {};
+      },
+      "SIZE");
+}
+
 std::string choices_text(const std::vector<std::string>& choices) {
   return fmt::format("`{}`", fmt::join(choices, "`, `"));
 }
@@ -413,7 +455,8 @@ std::vector<OptionSection> make_table() {
        "is allocated",
        {}, false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
-         return app.add_option("--max-memory", o.max_memory, help);
+         return app.add_option("--max-memory", o.config.max_memory, help)
+             ->transform(size_value());
        }});
   speed.push_back(flag("--timings", "After the run, each step's wall time on stderr",
                        "after the run, each step's wall time on stderr, the matrix products' "

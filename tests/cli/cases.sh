@@ -560,8 +560,15 @@ case_numbers_are_decimal() {
   "$binary" --seed 09 --d-in 010 >"$work/a" && "$binary" --seed 9 --d-in 10 >"$work/b" && cmp "$work/a" "$work/b"
 }
 case_error_size_too_large() {
-  expect_error "--max-memory '99999999999999999999999' is too large: a size is at most 2^63 - 1 bytes" \
-    --max-memory 99999999999999999999999
+  expect_error "--max-memory: '99999999999999999999999' is too large: a size is at most 2^63 - 1 bytes (see attn-trace --help)" \
+    --max-memory 99999999999999999999999 &&
+    expect_error "--max-memory: '4Q' is not a size: give a number of bytes, or with K, M, G or T, like 4G (see attn-trace --help)" \
+      --max-memory 4Q
+}
+case_size_is_decimal() {
+  # 0100 is 100 bytes, not octal 64: the limit the message names.
+  run --max-memory 0100
+  [ "$(cat "$work/status")" = 2 ] && grep -q "more than the memory limit of 100 bytes" "$work/stderr"
 }
 case_error_flag_with_a_value() {
   expect_error "--causal is a flag and takes no value: give --causal alone" --causal=3
