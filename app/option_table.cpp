@@ -159,13 +159,8 @@ OptionSpec flag(std::string name, std::string help, std::string meaning,
   return spec;
 }
 
-std::vector<OptionSection> make_table() {
-  const TraceConfig defaults;
-  const std::string dim_allowed = fmt::format("1 .. {}", kMaxDimension);
-  std::vector<OptionSection> table;
-
-  table.push_back({"The sentence", {}});
-  auto& input = table.back().options;
+std::vector<OptionSpec> sentence_options() {
+  std::vector<OptionSpec> input;
   input.push_back(
       {"sentence", "SENTENCE...", std::string(kWalkthroughSentence),
        "UTF-8 text with at least one word",
@@ -206,9 +201,13 @@ std::vector<OptionSection> make_table() {
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
          return app.add_option("--cross", o.cross, help);
        }});
+  return input;
+}
 
-  table.push_back({"The model", {}});
-  auto& model = table.back().options;
+std::vector<OptionSpec> model_options() {
+  const TraceConfig defaults;
+  const std::string dim_allowed = fmt::format("1 .. {}", kMaxDimension);
+  std::vector<OptionSpec> model;
   model.push_back(
       {"--seed", "N", fmt::format("{}", defaults.seed), "0 .. 2^64−1",
        "torch.manual_seed(N) before the embedding and again before the weights",
@@ -293,9 +292,11 @@ std::vector<OptionSection> make_table() {
       "default on such machines), `default` for PyTorch's other builds (ARM, Apple silicon, "
       "`ATEN_CPU_CAPABILITY=default`). Never detected from the host.",
       [](Options& o) -> TorchKernel& { return o.config.kernel; }));
+  return model;
+}
 
-  table.push_back({"What is shown", {}});
-  auto& shown = table.back().options;
+std::vector<OptionSpec> view_options() {
+  std::vector<OptionSpec> shown;
   shown.push_back(choice(
       "--format", "F", OutputFormat::kText,
       "Output: text (PyTorch's printing), json (every value exact), csv (a row per cell), "
@@ -368,9 +369,11 @@ std::vector<OptionSection> make_table() {
                        "text format on a terminal: pause after each step (Enter goes on, q "
                        "quits); no pause when stdin or stdout is not a terminal",
                        [](Options& o) -> bool& { return o.step; }));
+  return shown;
+}
 
-  table.push_back({"Scripts", {}});
-  auto& scripts = table.back().options;
+std::vector<OptionSpec> script_options() {
+  std::vector<OptionSpec> scripts;
   scripts.push_back(file_option(
       "--export",
       "Write one .npy per step, each step's whole tensor and manifest.json into this new or "
@@ -404,9 +407,11 @@ std::vector<OptionSection> make_table() {
     spec.allowed += "; needs `--expect`";
     scripts.push_back(std::move(spec));
   }
+  return scripts;
+}
 
-  table.push_back({"Your own numbers", {}});
-  auto& own = table.back().options;
+std::vector<OptionSpec> own_number_options() {
+  std::vector<OptionSpec> own;
   own.push_back(file_option("--x", "The input matrix X (T × d_in) instead of tokenizing and "
                             "embedding; a sentence given with it labels the rows",
                             "`.npy`, `.csv`, `.json`; not with `--embedding`, `--cross`, "
@@ -424,9 +429,11 @@ std::vector<OptionSection> make_table() {
                             "`--multihead split`", &Options::w_out));
   own.push_back(file_option("--b-out", "b_o of the split form with --init linear",
                             "`--multihead split --init linear`", &Options::b_out));
+  return own;
+}
 
-  table.push_back({"Speed and memory", {}});
-  auto& speed = table.back().options;
+std::vector<OptionSpec> speed_options() {
+  std::vector<OptionSpec> speed;
   speed.push_back(
       {"--threads", "N", "every core", "1 .. 256",
        "Threads for the large products and softmaxes; the output is the same for any number",
@@ -470,7 +477,11 @@ std::vector<OptionSection> make_table() {
       "updated ten times a second and cleared at the end; `auto` shows it when stderr is a "
       "terminal",
       [](Options& o) -> ProgressChoice& { return o.progress; }));
-  return table;
+  return speed;
+}
+
+std::vector<OptionSection> make_table() {
+  return {{"The sentence", sentence_options()}, {"The model", model_options()}, {"What is shown", view_options()}, {"Scripts", script_options()}, {"Your own numbers", own_number_options()}, {"Speed and memory", speed_options()}};
 }
 
 }  // namespace

@@ -205,6 +205,35 @@ std::string npy_bytes(const Matrix& m, bool vector) {
   return out;
 }
 
+namespace {
+
+// The data of a .npy file: rows * cols little-endian float32 (`f4`) or float64 values, float64
+// rounded to float32 as numpy's astype does; a float64 too large for float32 is refused.
+Matrix npy_values(std::string_view data, std::uint64_t rows, std::uint64_t cols, bool is_f4,
+                  const std::string& source) {
+  Matrix out_values;
+  out_values.resize(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
+  float* values = out_values.data();
+  for (std::size_t i = 0; i < rows * cols; ++i) {
+    if (is_f4) {
+      values[i] = std::bit_cast<float>(load_le<std::uint32_t>(data.data() + 4 * i));
+      continue;
+    }
+    // float64 -> float32, rounded to nearest like numpy's astype.
+    const auto v = std::bit_cast<double>(load_le<std::uint64_t>(data.data() + 8 * i));
+    values[i] = static_cast<float>(v);
+    if (std::isfinite(v) && !std::isfinite(values[i])) {
+      const auto cols_i = static_cast<Eigen::Index>(cols);
+      throw Error(fmt::format(
+          "{}: {} ({}) is too large for float32: values must be finite", source,
+          cell(static_cast<Eigen::Index>(i) / cols_i, static_cast<Eigen::Index>(i) % cols_i), v));
+    }
+  }
+  return out_values;
+}
+
+}  // namespace
+
 LoadedMatrix parse_npy(std::string_view bytes, const std::string& source) {
   if (!bytes.starts_with(kNpyMagic)) {
     throw Error(source + " is not a .npy file: it does not start with \\x93NUMPY");
@@ -293,23 +322,7 @@ LoadedMatrix parse_npy(std::string_view bytes, const std::string& source) {
   }
 
   LoadedMatrix out;
-  out.values.resize(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
-  float* values = out.values.data();
-  for (std::size_t i = 0; i < rows * cols; ++i) {
-    if (is_f4) {
-      values[i] = std::bit_cast<float>(load_le<std::uint32_t>(data.data() + 4 * i));
-      continue;
-    }
-    // float64 -> float32, rounded to nearest like numpy's astype.
-    const auto v = std::bit_cast<double>(load_le<std::uint64_t>(data.data() + 8 * i));
-    values[i] = static_cast<float>(v);
-    if (std::isfinite(v) && !std::isfinite(values[i])) {
-      const auto cols_i = static_cast<Eigen::Index>(cols);
-      throw Error(fmt::format(
-          "{}: {} ({}) is too large for float32: values must be finite", source,
-          cell(static_cast<Eigen::Index>(i) / cols_i, static_cast<Eigen::Index>(i) % cols_i), v));
-    }
-  }
+  out.values = npy_values(data, rows, cols, is_f4, source);
   check_finite(out.values, source, cell);
   return out;
 }
