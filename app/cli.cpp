@@ -389,12 +389,7 @@ TraceConfig make_config(Options& o) {
   o.config.threads =
       o.threads.value_or(std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   // What the chosen output writes per value, for the memory estimate.
-  o.config.output_bytes_per_value = o.export_dir            ? 0.0
-                                    : o.format == OutputFormat::kCsv     ? 60.0
-                                    : o.format == OutputFormat::kJson    ? 14.0
-                                    : o.format == OutputFormat::kHeatmap ? 40.0
-                                    : o.format == OutputFormat::kSummary ? 0.0
-                                                            : 12.0;
+  o.config.output_bytes_per_value = o.export_dir ? 0.0 : bytes_per_value(o.format);
   if (o.explain) parse_cell(*o.explain);
   return o.config;
 }

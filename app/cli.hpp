@@ -30,7 +30,6 @@ struct Outcome {
 };
 
 // The views and modes that only the command line has.
-enum class OutputFormat { kText, kJson, kCsv, kMarkdown, kHeatmap, kSummary };
 enum class ColorChoice { kAuto, kNever, k256, k24bit };
 enum class ProgressChoice { kAuto, kAlways, kNever };
 
@@ -110,8 +109,6 @@ Outcome run_diff(const DiffCommand& command);
 }  // namespace attn::cli
 
 namespace attn {
-template <>
-std::span<const EnumName<cli::OutputFormat>> names_of<cli::OutputFormat>();
 template <>
 std::span<const EnumName<cli::ColorChoice>> names_of<cli::ColorChoice>();
 template <>

@@ -491,13 +491,6 @@ std::vector<OptionSection> make_table() {
 namespace attn {
 
 namespace {
-constexpr std::array<EnumName<cli::OutputFormat>, 6> kOutputFormats = {
-    {{cli::OutputFormat::kText, "text"},
-     {cli::OutputFormat::kJson, "json"},
-     {cli::OutputFormat::kCsv, "csv"},
-     {cli::OutputFormat::kMarkdown, "markdown"},
-     {cli::OutputFormat::kHeatmap, "heatmap"},
-     {cli::OutputFormat::kSummary, "summary"}}};
 constexpr std::array<EnumName<cli::ColorChoice>, 4> kColorChoices = {
     {{cli::ColorChoice::kAuto, "auto"},
      {cli::ColorChoice::kNever, "never"},
@@ -509,10 +502,6 @@ constexpr std::array<EnumName<cli::ProgressChoice>, 3> kProgressChoices = {
      {cli::ProgressChoice::kNever, "never"}}};
 }  // namespace
 
-template <>
-std::span<const EnumName<cli::OutputFormat>> names_of<cli::OutputFormat>() {
-  return kOutputFormats;
-}
 template <>
 std::span<const EnumName<cli::ColorChoice>> names_of<cli::ColorChoice>() {
   return kColorChoices;

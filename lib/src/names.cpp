@@ -25,7 +25,37 @@ constexpr std::array<EnumName<WeightInit>, 3> kWeightInits = {
      {WeightInit::kRandTransposed, "rand-transposed"},
      {WeightInit::kLinear, "linear"}}};
 
+constexpr std::array<EnumName<OutputFormat>, 6> kOutputFormats = {
+    {{OutputFormat::kText, "text"},
+     {OutputFormat::kJson, "json"},
+     {OutputFormat::kCsv, "csv"},
+     {OutputFormat::kMarkdown, "markdown"},
+     {OutputFormat::kHeatmap, "heatmap"},
+     {OutputFormat::kSummary, "summary"}}};
+
 }  // namespace
+
+template <>
+std::span<const EnumName<OutputFormat>> names_of<OutputFormat>() {
+  return kOutputFormats;
+}
+
+double bytes_per_value(OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kCsv:
+      return 60.0;
+    case OutputFormat::kJson:
+      return 14.0;
+    case OutputFormat::kHeatmap:
+      return 40.0;
+    case OutputFormat::kSummary:
+      return 0.0;
+    case OutputFormat::kText:
+    case OutputFormat::kMarkdown:
+      break;
+  }
+  return 12.0;
+}
 
 template <>
 std::span<const EnumName<TorchKernel>> names_of<TorchKernel>() {

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/output.hpp"
 #include "attn/trace.hpp"
 
 namespace attn {
@@ -33,6 +34,8 @@ template <>
 std::span<const EnumName<MultiheadForm>> names_of<MultiheadForm>();
 template <>
 std::span<const EnumName<WeightInit>> names_of<WeightInit>();
+template <>
+std::span<const EnumName<OutputFormat>> names_of<OutputFormat>();
 
 // The name of a value ("?" for none).
 template <typename Enum>
