@@ -62,6 +62,8 @@ std::string remedy(Setting setting) {
       return " with --max-memory";
     case Setting::kWidths:
       return " with --d-out";
+    case Setting::kReplace:
+      return " with --force";
     case Setting::kNone:
       break;
   }

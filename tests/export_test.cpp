@@ -329,7 +329,7 @@ TEST_CASE("write_export replaces an earlier export with force only, and keeps no
   c.seed = 7;
   const attn::Trace other = attn::run_trace(c);
   CHECK_ERROR(attn::write_export(other, out, false),
-              out.string() + " holds an earlier export: give --force to replace it");
+              out.string() + " holds an earlier export: replace it");
   CHECK(contents(out) == earlier);
   // With force, the whole set is replaced: here by a set of one step.
   attn::Trace one = other;
@@ -342,7 +342,7 @@ TEST_CASE("write_export replaces an earlier export with force only, and keeps no
 TEST_CASE("write_export refuses what is not an earlier export, and leaves it as it was") {
   const TempDir dir;
   const attn::Trace trace = attn::run_trace({});
-  const std::string allowed = "give a new or empty folder, or an earlier export with --force";
+  const std::string allowed = "give a new or empty folder, or an earlier export to replace";
   // A folder of other files, with or without force.
   fs::create_directory(dir / "mine");
   write_plain(dir / "mine/notes.txt", "mine");

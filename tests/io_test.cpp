@@ -769,7 +769,7 @@ TEST_CASE("write_file_atomic replaces a file only when told to") {
   const fs::path out = dir / "out.csv";
   write_plain(out, "old");
   CHECK_ERROR(attn::write_file_atomic(out, "new", false),
-              out.string() + " exists: give --force to replace it");
+              out.string() + " exists: replace it");
   CHECK(attn::read_file(out) == "old");
   CHECK(list(dir.path()) == Names{"out.csv"});
 
@@ -780,7 +780,7 @@ TEST_CASE("write_file_atomic replaces a file only when told to") {
   // A link to nowhere is a name in use too: it is not replaced.
   fs::create_symlink(dir / "nowhere", dir / "link");
   CHECK_ERROR(attn::write_file_atomic(dir / "link", "x", false),
-              (dir / "link").string() + " exists: give --force to replace it");
+              (dir / "link").string() + " exists: replace it");
   CHECK(fs::is_symlink(dir / "link"));
   CHECK(list(dir.path()) == Names{"link", "out.csv"});
 }

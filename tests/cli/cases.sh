@@ -192,14 +192,14 @@ case_export_refuses_to_overwrite() {
   mkdir -p "$dir" && echo "mine" >"$dir/01_omega.npy"
   run --export "$dir" --steps omega
   [ "$(cat "$work/status")" = 2 ] && [ ! -s "$work/stdout" ] &&
-    grep -qx "attn-trace: error: $dir is not empty and not an export of attn-trace (it has no manifest.json): give a new or empty folder, or an earlier export with --force" "$work/stderr" &&
+    grep -qx "attn-trace: error: $dir is not empty and not an export of attn-trace (it has no manifest.json): give a new or empty folder, or an earlier export to replace with --force" "$work/stderr" &&
     [ "$(cat "$dir/01_omega.npy")" = mine ] && [ ! -e "$dir/manifest.json" ] &&
     [ "$(ls -A "$dir" | wc -l)" = 1 ] || return 1
   # An earlier export is replaced with --force only.
   rm "$dir/01_omega.npy" && "$binary" --export "$dir" --steps omega --seed 1 >/dev/null || return 1
   run --export "$dir" --steps omega
   [ "$(cat "$work/status")" = 2 ] &&
-    grep -qx "attn-trace: error: $dir holds an earlier export: give --force to replace it" "$work/stderr" ||
+    grep -qx "attn-trace: error: $dir holds an earlier export: replace it with --force" "$work/stderr" ||
     return 1
   run --export "$dir" --steps omega --force
   [ "$(cat "$work/status")" = 0 ] && [ "$(stat -c %s "$dir/01_omega.npy")" = 272 ]
@@ -803,7 +803,7 @@ manifest.json" ] && [ "$(ls -A "$work")" = "$(printf 'expected\nexport\nstatus\n
 case_export_force_refuses_a_folder_of_other_files() {
   local dir="$work/mine"
   mkdir "$dir" && echo "mine" >"$dir/notes.txt" && echo "{}" >"$dir/manifest.json"
-  expect_error "$dir is not empty and not an export of attn-trace (its manifest.json is not attn-trace's): give a new or empty folder, or an earlier export with --force" \
+  expect_error "$dir is not empty and not an export of attn-trace (its manifest.json is not attn-trace's): give a new or empty folder, or an earlier export to replace with --force" \
     --export "$dir" --force &&
     [ "$(ls "$dir" | tr '\n' ' ')" = "manifest.json notes.txt " ] && [ "$(cat "$dir/notes.txt")" = mine ]
 }
@@ -813,12 +813,12 @@ case_export_fills_an_empty_folder() {
 }
 case_export_dangling_symlink_as_folder() {
   ln -s "$work/nowhere" "$work/link"
-  expect_error "$work/link is a symbolic link: give a new or empty folder, or an earlier export with --force" \
+  expect_error "$work/link is a symbolic link: give a new or empty folder, or an earlier export to replace with --force" \
     --export "$work/link" --force && [ ! -e "$work/nowhere" ]
 }
 case_export_dangling_symlink_as_manifest() {
   mkdir "$work/out" && ln -s "$work/nowhere" "$work/out/manifest.json"
-  expect_error "$work/out is not empty and not an export of attn-trace (its manifest.json is a symbolic link): give a new or empty folder, or an earlier export with --force" \
+  expect_error "$work/out is not empty and not an export of attn-trace (its manifest.json is a symbolic link): give a new or empty folder, or an earlier export to replace with --force" \
     --export "$work/out" --force && [ -L "$work/out/manifest.json" ]
 }
 case_export_folder_that_cannot_be_searched() {

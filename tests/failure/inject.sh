@@ -139,7 +139,7 @@ rm "$medium/exp/08_omega.npy" && mkdir "$medium/exp/08_omega.npy"
 before=$(tree_sum "$medium/exp")
 "$binary" --export "$medium/exp" --force >/dev/null 2>"$err"
 expect "a folder in the export" 2 \
-  "attn-trace: error: $medium/exp is not empty and not an export of attn-trace (08_omega.npy is not a file): give a new or empty folder, or an earlier export with --force" \
+  "attn-trace: error: $medium/exp is not empty and not an export of attn-trace (08_omega.npy is not a file): give a new or empty folder, or an earlier export to replace with --force" \
   "$err" $? &&
   { [ "$(tree_sum "$medium/exp")" = "$before" ] && [ -d "$medium/exp/08_omega.npy" ] ||
     fail "a folder in the export: it changed"; } &&

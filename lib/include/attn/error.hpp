@@ -7,7 +7,12 @@ namespace attn {
 
 // A setting that an error's remedy changes. The library names settings, never a program's
 // flags: a program adds how its users change the setting (attn-trace: "with --max-memory").
-enum class Setting { kNone, kMaxMemory, kWidths };
+enum class Setting {
+  kNone,
+  kMaxMemory,  // the memory limit
+  kWidths,     // d_kq and d_v together (d_out)
+  kReplace,    // replacing an earlier export or file
+};
 
 // The one exception type the library throws for a failed precondition or bad input.
 // what() names the offending value and says what is allowed, in one line, ready to be shown to

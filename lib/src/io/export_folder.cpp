@@ -31,8 +31,8 @@ namespace {
 
 std::string errno_text(int error) { return std::generic_category().message(error); }
 
-constexpr std::string_view kAllowed =
-    "give a new or empty folder, or an earlier export with --force";
+// The remedy of a refused folder; the caller adds how to replace (Setting::kReplace).
+constexpr std::string_view kAllowed = "give a new or empty folder, or an earlier export to replace";
 
 // --- What a signal handler needs, where it can reach it without allocating or locking. ---------
 // write_export fills these in before the phase becomes kStaging, changes the staging name only
@@ -214,8 +214,12 @@ std::optional<Inspection> inspect_once(int parent_fd, const Target& t, bool forc
     if (errno == ENOENT) return Inspection{};
     throw Error(fmt::format("cannot export to {}: {}", t.shown, errno_text(errno)));
   }
-  if (S_ISLNK(st.st_mode)) throw Error(fmt::format("{} is a symbolic link: {}", t.shown, kAllowed));
-  if (!S_ISDIR(st.st_mode)) throw Error(fmt::format("{} is not a folder: {}", t.shown, kAllowed));
+  if (S_ISLNK(st.st_mode)) {
+    throw Error(fmt::format("{} is a symbolic link: {}", t.shown, kAllowed), Setting::kReplace);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw Error(fmt::format("{} is not a folder: {}", t.shown, kAllowed), Setting::kReplace);
+  }
   Fd dir(::openat(parent_fd, t.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (dir.fd < 0 && (errno == ENOENT || errno == ELOOP || errno == ENOTDIR)) return std::nullopt;
   if (dir.fd < 0) throw Error(fmt::format("cannot export to {}: {}", t.shown, errno_text(errno)));
@@ -232,12 +236,13 @@ std::optional<Inspection> inspect_once(int parent_fd, const Target& t, bool forc
   }
   if (!why->empty()) {
     throw Error(fmt::format("{} is not empty and not an export of attn-trace ({}): {}", t.shown,
-                            *why, kAllowed));
+                            *why, kAllowed),
+                Setting::kReplace);
   }
   const mode_t mode = st.st_mode & 07777;
   if (entries.empty()) return Inspection{Found::kEmpty, mode};
   if (!force) {
-    throw Error(fmt::format("{} holds an earlier export: give --force to replace it", t.shown));
+    throw Error(fmt::format("{} holds an earlier export: replace it", t.shown), Setting::kReplace);
   }
   return Inspection{Found::kExport, mode};
 }

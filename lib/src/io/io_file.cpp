@@ -161,7 +161,7 @@ std::string read_sentence_file(const std::filesystem::path& path, std::uint64_t 
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, bool overwrite) {
   const std::string name = path.filename().string();
-  auto exists = [&] { return Error(path.string() + " exists: give --force to replace it"); };
+  auto exists = [&] { return Error(path.string() + " exists: replace it", Setting::kReplace); };
   auto fail = [&](std::string_view step, int error) {
     return Error(fmt::format("{}: cannot write: {}: {}", path.string(), step, errno_text(error)));
   };
