@@ -29,10 +29,15 @@ std::string errno_text(int error) { return std::generic_category().message(error
 
 // Closes a file descriptor when it goes out of scope, unless released.
 struct FdCloser {
-  int fd = -1;
+  explicit FdCloser(int f = -1) : fd(f) {}
+  FdCloser(FdCloser&& other) noexcept : fd(std::exchange(other.fd, -1)) {}
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+  FdCloser& operator=(FdCloser&&) = delete;
   ~FdCloser() {
     if (fd >= 0) ::close(fd);
   }
+  int fd = -1;
 };
 
 }  // namespace
@@ -99,16 +104,29 @@ ReadOutcome read_capped(int fd, std::uint64_t max_bytes, std::string& out, Fail 
 
 }  // namespace
 
+namespace {
+
+// "PATH: cannot read: REASON"
+Error read_error(const std::filesystem::path& path, int error) {
+  return Error(fmt::format("{}: cannot read: {}", path.string(), errno_text(error)));
+}
+
+// The file at `path`, open for reading; a folder is refused as unreadable.
+FdCloser open_file(const std::filesystem::path& path) {
+  FdCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) throw read_error(path, errno);
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) throw read_error(path, errno);
+  if (S_ISDIR(st.st_mode)) throw read_error(path, EISDIR);
+  return file;
+}
+
+}  // namespace
+
 std::string read_file(const std::filesystem::path& path) {
   constexpr std::uint64_t kMaxFileBytes = std::uint64_t{1} << 30;
-  auto fail = [&](int error) {
-    return Error(fmt::format("{}: cannot read: {}", path.string(), errno_text(error)));
-  };
-  FdCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) throw fail(errno);
-  struct stat st {};
-  if (::fstat(file.fd, &st) != 0) throw fail(errno);
-  if (S_ISDIR(st.st_mode)) throw fail(EISDIR);
+  auto fail = [&](int error) { return read_error(path, error); };
+  const FdCloser file = open_file(path);
   std::string out;
   // A device such as /dev/zero never ends: no input of the tool is anywhere near this size.
   if (read_capped(file.fd, kMaxFileBytes, out, fail) == ReadOutcome::kTooLarge) {
@@ -148,14 +166,7 @@ std::string read_sentence(int fd, const std::string& source, std::uint64_t max_m
 }
 
 std::string read_sentence_file(const std::filesystem::path& path, std::uint64_t max_memory) {
-  auto fail = [&](int error) {
-    return Error(fmt::format("{}: cannot read: {}", path.string(), errno_text(error)));
-  };
-  FdCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) throw fail(errno);
-  struct stat st {};
-  if (::fstat(file.fd, &st) != 0) throw fail(errno);
-  if (S_ISDIR(st.st_mode)) throw fail(EISDIR);
+  const FdCloser file = open_file(path);
   return read_sentence(file.fd, path.string(), max_memory);
 }
 
