@@ -1,7 +1,6 @@
 #include "cli.hpp"
 
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,8 +73,8 @@ void check_repeats(const CLI::App& app) {
   // Subcommand options are checked on their own App.
   for (const CLI::Option* opt : app.get_options()) {
     // --steps takes a list, and -s/--sentence a batch: both may be given more than once.
-    if (!opt->get_positional() && opt->get_name() != "--steps" &&
-        opt->get_name() != "--sentence" && opt->count() > 1) {
+    if (!opt->get_positional() && opt->get_name() != "--steps" && opt->get_name() != "--sentence" &&
+        opt->count() > 1) {
       throw Error(fmt::format("{}: given {} times, once is allowed (see attn-trace --help)",
                               opt->get_name(), opt->count()));
     }
@@ -119,8 +118,7 @@ std::string closest_option(const CLI::App& app, std::string_view name) {
 // What the user gave, checked in their terms before CLI11 reads it: an unknown option (with the
 // closest spelling), and an argument that begins with '-' but is no option (a sentence such as
 // "-hello world", which CLI11 would read as -h).
-void check_arguments(const CLI::App& app, const CLI::App& diff, int argc,
-                     const char* const* argv) {
+void check_arguments(const CLI::App& app, const CLI::App& diff, int argc, const char* const* argv) {
   const CLI::App* current = &app;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -139,9 +137,10 @@ void check_arguments(const CLI::App& app, const CLI::App& diff, int argc,
       // The main options do not go with diff.
       for (const CLI::Option* o : app.get_options()) {
         if (!o->get_positional() && o->check_name(name)) {
-          throw Error(fmt::format("{} does not go with diff: diff compares two JSON traces and "
-                                  "takes --atol and --rtol",
-                                  name));
+          throw Error(
+              fmt::format("{} does not go with diff: diff compares two JSON traces and "
+                          "takes --atol and --rtol",
+                          name));
         }
       }
     }
@@ -150,12 +149,14 @@ void check_arguments(const CLI::App& app, const CLI::App& diff, int argc,
                               closest_option(*current, name)));
     }
     if (opt == nullptr || (!long_form && arg.size() > 2 && opt->get_expected_min() == 0)) {
-      throw Error(fmt::format("'{}' is not an option: to trace a sentence that begins with '-', "
-                              "put -- before it: attn-trace -- '{}'",
-                              arg, arg));
+      throw Error(
+          fmt::format("'{}' is not an option: to trace a sentence that begins with '-', "
+                      "put -- before it: attn-trace -- '{}'",
+                      arg, arg));
     }
     // An option's value is the next argument, unless given as --name=value or -sVALUE.
-    const bool value_attached = long_form ? arg.find('=') != std::string_view::npos : arg.size() > 2;
+    const bool value_attached =
+        long_form ? arg.find('=') != std::string_view::npos : arg.size() > 2;
     if (opt->get_expected_min() > 0 && !value_attached) ++i;
   }
 }
@@ -169,8 +170,8 @@ void check_arguments(const CLI::App& app, const CLI::App& diff, int argc,
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
     const std::string extra = what.substr(what.find(':') + 2);
     if (diff.parsed()) {
-      throw Error(fmt::format("diff compares two JSON traces: '{}' is one argument too many",
-                              extra));
+      throw Error(
+          fmt::format("diff compares two JSON traces: '{}' is one argument too many", extra));
     }
     throw Error(fmt::format("'{}' was not expected (see attn-trace --help)", extra));
   }
@@ -211,15 +212,16 @@ void parse(CLI::App& app, Options& options, DiffCommand& diff_command, int argc,
     for (const std::string& name : options.given) {
       if (name == "--atol" || name == "--rtol") {
         if (diff->get_option(name)->count() > 0) {
-          throw Error(fmt::format("{}: given 2 times, once is allowed (see attn-trace --help)",
-                                  name));
+          throw Error(
+              fmt::format("{}: given 2 times, once is allowed (see attn-trace --help)", name));
         }
         (name == "--atol" ? diff_command.tolerance.atol : diff_command.tolerance.rtol) =
             name == "--atol" ? options.tolerance.atol : options.tolerance.rtol;
       } else {
-        throw Error(fmt::format("{} does not go with diff: diff compares two JSON traces and "
-                                "takes --atol and --rtol",
-                                name == "sentence" ? "a sentence" : name));
+        throw Error(
+            fmt::format("{} does not go with diff: diff compares two JSON traces and "
+                        "takes --atol and --rtol",
+                        name == "sentence" ? "a sentence" : name));
       }
     }
   }
@@ -242,7 +244,6 @@ Outcome write_export(const Trace& trace, const Options& o) {
   }
   return outcome;
 }
-
 
 // "I,J" -> (I, J), both >= 1.
 std::pair<std::int64_t, std::int64_t> parse_cell(const std::string& text) {
@@ -288,14 +289,13 @@ std::vector<std::string> read_sentences(const Options& o) {
   if (o.batch) sources.emplace_back("--batch");
   if (o.file) sources.emplace_back("--file");
   if (sources.size() > 1) {
-    throw Error(fmt::format("{} and {} both give the sentence: give it one way", sources[0],
-                            sources[1]));
+    throw Error(
+        fmt::format("{} and {} both give the sentence: give it one way", sources[0], sources[1]));
   }
   if (o.file) return {read_sentence_file(*o.file, limit)};
   if (o.batch) {
-    const std::string text = *o.batch == "-"
-                                 ? read_sentence(STDIN_FILENO, "standard input", limit)
-                                 : read_sentence_file(*o.batch, limit);
+    const std::string text = *o.batch == "-" ? read_sentence(STDIN_FILENO, "standard input", limit)
+                                             : read_sentence_file(*o.batch, limit);
     const std::string source = *o.batch == "-" ? "standard input" : *o.batch;
     std::vector<std::string> lines;
     std::size_t start = 0;

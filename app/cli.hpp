@@ -44,18 +44,18 @@ struct Options {
   std::optional<std::int64_t> query;  // 1-based
   std::optional<std::int64_t> key;    // 1-based; the key of the written-out dot product
   OutputFormat format = OutputFormat::kText;
-  std::optional<std::string> file;     // the sentence, from a file
-  std::optional<int> threads;          // default: every core
-  bool timings = false;                // each step's time on stderr
+  std::optional<std::string> file;                  // the sentence, from a file
+  std::optional<int> threads;                       // default: every core
+  bool timings = false;                             // each step's time on stderr
   ProgressChoice progress = ProgressChoice::kAuto;  // kAuto: when stderr is a terminal
-  bool stderr_terminal = false;        // stderr is a terminal (set by main)
-  ColorChoice color = ColorChoice::kAuto;  // heatmaps
-  std::optional<std::string> explain;  // "I,J": one attention weight explained
-  bool step = false;                   // pause after each step on a terminal
-  bool interactive = false;            // stdin and stdout are terminals (set by main)
-  bool color_terminal = false;         // stdout is a terminal and NO_COLOR is not set
-  bool truecolor = false;              // COLORTERM says 24-bit colour works
-  std::vector<std::string> steps;      // --steps: ids to keep
+  bool stderr_terminal = false;                     // stderr is a terminal (set by main)
+  ColorChoice color = ColorChoice::kAuto;           // heatmaps
+  std::optional<std::string> explain;               // "I,J": one attention weight explained
+  bool step = false;                                // pause after each step on a terminal
+  bool interactive = false;                         // stdin and stdout are terminals (set by main)
+  bool color_terminal = false;                      // stdout is a terminal and NO_COLOR is not set
+  bool truecolor = false;                           // COLORTERM says 24-bit colour works
+  std::vector<std::string> steps;                   // --steps: ids to keep
   std::optional<std::string> export_dir;
   bool force = false;
   std::optional<std::string> expect;  // a JSON trace to compare the run with

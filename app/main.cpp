@@ -122,8 +122,8 @@ int main(int argc, char** argv) {
         isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0
             ? size.ws_col
             : 80;
-    const std::string help = diff->parsed() ? attn::cli::diff_help_text(width)
-                                            : attn::cli::help_text(width);
+    const std::string help =
+        diff->parsed() ? attn::cli::diff_help_text(width) : attn::cli::help_text(width);
     return write_all(STDOUT_FILENO, help) ? attn::cli::kExitOk : output_failed(errno);
   } catch (const CLI::CallForVersion& e) {
     errno = 0;

@@ -38,7 +38,6 @@ std::vector<std::string> names_of(const OptionSpec& o) {
   return names;
 }
 
-
 // "-s, --sentence TEXT", "--causal", "SENTENCE...".
 std::string label(const OptionSpec& o) {
   if (positional(o)) return o.value;
@@ -171,7 +170,8 @@ std::string bash_completion() {
       "  for word in \"${{COMP_WORDS[@]:1:COMP_CWORD-1}}\"; do\n"
       "    if [ \"$word\" = diff ]; then\n"
       "      case $prev in --atol|--rtol) return ;; esac\n"
-      "      if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W '--atol --rtol --help' -- \"$cur\"));\n"
+      "      if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W '--atol --rtol --help' -- "
+      "\"$cur\"));\n"
       "      else COMPREPLY=($(compgen -f -- \"$cur\")); fi\n"
       "      return\n"
       "    fi\n"
@@ -231,13 +231,14 @@ std::string zsh_completion() {
       std::string action;
       if (!o->value.empty()) {
         action = !o->choices.empty() ? fmt::format(":{}:({})", o->value, words_of(o->choices))
-                 : o->takes_file      ? fmt::format(":{}:{}", o->value,
-                                                    o->value == "DIR" ? "_files -/" : "_files")
-                                      : fmt::format(":{}:", o->value);
+                 : o->takes_file
+                     ? fmt::format(":{}:{}", o->value, o->value == "DIR" ? "_files -/" : "_files")
+                     : fmt::format(":{}:", o->value);
       }
       const bool repeatable = n == "-s" || n == "--sentence" || n == "--steps";
-      out += "  " + single_quoted(fmt::format("{}{}[{}]{}", repeatable ? "*" : "", n,
-                                              zsh_text(first_line), action)) +
+      out += "  " +
+             single_quoted(fmt::format("{}{}[{}]{}", repeatable ? "*" : "", n, zsh_text(first_line),
+                                       action)) +
              " \\\n";
     }
   }
@@ -348,8 +349,9 @@ std::string man_page() {
       out += ".TP\n.B \"" + roff(label(o)) + "\"\n" + roff(o.help + annotation(o)) + "\n";
     }
   }
-  out += ".SH OTHER\n.TP\n.B \\-h, \\-\\-help\nPrint the help and exit.\n"
-         ".TP\n.B \\-\\-version\nPrint the version and exit.\n";
+  out +=
+      ".SH OTHER\n.TP\n.B \\-h, \\-\\-help\nPrint the help and exit.\n"
+      ".TP\n.B \\-\\-version\nPrint the version and exit.\n";
   out += ".SH DIFF\n" + roff(kDiffSummary) + "\n";
   for (const OptionSpec& o : diff_option_table()) {
     out += ".TP\n.B \"" + roff(label(o)) + "\"\n" + roff(o.help + annotation(o)) + "\n";

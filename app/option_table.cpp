@@ -71,7 +71,8 @@ CLI::Validator size_value() {
         std::string bytes = text;
         const std::size_t digits = bytes.find_first_not_of("0123456789");
         const std::size_t zeros = bytes.find_first_not_of('0');
-        if (zeros != std::string::npos && zeros > 0 && zeros < (digits == std::string::npos ? bytes.size() : digits)) {
+        if (zeros != std::string::npos && zeros > 0 &&
+            zeros < (digits == std::string::npos ? bytes.size() : digits)) {
           bytes.erase(0, zeros);
         } else if (zeros == std::string::npos && bytes.size() > 1) {
           bytes = "0";
@@ -128,8 +129,15 @@ CLI::Validator enum_names() {
 template <typename Enum, typename Field>
 OptionSpec choice(std::string names, std::string value, Enum default_value, std::string help,
                   std::string meaning, Field field) {
-  OptionSpec spec{std::move(names), std::move(value), std::string(name_of(default_value)), "",
-                  std::move(help), std::move(meaning), all_names<Enum>(), false, nullptr};
+  OptionSpec spec{std::move(names),
+                  std::move(value),
+                  std::string(name_of(default_value)),
+                  "",
+                  std::move(help),
+                  std::move(meaning),
+                  all_names<Enum>(),
+                  false,
+                  nullptr};
   spec.allowed = choices_text(spec.choices);
   const std::string name = spec.names;
   spec.add = [name, field](CLI::App& app, Options& o, DiffCommand&, const std::string& text) {
@@ -141,8 +149,8 @@ OptionSpec choice(std::string names, std::string value, Enum default_value, std:
 // A file the run reads.
 OptionSpec file_option(std::string name, std::string help, std::string allowed,
                        std::optional<std::string> Options::*field, std::string value = "FILE") {
-  OptionSpec spec{name, std::move(value), "", std::move(allowed), std::move(help), "", {}, true,
-                  nullptr};
+  OptionSpec spec{name, std::move(value), "", std::move(allowed), std::move(help), "", {},
+                  true, nullptr};
   spec.add = [name, field](CLI::App& app, Options& o, DiffCommand&, const std::string& text) {
     return app.add_option(name, o.*field, text);
   };
@@ -162,42 +170,53 @@ OptionSpec flag(std::string name, std::string help, std::string meaning,
 std::vector<OptionSpec> sentence_options() {
   std::vector<OptionSpec> input;
   input.push_back(
-      {"sentence", "SENTENCE...", std::string(kWalkthroughSentence),
+      {"sentence",
+       "SENTENCE...",
+       std::string(kWalkthroughSentence),
        "UTF-8 text with at least one word",
        "The sentence to trace, quoted or not: the words of every argument form one sentence; "
        "a lone - reads it from standard input",
-       "", {}, false,
+       "",
+       {},
+       false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
          return app.add_option("sentence", o.words, help);
        }});
   input.push_back(
-      {"-s,--sentence", "TEXT", "",
+      {"-s,--sentence",
+       "TEXT",
+       "",
        "UTF-8 text with at least one word; given once per sentence; not with a sentence argument",
        "One sentence of a batch, given once per sentence; the batch is padded to the longest",
        "one sentence of a batch [B, T, d_in]; the batch is padded with `<pad>` to the longest",
-       {}, false,
+       {},
+       false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
          return app.add_option("-s,--sentence", o.sentences, help)->allow_extra_args(false);
        }});
-  input.push_back(file_option(
-      "--batch", "A batch from a file, one sentence per line; - reads standard input",
-      "a UTF-8 text file, or `-` for standard input", &Options::batch));
+  input.push_back(file_option("--batch",
+                              "A batch from a file, one sentence per line; - reads standard input",
+                              "a UTF-8 text file, or `-` for standard input", &Options::batch));
   input.back().meaning =
       "a batch, one sentence per line; blank lines are skipped, a byte-order mark and `\\r` line "
       "ends are dropped";
-  input.push_back(file_option(
-      "--file", "The sentence from a file (the whole file, its final newline dropped)",
-      "a text file; no sentence argument with it", &Options::file));
+  input.push_back(
+      file_option("--file", "The sentence from a file (the whole file, its final newline dropped)",
+                  "a text file; no sentence argument with it", &Options::file));
   input.back().meaning =
       "the sentence, from a file (a sentence argument `-` reads standard input): for sentences "
       "longer than a command line allows; the whole file is one sentence, its final newline "
       "dropped";
   input.push_back(
-      {"--cross", "SENTENCE", "", "UTF-8 text with at least one word; one main sentence",
+      {"--cross",
+       "SENTENCE",
+       "",
+       "UTF-8 text with at least one word; one main sentence",
        "Cross-attention: keys and values from this second sentence, queries from the sentence",
        "cross-attention: keys and values from this sentence, queries from the main one; both "
        "share one dictionary and one embedding",
-       {}, false,
+       {},
+       false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
          return app.add_option("--cross", o.cross, help);
        }});
@@ -209,50 +228,69 @@ std::vector<OptionSpec> model_options() {
   const std::string dim_allowed = fmt::format("1 .. {}", kMaxDimension);
   std::vector<OptionSpec> model;
   model.push_back(
-      {"--seed", "N", fmt::format("{}", defaults.seed), "0 .. 2^64−1",
+      {"--seed",
+       "N",
+       fmt::format("{}", defaults.seed),
+       "0 .. 2^64−1",
        "torch.manual_seed(N) before the embedding and again before the weights",
        "`torch.manual_seed(N)` before the embedding and again before the weights; only the low "
        "32 bits matter, as in PyTorch",
-       {}, false,
+       {},
+       false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
          return app.add_option("--seed", o.config.seed, help)
              ->transform(integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(),
                                                    "0..2^64-1"));
        }});
-  model.push_back(
-      {"--vocab-size", "N", fmt::format("{}", defaults.vocab_size),
-       "1 .. 1,000,000,000, and at least the number of distinct words",
-       "Rows of nn.Embedding(N, d_in): at least the sentence's distinct words",
-       "rows of `nn.Embedding(N, d_in)`", {}, false,
-       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
-         return app.add_option("--vocab-size", o.config.vocab_size, help)
-             ->transform(
-                 integer_in<std::int64_t>(1, kMaxVocabSize, fmt::format("1..{}", kMaxVocabSize)));
-       }});
+  model.push_back({"--vocab-size",
+                   "N",
+                   fmt::format("{}", defaults.vocab_size),
+                   "1 .. 1,000,000,000, and at least the number of distinct words",
+                   "Rows of nn.Embedding(N, d_in): at least the sentence's distinct words",
+                   "rows of `nn.Embedding(N, d_in)`",
+                   {},
+                   false,
+                   [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+                     return app.add_option("--vocab-size", o.config.vocab_size, help)
+                         ->transform(integer_in<std::int64_t>(1, kMaxVocabSize,
+                                                              fmt::format("1..{}", kMaxVocabSize)));
+                   }});
   const auto width = [&](std::string name, std::int64_t TraceConfig::*field, std::string help,
                          std::string meaning) {
     const std::int64_t value = defaults.*field;
-    OptionSpec spec{name, "N", fmt::format("{}", value), dim_allowed, std::move(help),
-                    std::move(meaning), {}, false, nullptr};
+    OptionSpec spec{name,
+                    "N",
+                    fmt::format("{}", value),
+                    dim_allowed,
+                    std::move(help),
+                    std::move(meaning),
+                    {},
+                    false,
+                    nullptr};
     spec.add = [name, field](CLI::App& app, Options& o, DiffCommand&, const std::string& h) {
       return app.add_option(name, o.config.*field, h)->transform(dimension());
     };
     return spec;
   };
-  model.push_back(width("--d-in", &TraceConfig::d_in, "Width d_in of the embedding",
-                        "width of the embedding"));
+  model.push_back(
+      width("--d-in", &TraceConfig::d_in, "Width d_in of the embedding", "width of the embedding"));
   model.push_back(width("--d-kq", &TraceConfig::d_kq, "Width d_q = d_k of queries and keys",
                         "width d_q = d_k of queries and keys"));
   model.push_back(width("--d-v", &TraceConfig::d_v, "Width d_v of values and context vectors",
                         "width d_v of values and context vectors"));
-  model.push_back(
-      {"--d-out", "N", "", dim_allowed + "; not with `--d-kq` or `--d-v`",
-       "Sets d_kq and d_v to one width d_out, as the split multi-head form needs",
-       "sets d_kq and d_v to one width, as the split multi-head form needs", {}, false,
-       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
-         return app.add_option("--d-out", o.d_out, help)->transform(dimension());
-       }});
-  model.push_back(flag("--causal", "Causal attention: a token attends only to itself and earlier tokens",
+  model.push_back({"--d-out",
+                   "N",
+                   "",
+                   dim_allowed + "; not with `--d-kq` or `--d-v`",
+                   "Sets d_kq and d_v to one width d_out, as the split multi-head form needs",
+                   "sets d_kq and d_v to one width, as the split multi-head form needs",
+                   {},
+                   false,
+                   [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+                     return app.add_option("--d-out", o.d_out, help)->transform(dimension());
+                   }});
+  model.push_back(flag("--causal",
+                       "Causal attention: a token attends only to itself and earlier tokens",
                        "mask every key that comes after its query (`torch.triu(ones(T, T), "
                        "diagonal=1)`), and show the walkthrough's other way too (softmax, zero, "
                        "renormalize)",
@@ -264,8 +302,14 @@ std::vector<OptionSpec> model_options() {
                          "`torch.softmax` gives, `zero` as `scaled_dot_product_attention` gives",
                          [](Options& o) -> MaskedRows& { return o.config.masked_rows; }));
   model.push_back(
-      {"--heads", "N", fmt::format("{}", defaults.heads), fmt::format("1 .. {}", kMaxHeads),
-       "Number of attention heads", "number of heads", {}, false,
+      {"--heads",
+       "N",
+       fmt::format("{}", defaults.heads),
+       fmt::format("1 .. {}", kMaxHeads),
+       "Number of attention heads",
+       "number of heads",
+       {},
+       false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
          return app.add_option("--heads", o.config.heads, help)
              ->transform(integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads)));
@@ -285,13 +329,13 @@ std::vector<OptionSpec> model_options() {
       "the weights: `torch.rand(d_in, d_out)` used as `X @ W`; `torch.rand(d_out, d_in)` used as "
       "`W.matmul(x)`; `nn.Linear(d_in, d_out, bias=False)` (kaiming uniform, W_o with its bias)",
       [](Options& o) -> WeightInit& { return o.config.init; }));
-  model.push_back(choice(
-      "--torch-kernel", "K", TorchKernel::kAvx2,
-      "PyTorch's CPU kernels to reproduce: avx2 (x86-64) or default (ARM, other builds)",
-      "which of PyTorch's CPU kernels to reproduce: `avx2` for x86-64 with AVX2 (PyTorch's "
-      "default on such machines), `default` for PyTorch's other builds (ARM, Apple silicon, "
-      "`ATEN_CPU_CAPABILITY=default`). Never detected from the host.",
-      [](Options& o) -> TorchKernel& { return o.config.kernel; }));
+  model.push_back(
+      choice("--torch-kernel", "K", TorchKernel::kAvx2,
+             "PyTorch's CPU kernels to reproduce: avx2 (x86-64) or default (ARM, other builds)",
+             "which of PyTorch's CPU kernels to reproduce: `avx2` for x86-64 with AVX2 (PyTorch's "
+             "default on such machines), `default` for PyTorch's other builds (ARM, Apple silicon, "
+             "`ATEN_CPU_CAPABILITY=default`). Never detected from the host.",
+             [](Options& o) -> TorchKernel& { return o.config.kernel; }));
   return model;
 }
 
@@ -308,46 +352,67 @@ std::vector<OptionSpec> view_options() {
       [](Options& o) -> OutputFormat& { return o.format; }));
   shown.back().allowed += "; not with `--query` or `--explain`";
   shown.push_back(
-      {"--steps", "IDS", "all",
+      {"--steps",
+       "IDS",
+       "all",
        "step ids of this run, comma-separated; may be repeated; not with `--query`",
        "Only these steps, by id, comma-separated (docs/cli.md lists the ids)",
-       "only these steps, in every format and export", {}, false,
+       "only these steps, in every format and export",
+       {},
+       false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
          return app.add_option("--steps", o.steps, help)->delimiter(',')->allow_extra_args(false);
        }});
   shown.push_back(
-      {"--query", "N", "", "1 .. T",
+      {"--query",
+       "N",
+       "",
+       "1 .. T",
        "Print the path of the N-th token (1-based) instead of the whole trace",
        "print the path of the N-th token (1-based) instead of the whole trace: per head, and per "
        "sentence of a batch",
-       {}, false,
+       {},
+       false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
          return app.add_option("--query", o.query, help)->transform(token_number());
        }});
+  shown.push_back({"--key",
+                   "N",
+                   "5, or T if T < 5",
+                   "1 .. T (of the `--cross` sentence, if any); needs `--query`",
+                   "With --query: the key whose dot product is written out",
+                   "which key's dot product the path writes out term by term",
+                   {},
+                   false,
+                   [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+                     return app.add_option("--key", o.key, help)->transform(token_number());
+                   }});
   shown.push_back(
-      {"--key", "N", "5, or T if T < 5", "1 .. T (of the `--cross` sentence, if any); needs `--query`",
-       "With --query: the key whose dot product is written out",
-       "which key's dot product the path writes out term by term", {}, false,
-       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
-         return app.add_option("--key", o.key, help)->transform(token_number());
-       }});
-  shown.push_back(
-      {"--explain", "I,J", "", "1 .. T, 1 .. T_k; not with `--query` or `--format`",
+      {"--explain",
+       "I,J",
+       "",
+       "1 .. T, 1 .. T_k; not with `--query` or `--format`",
        "Work out attention weight (I, J) by hand: the dot product, the scaling, each "
        "exponential, the sum, the division",
        "work out attention weight (I, J) by hand: the dot product, the scaling, the row max, each "
        "exponential, the sum, the division",
-       {}, false,
+       {},
+       false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
          return app.add_option("--explain", o.explain, help);
        }});
-  shown.push_back(
-      {"--precision", "N", "4", "0 .. 8", "Decimals printed, as torch.set_printoptions(precision=N)",
-       "decimals printed, as `torch.set_printoptions(precision=N)`", {}, false,
-       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
-         return app.add_option("--precision", o.text.precision, help)
-             ->transform(integer_in<int>(0, 8, "0..8"));
-       }});
+  shown.push_back({"--precision",
+                   "N",
+                   "4",
+                   "0 .. 8",
+                   "Decimals printed, as torch.set_printoptions(precision=N)",
+                   "decimals printed, as `torch.set_printoptions(precision=N)`",
+                   {},
+                   false,
+                   [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+                     return app.add_option("--precision", o.text.precision, help)
+                         ->transform(integer_in<int>(0, 8, "0..8"));
+                   }});
   shown.push_back(choice(
       "--color", "C", ColorChoice::kAuto,
       "Heatmap colour: auto (on a terminal, unless NO_COLOR or TERM=dumb), never (shading), "
@@ -362,7 +427,8 @@ std::vector<OptionSpec> view_options() {
                        "record the softmax's row max, exponentials and row sums as steps, and "
                        "`weight_sums`: each row's sum and its residual",
                        [](Options& o) -> bool& { return o.config.softmax_steps; }));
-  shown.push_back(flag("--describe", "Add a sentence or two under each step: what it computes and why",
+  shown.push_back(flag("--describe",
+                       "Add a sentence or two under each step: what it computes and why",
                        "a sentence or two under each step's header (text format)",
                        [](Options& o) -> bool& { return o.text.describe; }));
   shown.push_back(flag("--step", "Pause after each step on a terminal (Enter goes on, q quits)",
@@ -412,14 +478,16 @@ std::vector<OptionSpec> script_options() {
 
 std::vector<OptionSpec> own_number_options() {
   std::vector<OptionSpec> own;
-  own.push_back(file_option("--x", "The input matrix X (T × d_in) instead of tokenizing and "
+  own.push_back(file_option("--x",
+                            "The input matrix X (T × d_in) instead of tokenizing and "
                             "embedding; a sentence given with it labels the rows",
                             "`.npy`, `.csv`, `.json`; not with `--embedding`, `--cross`, "
                             "`--vocab-size`, `--d-in`",
                             &Options::x));
   own.push_back(file_option("--embedding", "The embedding table (V × d_in) instead of nn.Embedding",
                             "not with `--vocab-size`, `--d-in`", &Options::embedding));
-  own.push_back(file_option("--w-query", "W_q instead of a drawn one, in the layout --init stores it",
+  own.push_back(file_option("--w-query",
+                            "W_q instead of a drawn one, in the layout --init stores it",
                             "not with `--d-kq`, `--d-out`", &Options::w_query));
   own.push_back(file_option("--w-key", "W_k instead of a drawn one", "not with `--d-kq`, `--d-out`",
                             &Options::w_key));
@@ -435,10 +503,14 @@ std::vector<OptionSpec> own_number_options() {
 std::vector<OptionSpec> speed_options() {
   std::vector<OptionSpec> speed;
   speed.push_back(
-      {"--threads", "N", "every core", "1 .. 256",
+      {"--threads",
+       "N",
+       "every core",
+       "1 .. 256",
        "Threads for the large products and softmaxes; the output is the same for any number",
        "threads for the large products and softmaxes; the output is the same bytes for any number",
-       {}, false,
+       {},
+       false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
          return app.add_option("--threads", o.threads, help)
              ->transform(integer_in<int>(1, 256, "1..256"));
@@ -456,14 +528,17 @@ std::vector<OptionSpec> speed_options() {
       "([performance.md](performance.md))",
       [](Options& o) -> MatmulKernel& { return o.config.matmul; }));
   speed.push_back(
-      {"--max-memory", "SIZE", "4G", "bytes, or with K, M, G, T",
+      {"--max-memory",
+       "SIZE",
+       "4G",
+       "bytes, or with K, M, G, T",
        "Refuse a run that would need more memory than this (K, M, G, T suffixes)",
        "refuse a run whose matrices and output would need more, estimated before anything large "
        "is allocated",
-       {}, false,
+       {},
+       false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
-         return app.add_option("--max-memory", o.config.max_memory, help)
-             ->transform(size_value());
+         return app.add_option("--max-memory", o.config.max_memory, help)->transform(size_value());
        }});
   speed.push_back(flag("--timings", "After the run, each step's wall time on stderr",
                        "after the run, each step's wall time on stderr, the matrix products' "
@@ -481,7 +556,9 @@ std::vector<OptionSpec> speed_options() {
 }
 
 std::vector<OptionSection> make_table() {
-  return {{"The sentence", sentence_options()}, {"The model", model_options()}, {"What is shown", view_options()}, {"Scripts", script_options()}, {"Your own numbers", own_number_options()}, {"Speed and memory", speed_options()}};
+  return {{"The sentence", sentence_options()},       {"The model", model_options()},
+          {"What is shown", view_options()},          {"Scripts", script_options()},
+          {"Your own numbers", own_number_options()}, {"Speed and memory", speed_options()}};
 }
 
 }  // namespace
@@ -526,11 +603,16 @@ const std::vector<OptionSpec>& diff_option_table() {
     std::vector<OptionSpec> t;
     for (const char* name : {"--atol", "--rtol"}) {
       const bool atol = std::string_view(name) == "--atol";
-      OptionSpec spec{name, "X", fmt::format("{}", atol ? defaults.atol : defaults.rtol),
+      OptionSpec spec{name,
+                      "X",
+                      fmt::format("{}", atol ? defaults.atol : defaults.rtol),
                       "a number ≥ 0",
                       atol ? "Absolute tolerance: equal when |a - b| <= atol + rtol * |b|"
                            : "Relative tolerance",
-                      "", {}, false, nullptr};
+                      "",
+                      {},
+                      false,
+                      nullptr};
       spec.meaning = atol ? "tolerances of `--expect` and `diff`: equal when \\|a − b\\| ≤ "
                             "atol + rtol·\\|b\\|"
                           : "the relative tolerance, as `--atol` says";
@@ -548,12 +630,15 @@ const std::vector<OptionSpec>& diff_option_table() {
 
 const std::vector<std::pair<std::string, std::string>>& exclusive_options() {
   static const std::vector<std::pair<std::string, std::string>> pairs = {
-      {"--d-out", "--d-kq"},     {"--d-out", "--d-v"},       {"--format", "--query"},
-      {"--explain", "--query"},  {"--explain", "--format"},  {"--steps", "--query"},
-      {"--export", "--query"},   {"--embedding", "--vocab-size"}, {"--embedding", "--d-in"},
-      {"--x", "--vocab-size"},   {"--x", "--d-in"},          {"--x", "--embedding"},
-      {"--x", "--cross"},        {"--w-query", "--d-kq"},    {"--w-query", "--d-out"},
-      {"--w-key", "--d-kq"},     {"--w-key", "--d-out"},     {"--w-value", "--d-v"},
+      {"--d-out", "--d-kq"},     {"--d-out", "--d-v"},
+      {"--format", "--query"},   {"--explain", "--query"},
+      {"--explain", "--format"}, {"--steps", "--query"},
+      {"--export", "--query"},   {"--embedding", "--vocab-size"},
+      {"--embedding", "--d-in"}, {"--x", "--vocab-size"},
+      {"--x", "--d-in"},         {"--x", "--embedding"},
+      {"--x", "--cross"},        {"--w-query", "--d-kq"},
+      {"--w-query", "--d-out"},  {"--w-key", "--d-kq"},
+      {"--w-key", "--d-out"},    {"--w-value", "--d-v"},
       {"--w-value", "--d-out"},
   };
   return pairs;

@@ -42,10 +42,10 @@ const std::vector<OptionSpec>& diff_option_table();
 const std::vector<std::pair<std::string, std::string>>& exclusive_options();
 
 // The texts made from the table.
-std::string help_text(std::size_t width);       // `attn-trace --help`, wrapped at `width`
-std::string diff_help_text(std::size_t width);  // `attn-trace diff --help`
-std::string option_markdown();                  // docs/cli.md's option table
-std::string man_page();                         // attn-trace.1, in roff
+std::string help_text(std::size_t width);               // `attn-trace --help`, wrapped at `width`
+std::string diff_help_text(std::size_t width);          // `attn-trace diff --help`
+std::string option_markdown();                          // docs/cli.md's option table
+std::string man_page();                                 // attn-trace.1, in roff
 std::string completion_script(std::string_view shell);  // "bash", "zsh" or "fish"
 
 }  // namespace attn::cli

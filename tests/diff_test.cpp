@@ -77,7 +77,8 @@ TEST_CASE("files that are not traces are refused, naming the file") {
               "batch": null, "values": [[1, 2], [3]]}]})",
           "x.json"),
       "x.json is not a valid trace: step 1: row 2 has 1 value where row 1 has 2: the rows of a "
-                       "step have one length", attn::Error);
+      "step have one length",
+      attn::Error);
   CHECK_THROWS_WITH_AS(
       attn::parse_trace_json(
           R"({"tool": "attn-trace", "schema_version": 1, "steps": [{"id": "a", "head": null,

@@ -1,11 +1,10 @@
 #include "attn/gemm.hpp"
 
 #include <doctest/doctest.h>
-
-#include <cstdio>
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>

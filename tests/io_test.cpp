@@ -768,8 +768,7 @@ TEST_CASE("write_file_atomic replaces a file only when told to") {
   const TempDir dir;
   const fs::path out = dir / "out.csv";
   write_plain(out, "old");
-  CHECK_ERROR(attn::write_file_atomic(out, "new", false),
-              out.string() + " exists: replace it");
+  CHECK_ERROR(attn::write_file_atomic(out, "new", false), out.string() + " exists: replace it");
   CHECK(attn::read_file(out) == "old");
   CHECK(list(dir.path()) == Names{"out.csv"});
 

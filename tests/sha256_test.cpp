@@ -1,10 +1,10 @@
 // The tests' SHA-256 against FIPS 180-4's examples and a message across several blocks.
 
+#include "support/sha256.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
-
-#include "support/sha256.hpp"
 
 TEST_CASE("sha256 gives the standard's digests") {
   auto digest = [](const std::string& s) { return attn::test::sha256_hex(s.data(), s.size()); };

@@ -14,12 +14,12 @@ TEST_CASE("display width: ASCII one column, CJK two, combining marks none") {
 }
 
 TEST_CASE("display width: emoji as a terminal draws them") {
-  CHECK(attn::display_width("\u2764") == 1);           // ❤ alone: text presentation
-  CHECK(attn::display_width("\u2764\uFE0F") == 2);     // ❤️: the emoji variation selector
-  CHECK(attn::display_width("\U0001F600") == 2);       // 😀
+  CHECK(attn::display_width("\u2764") == 1);        // ❤ alone: text presentation
+  CHECK(attn::display_width("\u2764\uFE0F") == 2);  // ❤️: the emoji variation selector
+  CHECK(attn::display_width("\U0001F600") == 2);    // 😀
   CHECK(attn::display_width("\U0001F469\u200D\U0001F4BB") == 2);  // 👩‍💻, a ZWJ sequence
   CHECK(attn::display_width("\U0001F1EB\U0001F1F7") == 2);        // 🇫🇷, a flag
   CHECK(attn::display_width("\U0001F44D\U0001F3FD") == 2);        // 👍🏽, with a skin tone
   CHECK(attn::display_width("a\u2764\uFE0Fb") == 4);
-  CHECK(attn::display_width("\u231A\uFE0E") == 1);     // ⌚︎: the text variation selector
+  CHECK(attn::display_width("\u231A\uFE0E") == 1);  // ⌚︎: the text variation selector
 }

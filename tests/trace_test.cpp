@@ -595,7 +595,8 @@ TEST_CASE("the memory estimate is what a run allocates, for every variant") {
     double floats = 0;
     for (const attn::Step& s : trace.steps) floats += static_cast<double>(s.values.size());
     const std::int64_t t_q = static_cast<std::int64_t>(trace.inputs[0].words.size());
-    const std::int64_t t_k = trace.cross ? static_cast<std::int64_t>(trace.cross->words.size()) : t_q;
+    const std::int64_t t_k =
+        trace.cross ? static_cast<std::int64_t>(trace.cross->words.size()) : t_q;
     CHECK(attn::estimate_bytes(trace.config, t_q, t_k,
                                static_cast<std::int64_t>(trace.inputs.size()),
                                trace.pad_id.has_value()) == doctest::Approx(floats * 4.0));

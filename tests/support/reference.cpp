@@ -1,7 +1,5 @@
 #include "reference.hpp"
 
-#include "support/sha256.hpp"
-
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -9,6 +7,8 @@
 #include <cmath>
 #include <fstream>
 #include <stdexcept>
+
+#include "support/sha256.hpp"
 
 namespace attn::test {
 

@@ -3,7 +3,13 @@
 // How a run takes its memory: large matrices from a heap that is kept and prepared, not from a
 // fresh mmap() and its page faults each time. For programs; the library works without it.
 
+#include <cstdint>
+#include <string>
+
 namespace attn {
+
+// A size for a message: "888 bytes", "1.0 KiB", "4.0 GiB" (powers of 1024, one decimal).
+std::string size_text(std::uint64_t bytes);
 
 // Large matrices from the heap rather than from fresh mmap()s, and the heap kept (glibc's
 // mallopt): a long input's (T, T) steps then reuse the memory of the heads before them instead

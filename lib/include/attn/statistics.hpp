@@ -32,7 +32,7 @@ struct AttentionGlance {
   double largest_residual = 0;
   struct Query {
     Eigen::Index row = 0;
-    bool masked = false;  // a row that masks every key (not finite)
+    bool masked = false;                              // a row that masks every key (not finite)
     std::vector<std::pair<Eigen::Index, float>> top;  // (key column, weight), largest first
   };
   std::vector<Query> queries;

@@ -32,7 +32,7 @@ class Vocabulary {
   std::int64_t id(std::string_view word) const;
 
  private:
-  std::vector<std::string> words_;                       // in id order
+  std::vector<std::string> words_;  // in id order
   std::unordered_map<std::string, std::int64_t> ids_;
 };
 

@@ -117,9 +117,9 @@ struct TraceConfig {
 // One recorded step: one matrix (the slice for one batch item and one head where those apply).
 struct Step {
   StepKind kind = StepKind::kEmbeddings;  // what it is (attn/steps.hpp)
-  std::string id;            // the catalogue's id: "omega", "attention_weights", ...
-  std::string title;         // "unnormalized attention scores"
-  std::string equation;      // "ω = Q Kᵀ"
+  std::string id;                         // the catalogue's id: "omega", "attention_weights", ...
+  std::string title;                      // "unnormalized attention scores"
+  std::string equation;                   // "ω = Q Kᵀ"
   std::optional<int> head;   // 0-based, set for per-head steps when there are several heads
   std::optional<int> batch;  // 0-based, set for per-item steps of a batch
   // The whole tensor's shape as PyTorch holds it, with the lesson's names for each dimension:
@@ -181,8 +181,8 @@ struct PlannedStep {
 // items of t_q query tokens and t_k key tokens (`padded`: the items' lengths differ, so there
 // is a padding mask). run_trace records exactly these: its Recorder checks each step against
 // the plan.
-std::vector<PlannedStep> plan_steps(const TraceConfig& config, std::int64_t t_q,
-                                    std::int64_t t_k, std::int64_t batch, bool padded);
+std::vector<PlannedStep> plan_steps(const TraceConfig& config, std::int64_t t_q, std::int64_t t_k,
+                                    std::int64_t batch, bool padded);
 
 // The bytes a run of this plan holds: every planned step's float32 values (one head's scores
 // at a time with release_scores), times (4 + output_bytes_per_value).

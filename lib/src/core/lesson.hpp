@@ -116,8 +116,7 @@ struct Item {
   Mask mask;
 };
 
-Mask make_mask(const Trace& trace, const TokenizedSentence& queries,
-               const TokenizedSentence& keys);
+Mask make_mask(const Trace& trace, const TokenizedSentence& queries, const TokenizedSentence& keys);
 
 // Q, K and V (the steps' values).
 struct Qkv {

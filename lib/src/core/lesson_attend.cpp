@@ -40,19 +40,19 @@ Scores score(Recorder& rec, const Item& item, const Matrix& q, const Matrix& k,
   const Symbols s = symbols(c);
   const std::vector<std::string>& rows = item.queries.words;
   const std::vector<std::string>& cols = item.keys.words;
-  const Matrix& omega = require_finite(
-      rec.add(StepKind::kOmega, fmt::format("ω = {} {}ᵀ", s.q, s.k), {"T", t_k(c)},
-              omega_scores(q, k, c.threads, c.matmul), item.index, head,
-              {.rows = rows, .cols = cols}),
-      "the scores ω");
+  const Matrix& omega =
+      require_finite(rec.add(StepKind::kOmega, fmt::format("ω = {} {}ᵀ", s.q, s.k), {"T", t_k(c)},
+                             omega_scores(q, k, c.threads, c.matmul), item.index, head,
+                             {.rows = rows, .cols = cols}),
+                     "the scores ω");
   rec.mark_product(q.rows(), k.rows(), q.cols());
   if (!item.mask.masked) return {omega, omega};
   rec.add(StepKind::kMask, item.mask.equation, {"T", t_k(c)}, item.mask.values, item.index, head,
           {.rows = rows, .cols = cols, .note = item.mask.note});
-  return {omega, rec.add(StepKind::kMaskedOmega,
-                         std::string(step_info(StepKind::kMaskedOmega).equation), {"T", t_k(c)},
-                         apply_mask(omega, item.mask.values), item.index, head,
-                         {.rows = rows, .cols = cols})};
+  return {omega,
+          rec.add(StepKind::kMaskedOmega, std::string(step_info(StepKind::kMaskedOmega).equation),
+                  {"T", t_k(c)}, apply_mask(omega, item.mask.values), item.index, head,
+                  {.rows = rows, .cols = cols})};
 }
 
 // The note on the weights of rows that mask every key.
@@ -60,12 +60,14 @@ std::string fully_masked_note(const TraceConfig& c, const Mask& mask) {
   if (mask.fully_masked.empty()) return {};
   const std::string rows = fmt::format("{}", fmt::join(mask.fully_masked, ", "));
   return c.masked_rows == MaskedRows::kNan
-             ? fmt::format("rows {} mask every key: the softmax of a row of −inf is nan, as "
-                           "torch.softmax gives it (the masked-rows rule zero gives 0 instead)",
-                           rows)
-             : fmt::format("rows {} mask every key: their weights are 0, as "
-                           "scaled_dot_product_attention gives them (torch.softmax gives nan)",
-                           rows);
+             ? fmt::format(
+                   "rows {} mask every key: the softmax of a row of −inf is nan, as "
+                   "torch.softmax gives it (the masked-rows rule zero gives 0 instead)",
+                   rows)
+             : fmt::format(
+                   "rows {} mask every key: their weights are 0, as "
+                   "scaled_dot_product_attention gives them (torch.softmax gives nan)",
+                   rows);
 }
 
 // The softmax's own steps: the row max, the exponentials, their sums.
@@ -86,8 +88,7 @@ void record_softmax_parts(Recorder& rec, const Item& item, SoftmaxParts& parts,
 }
 
 // The check: every row of A sums to 1, up to float32 rounding.
-void record_weight_sums(Recorder& rec, const Item& item, const Matrix& a,
-                        std::optional<int> head) {
+void record_weight_sums(Recorder& rec, const Item& item, const Matrix& a, std::optional<int> head) {
   const Matrix sums = row_sums(a);
   Matrix check(sums.rows(), 2);  // (T, 2): the sum and its residual
   float worst = 0.0f;
@@ -96,8 +97,8 @@ void record_weight_sums(Recorder& rec, const Item& item, const Matrix& a,
     check(i, 1) = sums(i, 0) - 1.0f;
     if (std::isfinite(check(i, 1))) worst = std::max(worst, std::fabs(check(i, 1)));
   }
-  rec.add(StepKind::kWeightSums, std::string(step_info(StepKind::kWeightSums).equation),
-          {"T", "2"}, check, item.index, head,
+  rec.add(StepKind::kWeightSums, std::string(step_info(StepKind::kWeightSums).equation), {"T", "2"},
+          check, item.index, head,
           {.rows = item.queries.words,
            .cols = {"sum", "sum − 1"},
            .note = fmt::format("the largest |sum − 1| is {:.1e}: float32 rounding", worst)});
@@ -109,10 +110,9 @@ void causal_lesson(Recorder& rec, const Item& item, const Matrix& omega, const M
                    std::int64_t d_k, std::optional<int> head) {
   const TraceConfig& c = rec.config();
   const Labels labels{.rows = item.queries.words, .cols = item.keys.words};
-  const Matrix& plain = rec.add(StepKind::kUnmaskedWeights,
-                                fmt::format("A' = softmax(ω / √{})", symbols(c).d_k),
-                                {"T", t_k(c)}, softmax_rows(scale(omega, d_k), c.kernel),
-                                item.index, head, labels);
+  const Matrix& plain =
+      rec.add(StepKind::kUnmaskedWeights, fmt::format("A' = softmax(ω / √{})", symbols(c).d_k),
+              {"T", t_k(c)}, softmax_rows(scale(omega, d_k), c.kernel), item.index, head, labels);
   Matrix zeroed = plain;
   for (Eigen::Index i = 0; i < zeroed.size(); ++i) {
     if (item.mask.values.data()[i] != 0.0f) zeroed.data()[i] = 0.0f;
@@ -199,8 +199,8 @@ Qkv project(Recorder& rec, const Item& item, const HeadWeights& w, std::optional
               "the queries Q"),
           one(StepKind::kKeys, "K", item.x_kv, x_kv, w.w_k, "W_k", {t_k(c), kq}, item.keys.words,
               "the keys K"),
-          one(StepKind::kValues, "V", item.x_kv, x_kv, w.w_v, "W_v", {t_k(c), dv},
-              item.keys.words, "the values V")};
+          one(StepKind::kValues, "V", item.x_kv, x_kv, w.w_v, "W_v", {t_k(c), dv}, item.keys.words,
+              "the values V")};
 }
 
 const Matrix& attend(Recorder& rec, const Item& item, const Matrix& q, const Matrix& k,
@@ -215,12 +215,12 @@ const Matrix& attend(Recorder& rec, const Item& item, const Matrix& q, const Mat
   // scores is handed on as soon as the next one is computed, in its memory: one (T, T) matrix
   // per head instead of three.
   const bool in_place = c.release_scores && !c.causal;
-  const Matrix& scaled = rec.add(
-      StepKind::kScaledScores, fmt::format("{0} / √{1} = {0} / √{2}", scores_name, s.d_k, d_k),
-      {"T", t_k(c)},
-      in_place ? scale_in_place(rec.flush_take(), d_k, c.threads)
-               : scale(scores.scores, d_k, c.threads),
-      item.index, head, labels);
+  const Matrix& scaled =
+      rec.add(StepKind::kScaledScores,
+              fmt::format("{0} / √{1} = {0} / √{2}", scores_name, s.d_k, d_k), {"T", t_k(c)},
+              in_place ? scale_in_place(rec.flush_take(), d_k, c.threads)
+                       : scale(scores.scores, d_k, c.threads),
+              item.index, head, labels);
   SoftmaxParts parts =
       in_place && !c.softmax_steps
           ? softmax_in_place(rec.flush_take(), c.kernel, c.masked_rows, c.threads)
@@ -228,17 +228,17 @@ const Matrix& attend(Recorder& rec, const Item& item, const Matrix& q, const Mat
   if (c.softmax_steps) record_softmax_parts(rec, item, parts, head);
   Labels weight_labels = labels;
   weight_labels.note = fully_masked_note(c, item.mask);
-  const Matrix& a = rec.add(
-      StepKind::kAttentionWeights,
-      c.softmax_steps ? std::string("A_ij = e_ij · (1 / Σ_i)")
-                      : fmt::format("A = softmax({} / √{})", scores_name, s.d_k),
-      {"T", t_k(c)}, std::move(parts.weights), item.index, head, std::move(weight_labels));
+  const Matrix& a =
+      rec.add(StepKind::kAttentionWeights,
+              c.softmax_steps ? std::string("A_ij = e_ij · (1 / Σ_i)")
+                              : fmt::format("A = softmax({} / √{})", scores_name, s.d_k),
+              {"T", t_k(c)}, std::move(parts.weights), item.index, head, std::move(weight_labels));
   if (c.softmax_steps) record_weight_sums(rec, item, a, head);
   if (c.causal) causal_lesson(rec, item, scores.omega, a, d_k, head);
-  const Matrix& z = rec.add(StepKind::kContextVectors, fmt::format("{} = A {}", s.z, s.v),
-                            {"T", split_form(c) ? "d_head" : "d_v"},
-                            context_vectors(a, v, c.threads, c.matmul), item.index, head,
-                            {.rows = item.queries.words});
+  const Matrix& z =
+      rec.add(StepKind::kContextVectors, fmt::format("{} = A {}", s.z, s.v),
+              {"T", split_form(c) ? "d_head" : "d_v"}, context_vectors(a, v, c.threads, c.matmul),
+              item.index, head, {.rows = item.queries.words});
   rec.mark_product(a.rows(), v.cols(), a.cols());
   return z;
 }

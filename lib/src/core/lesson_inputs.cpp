@@ -6,32 +6,25 @@
 
 #include "attn/embedding.hpp"
 #include "attn/error.hpp"
+#include "attn/memory.hpp"
 #include "lesson.hpp"
 
 namespace attn::lesson {
 
 namespace {
 
-// "4.0 GiB"
-std::string bytes_text(double bytes) {
-  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int u = 0;
-  while (bytes >= 1024.0 && u < 5) bytes /= 1024.0, ++u;
-  return u == 0 ? fmt::format("{:.0f} bytes", bytes) : fmt::format("{:.1f} {}", bytes, units[u]);
-}
-
 // The run's plan, once the lengths are known: refused when it would need more memory than
 // config.max_memory, before anything large is allocated; then the steps the Recorder follows.
-void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
-              bool padded) {
+void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded) {
   const TraceConfig& c = rec.config();
   const double need = estimate_bytes(c, t_q, t_k, batch, padded);
   if (need > static_cast<double>(c.max_memory)) {
-    throw Error(fmt::format(
-        "this run would need about {} (T = {} tokens{}, {} head{}), more than "
-        "the memory limit of {}: trace fewer tokens, or raise the limit",
-        bytes_text(need), t_q, batch > 1 ? fmt::format(" x {} sentences", batch) : "", c.heads,
-        c.heads > 1 ? "s" : "", bytes_text(static_cast<double>(c.max_memory))),
+    throw Error(
+        fmt::format("this run would need about {} (T = {} tokens{}, {} head{}), more than "
+                    "the memory limit of {}: trace fewer tokens, or raise the limit",
+                    size_text(need < 1.8e19 ? static_cast<std::uint64_t>(need) : ~std::uint64_t{0}),
+                    t_q, batch > 1 ? fmt::format(" x {} sentences", batch) : "", c.heads,
+                    c.heads > 1 ? "s" : "", size_text(c.max_memory)),
         Setting::kMaxMemory);
   }
   if (c.on_memory_estimate) c.on_memory_estimate(need);
@@ -46,13 +39,12 @@ void check_vocabulary(const Trace& trace, bool padded) {
   const char* whose = c.sentences.size() > 1 ? "the batch's"
                       : c.cross              ? "the two sentences'"
                                              : "the sentence's";
-  const std::string what =
-      c.embedding ? fmt::format("the embedding table in {} has {} rows, fewer than",
-                                c.embedding->source, c.vocab_size)
-                  : fmt::format("vocabulary size {} is smaller than", c.vocab_size);
+  const std::string what = c.embedding
+                               ? fmt::format("the embedding table in {} has {} rows, fewer than",
+                                             c.embedding->source, c.vocab_size)
+                               : fmt::format("vocabulary size {} is smaller than", c.vocab_size);
   throw Error(fmt::format("{} {} {} distinct words{}: it must be at least {}", what, whose,
-                          trace.vocabulary.size(), padded ? " and the padding token" : "",
-                          needed));
+                          trace.vocabulary.size(), padded ? " and the padding token" : "", needed));
 }
 
 TokenizedSentence tokenized(const Vocabulary& vocabulary, std::vector<std::string> words,
@@ -147,14 +139,15 @@ Inputs tokenize_and_embed(Trace& trace, Recorder& rec) {
   if (trace.cross) all_ids.insert(all_ids.end(), trace.cross->ids.begin(), trace.cross->ids.end());
   Matrix embedded = embed_ids(trace, all_ids);  // (ΣT, d_in)
 
-  std::string equation = c.embedding ? "X = E(ids)" : std::string(step_info(StepKind::kEmbeddings).equation);
+  std::string equation =
+      c.embedding ? "X = E(ids)" : std::string(step_info(StepKind::kEmbeddings).equation);
   std::string note;
   if (trace.pad_id) {
     equation = c.embedding
                    ? fmt::format("X = E(ids), padding_idx={}", *trace.pad_id)
                    : fmt::format("X = Embedding(V, d_in, padding_idx={})(ids)", *trace.pad_id);
-    note = fmt::format("'{}' rows are zero: padding_idx={} zeroes that row of the table",
-                       kPadToken, *trace.pad_id);
+    note = fmt::format("'{}' rows are zero: padding_idx={} zeroes that row of the table", kPadToken,
+                       *trace.pad_id);
   } else if (c.embedding) {
     note = fmt::format("the rows of the embedding table E in {}", c.embedding->source);
   }
@@ -163,14 +156,14 @@ Inputs tokenize_and_embed(Trace& trace, Recorder& rec) {
   const auto batch_size = static_cast<Eigen::Index>(trace.inputs.size());
   for (Eigen::Index b = 0; b < batch_size; ++b) {
     const auto& s = trace.inputs[static_cast<std::size_t>(b)];
-    inputs.x.push_back(&rec.add(
-        StepKind::kEmbeddings, equation, {"T", "d_in"},
-        batch_size == 1 && !trace.cross ? std::move(embedded)  // the whole matrix: no copy
-                                        : Matrix(embedded.middleRows(b * t, t)),
-        static_cast<int>(b), std::nullopt,
-        {.rows = s.words,
-         .note = note,
-         .title = c.cross ? "the embedded query sentence, one row per token" : ""}));
+    inputs.x.push_back(
+        &rec.add(StepKind::kEmbeddings, equation, {"T", "d_in"},
+                 batch_size == 1 && !trace.cross ? std::move(embedded)  // the whole matrix: no copy
+                                                 : Matrix(embedded.middleRows(b * t, t)),
+                 static_cast<int>(b), std::nullopt,
+                 {.rows = s.words,
+                  .note = note,
+                  .title = c.cross ? "the embedded query sentence, one row per token" : ""}));
   }
   if (trace.cross) {
     inputs.x_cross = &rec.add(

@@ -54,9 +54,9 @@ Weights draw_weights(Recorder& rec) {
       linear ? linear_weight(gen, c.d_kq, c.d_kq, c.kernel) : torch_rand(gen, c.d_kq, c.d_kq),
       c.w_out, std::nullopt);
   if (linear) {
-    w.b_o = record_weight(rec, StepKind::kBOut, std::string(step_info(StepKind::kBOut).equation),
-                          {"d_out"}, linear_bias(gen, c.d_kq, c.d_kq, c.kernel), c.b_out,
-                          std::nullopt);
+    w.b_o =
+        record_weight(rec, StepKind::kBOut, std::string(step_info(StepKind::kBOut).equation),
+                      {"d_out"}, linear_bias(gen, c.d_kq, c.d_kq, c.kernel), c.b_out, std::nullopt);
   }
   return w;
 }

@@ -80,8 +80,8 @@ std::vector<PlannedStep> plan_steps(const TraceConfig& c, std::int64_t t_q, std:
   return plan;
 }
 
-double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
-                      std::int64_t batch, bool padded) {
+double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
+                      bool padded) {
   double values = 0.0, squares = 0.0;
   for (const PlannedStep& s : plan_steps(c, t_q, t_k, batch, padded)) {
     const double n = static_cast<double>(s.rows) * static_cast<double>(s.cols);

@@ -36,9 +36,9 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
   const StepInfo& info = step_info(kind);
   if (recorded_ >= plan_.size() || plan_[recorded_].kind != kind ||
       plan_[recorded_].rows != values.rows() || plan_[recorded_].cols != values.cols()) {
-    throw std::logic_error(fmt::format(
-        "step {} ({}, {} x {}) is not the one planned: the plan and the trace disagree",
-        recorded_ + 1, info.id, values.rows(), values.cols()));
+    throw std::logic_error(
+        fmt::format("step {} ({}, {} x {}) is not the one planned: the plan and the trace disagree",
+                    recorded_ + 1, info.id, values.rows(), values.cols()));
   }
   ++recorded_;
   Step s;
@@ -121,6 +121,5 @@ const Matrix& require_finite(const Matrix& m, const char* what) {
   }
   return m;
 }
-
 
 }  // namespace attn::lesson

@@ -12,8 +12,8 @@ constexpr std::array<StepInfo, 25> kCatalogue = {{
      "Each token id picks one row of the embedding table: a vector of d_in numbers that stands "
      "for the word. Training would move these rows; here they are the random start.",
      false, false},
-    {StepKind::kEmbeddings2, "embeddings_2", "the embedded key and value sentence, one row per token",
-     "X₂ = Embedding(V, d_in)(ids₂)",
+    {StepKind::kEmbeddings2, "embeddings_2",
+     "the embedded key and value sentence, one row per token", "X₂ = Embedding(V, d_in)(ids₂)",
      "The second sentence's tokens, embedded with the same table: they will give the keys and "
      "values.",
      false, false},
@@ -46,7 +46,8 @@ constexpr std::array<StepInfo, 25> kCatalogue = {{
      false, true},
     {StepKind::kMaskedOmega, "masked_omega", "scores with the masked keys set to −inf",
      "ω.masked_fill(M, −inf)",
-     "Masked scores become −inf, so that the softmax gives them a weight of exactly 0.", true, true},
+     "Masked scores become −inf, so that the softmax gives them a weight of exactly 0.", true,
+     true},
     {StepKind::kScaledScores, "scaled_scores", "scaled attention scores", "ω / √d_k",
      "A dot product of d_k terms grows with d_k; dividing by √d_k keeps the scores' spread the "
      "same for any width, so the softmax does not saturate into a one-hot row whose gradients "
@@ -70,8 +71,8 @@ constexpr std::array<StepInfo, 25> kCatalogue = {{
      "Σ_j A_ij", "Each row of weights sums to 1, up to the rounding of float32.", false, false},
     {StepKind::kUnmaskedWeights, "unmasked_weights", "the other way: softmax without the mask",
      "A' = softmax(ω / √d_k)",
-     "The other way to mask: first the ordinary softmax over every key, the later ones too.",
-     false, true},
+     "The other way to mask: first the ordinary softmax over every key, the later ones too.", false,
+     true},
     {StepKind::kZeroedWeights, "zeroed_weights", "... then the masked weights set to 0",
      "A'' = A' ⊙ (1 − M)",
      "... then the weights of the later keys set to 0: the rows no longer sum to 1.", false, true},

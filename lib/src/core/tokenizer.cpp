@@ -106,7 +106,8 @@ Vocabulary::Vocabulary(std::vector<std::string> tokens) : words_(std::move(token
 
 std::int64_t Vocabulary::id(std::string_view word) const {
   const auto it = ids_.find(std::string(word));
-  if (it == ids_.end()) throw Error("the word '" + std::string(word) + "' is not in the dictionary");
+  if (it == ids_.end())
+    throw Error("the word '" + std::string(word) + "' is not in the dictionary");
   return it->second;
 }
 

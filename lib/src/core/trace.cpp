@@ -54,7 +54,8 @@ void select_steps(Trace& trace, const std::vector<std::string>& ids) {
 std::pair<Matrix, Matrix> Trace::head_queries_keys(std::optional<int> head,
                                                    std::optional<int> batch) const {
   if (config.multihead == MultiheadForm::kWrapper) {
-    return {step(StepKind::kQueries, head, batch).values, step(StepKind::kKeys, head, batch).values};
+    return {step(StepKind::kQueries, head, batch).values,
+            step(StepKind::kKeys, head, batch).values};
   }
   const Eigen::Index d_head = config.d_kq / config.heads;
   const Eigen::Index from = head.value_or(0) * d_head;
@@ -76,7 +77,10 @@ Trace run_trace(const TraceConfig& config) {
     const auto index = static_cast<int>(b);
     const TokenizedSentence& queries = trace.inputs[b];
     const TokenizedSentence& keys = trace.key_sentence(index);
-    const lesson::Item item{index, queries, keys, *inputs.x[b],
+    const lesson::Item item{index,
+                            queries,
+                            keys,
+                            *inputs.x[b],
                             inputs.x_cross ? *inputs.x_cross : *inputs.x[b],
                             lesson::make_mask(trace, queries, keys)};
     lesson::combine_heads(rec, item, weights, lesson::attend_heads(rec, item, weights));

@@ -20,7 +20,6 @@ void check_range(const char* name, std::int64_t value, std::int64_t lo, std::int
 
 }  // namespace
 
-
 namespace {
 
 std::string shape_of(const Matrix& m) { return fmt::format("[{}, {}]", m.rows(), m.cols()); }
@@ -30,7 +29,8 @@ void apply_given_shapes(TraceConfig& c) {
   if (c.x) {
     if (c.embedding) throw Error("X is given: an embedding table would not be used");
     if (c.cross) throw Error("X is given as one input matrix: cross-attention needs two sentences");
-    if (c.sentences.size() > 1) throw Error("X is given as one input matrix: it cannot form a batch");
+    if (c.sentences.size() > 1)
+      throw Error("X is given as one input matrix: it cannot form a batch");
     c.d_in = c.x->values.cols();
     if (!c.x->row_labels.empty() &&
         static_cast<Eigen::Index>(c.x->row_labels.size()) != c.x->values.rows()) {
@@ -123,11 +123,10 @@ TraceConfig resolve(const TraceConfig& config) {
   }
   if (c.multihead == MultiheadForm::kSplit) {
     if (c.d_kq != c.d_v) {
-      throw Error(
-          fmt::format("the split multi-head form projects to one width d_out, but d_kq {} "
-                      "and d_v {} differ: give one width",
-                      c.d_kq, c.d_v),
-          Setting::kWidths);
+      throw Error(fmt::format("the split multi-head form projects to one width d_out, but d_kq {} "
+                              "and d_v {} differ: give one width",
+                              c.d_kq, c.d_v),
+                  Setting::kWidths);
     }
     if (c.d_kq % c.heads != 0) {
       throw Error(fmt::format("d_out {} does not split into {} heads: it must be a multiple of {}",

@@ -7,7 +7,6 @@
 
 namespace attn {
 
-
 Matrix draw_weight(TorchGenerator& gen, WeightInit init, std::int64_t d_in, std::int64_t d_out,
                    TorchKernel kernel) {
   switch (init) {

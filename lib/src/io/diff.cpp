@@ -172,9 +172,10 @@ TraceDocument parse_trace_json(std::string_view text, const std::string& source)
       for (Eigen::Index r = 0; r < rows; ++r) {
         const json& row = values.at(static_cast<std::size_t>(r));
         if (!row.is_array() || static_cast<Eigen::Index>(row.size()) != cols) {
-          throw Error(fmt::format("row {} has {} value{} where row 1 has {}: the rows of a "
-                                  "step have one length",
-                                  r + 1, row.size(), row.size() == 1 ? "" : "s", cols));
+          throw Error(
+              fmt::format("row {} has {} value{} where row 1 has {}: the rows of a "
+                          "step have one length",
+                          r + 1, row.size(), row.size() == 1 ? "" : "s", cols));
         }
         for (Eigen::Index c = 0; c < cols; ++c) {
           step.values(r, c) = cell_value(row.at(static_cast<std::size_t>(c)), r, c);
@@ -185,8 +186,8 @@ TraceDocument parse_trace_json(std::string_view text, const std::string& source)
       // "[json.exception.type_error.302] type must be string, but is number": the part after
       // the exception's name.
       std::string what = e.what();
-      if (const std::size_t end = what.find("] "); what.starts_with("[json.") &&
-                                                    end != std::string::npos) {
+      if (const std::size_t end = what.find("] ");
+          what.starts_with("[json.") && end != std::string::npos) {
         what.erase(0, end + 2);
       }
       throw Error(fmt::format("{} is not a valid trace: step {}: {}", source, i + 1, what));

@@ -154,9 +154,10 @@ std::string read_sentence(int fd, const std::string& source, std::uint64_t max_m
                               source, size_text(limit)),
                   Setting::kMaxMemory);
     }
-    throw Error(fmt::format("{}: the sentence is longer than {}: a sentence may have at most "
-                            "{}, whatever the memory limit",
-                            source, size_text(limit), size_text(limit)));
+    throw Error(
+        fmt::format("{}: the sentence is longer than {}: a sentence may have at most "
+                    "{}, whatever the memory limit",
+                    source, size_text(limit), size_text(limit)));
   }
   // A file's last line ends in a newline, which is not part of the sentence; an editor may add
   // empty lines after it. Trimmed in place: the sentence may be large.

@@ -16,6 +16,7 @@
 
 #include "attn/error.hpp"
 #include "attn/matrix.hpp"
+#include "attn/memory.hpp"
 #include "attn/tokenizer.hpp"
 
 namespace attn::io_detail {
@@ -90,15 +91,6 @@ inline FloatText parse_float(std::string_view text, float& out) {
   if (!tiny) return FloatText::kTooLarge;
   out = negative ? -0.0f : 0.0f;
   return FloatText::kOk;
-}
-
-// "1.0 GiB", "512.0 KiB", "100 bytes".
-inline std::string size_text(std::uint64_t bytes) {
-  constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  auto v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024.0 && u < 6) v /= 1024.0, ++u;
-  return u == 0 ? fmt::format("{} bytes", bytes) : fmt::format("{:.1f} {}", v, kUnits[u]);
 }
 
 // The line (from 1) of the byte at `offset` of `text`.

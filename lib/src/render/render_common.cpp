@@ -137,7 +137,8 @@ std::string brief_sentence(const std::string& sentence, const TokenizedSentence&
   shown.push_back("…");
   shown.insert(shown.end(), tokens.words.begin() + static_cast<std::ptrdiff_t>(n - kTail),
                tokens.words.begin() + static_cast<std::ptrdiff_t>(n));
-  return fmt::format("{} ({} words, shortened)", python_str_repr(fmt::format("{}", fmt::join(shown, " "))), n);
+  return fmt::format("{} ({} words, shortened)",
+                     python_str_repr(fmt::format("{}", fmt::join(shown, " "))), n);
 }
 
 }  // namespace

@@ -46,9 +46,9 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
         "so is {} / √{}\n",
         j, i, w_ij, d_k);
   } else {
-    out += fmt::format("2. scaled: {} / √{} = {} / {} = {}\n", w_ij, d_k,
-                       number(cell.omega, p, false), number(cell.root, p, false),
-                       number(cell.scaled, p, false));
+    out +=
+        fmt::format("2. scaled: {} / √{} = {} / {} = {}\n", w_ij, d_k, number(cell.omega, p, false),
+                    number(cell.root, p, false), number(cell.scaled, p, false));
   }
 
   // 3.–5. The softmax of the row: its max, each exponential, their sum.
@@ -86,8 +86,7 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
                          number(cell.exponentials(0, t), p, false), arrow);
     }
   }
-  out +=
-      fmt::format("5. their sum: Σ{} = {}\n", subscript(i), number(cell.sum, p, false));
+  out += fmt::format("5. their sum: Σ{} = {}\n", subscript(i), number(cell.sum, p, false));
   out += fmt::format("6. the weight: {} = e{} / Σ{} = {} / {} = {}\n", a_ij, sub2("", i, j),
                      subscript(i), number(cell.exponentials(0, kj), p, false),
                      number(cell.sum, p, false), number(cell.weight, p, false));

@@ -47,8 +47,8 @@ std::string summary_step_line(const Step& s, int threads) {
 std::string summary_attention(const Step& s, std::int64_t queries, int threads) {
   if (s.kind != StepKind::kAttentionWeights) return {};
   const AttentionGlance glance = attention_glance(s.values, queries, threads);
-  std::string out = fmt::format("\nattention_weights{}: largest |row sum − 1| = {:.1e}\n",
-                                where(s), glance.largest_residual);
+  std::string out = fmt::format("\nattention_weights{}: largest |row sum − 1| = {:.1e}\n", where(s),
+                                glance.largest_residual);
   for (const AttentionGlance::Query& q : glance.queries) {
     const std::string who = python_str_repr(s.row_labels.at(static_cast<std::size_t>(q.row)));
     if (q.masked) {
@@ -72,7 +72,6 @@ std::string trimmed(std::string line) {
   line.erase(line.find_last_not_of(' ') + 1);
   return line + "\n";
 }
-
 
 }  // namespace
 

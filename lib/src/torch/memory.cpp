@@ -1,5 +1,6 @@
 #include "attn/memory.hpp"
 
+#include <fmt/format.h>
 #include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -12,6 +13,14 @@
 #include "attn/matrix.hpp"
 
 namespace attn {
+
+std::string size_text(std::uint64_t bytes) {
+  constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  auto v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 6) v /= 1024.0, ++u;
+  return u == 0 ? fmt::format("{} bytes", bytes) : fmt::format("{:.1f} {}", v, kUnits[u]);
+}
 
 void keep_heap() {
   mallopt(M_MMAP_MAX, 0);

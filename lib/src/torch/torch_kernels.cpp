@@ -27,8 +27,8 @@ namespace {
 void require_inner(const Matrix& a, const Matrix& b, Eigen::Index a_inner, Eigen::Index b_inner,
                    const char* what) {
   if (a_inner != b_inner) {
-    throw Error(fmt::format("{}: shapes [{}, {}] and [{}, {}] do not fit together", what,
-                            a.rows(), a.cols(), b.rows(), b.cols()));
+    throw Error(fmt::format("{}: shapes [{}, {}] and [{}, {}] do not fit together", what, a.rows(),
+                            a.cols(), b.rows(), b.cols()));
   }
 }
 
@@ -214,7 +214,6 @@ struct Lanes {
     return r;
   }
 };
-
 
 }  // namespace
 
