@@ -175,6 +175,11 @@ void check_arguments(const CLI::App& app, const CLI::App& diff, int argc, const 
     }
     throw Error(fmt::format("'{}' was not expected (see attn-trace --help)", extra));
   }
+  // "--seed: 1 required N:0..2^64-1 missing": an option given without its value.
+  if (const std::size_t at = what.find(": 1 required ");
+      at != std::string::npos && what.ends_with(" missing")) {
+    throw Error(fmt::format("{} needs a value (see attn-trace --help)", what.substr(0, at)));
+  }
   if (const std::size_t at = what.find(" excludes "); at != std::string::npos) {
     throw Error(fmt::format("{} and {} do not go together (see attn-trace --help)",
                             what.substr(0, at), what.substr(at + 10)));

@@ -573,6 +573,11 @@ case_size_is_decimal() {
 case_error_flag_with_a_value() {
   expect_error "--causal is a flag and takes no value: give --causal alone" --causal=3
 }
+case_error_option_without_its_value() {
+  expect_error "--seed needs a value (see attn-trace --help)" --seed &&
+    expect_error "--sentence needs a value (see attn-trace --help)" -s &&
+    expect_error "--atol needs a value (see attn-trace --help)" diff a.json b.json --atol
+}
 case_error_mistyped_option_suggests() {
   expect_error "unknown option --casual: did you mean --causal? (see attn-trace --help)" --casual &&
     expect_error "unknown option --sed: did you mean --seed? (see attn-trace --help)" --sed 3
