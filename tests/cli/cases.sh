@@ -644,7 +644,7 @@ case_help_wraps_to_the_terminal() {
   [ $ok = 1 ] || { echo "FAIL: the help is not wrapped at 60 columns:"; cat "$screen"; return 1; }
 }
 
-# ---- Input read as the user meant: text from files (issue 11) ----------------------------------
+# ---- Input read as the user meant: text from files --------------------------------------------
 case_error_json_duplicate_key() {
   expect_error 'tests/golden/inputs/duplicate_key.json: line 3: the key "values" appears twice in one object: each key may be given once' \
     --x tests/golden/inputs/duplicate_key.json
