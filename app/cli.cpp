@@ -149,10 +149,17 @@ void check_arguments(const CLI::App& app, const CLI::App& diff, int argc, const 
                               closest_option(*current, name)));
     }
     if (opt == nullptr || (!long_form && arg.size() > 2 && opt->get_expected_min() == 0)) {
+      // A quoted sentence ("-hello world"), or one word of an unquoted one (… is -5 degrees).
+      if (arg.find_first_of(" \t") != std::string_view::npos) {
+        throw Error(fmt::format(
+            "'{}' is not an option: to trace a sentence that begins with '-', put -- before it: "
+            "attn-trace -- '{}'",
+            arg, arg));
+      }
       throw Error(
-          fmt::format("'{}' is not an option: to trace a sentence that begins with '-', "
-                      "put -- before it: attn-trace -- '{}'",
-                      arg, arg));
+          fmt::format("'{}' is not an option: to trace it as a word, put -- before the sentence "
+                      "(attn-trace -- WORDS...) or quote the sentence",
+                      arg));
     }
     // An option's value is the next argument, unless given as --name=value or -sVALUE.
     const bool value_attached =

@@ -551,6 +551,14 @@ case_error_sentence_beginning_with_a_dash() {
   expect_error "'-hello world' is not an option: to trace a sentence that begins with '-', put -- before it: attn-trace -- '-hello world'" \
     "-hello world"
 }
+case_error_word_beginning_with_a_dash() {
+  expect_error "'-5' is not an option: to trace it as a word, put -- before the sentence (attn-trace -- WORDS...) or quote the sentence" \
+    the temperature is -5 degrees
+}
+case_word_beginning_with_a_dash_after_double_dash() {
+  run -- the temperature is -5 degrees
+  [ "$(cat "$work/status")" = 0 ] && head -n 1 "$work/stdout" | grep -qx "sentence: 'the temperature is -5 degrees'"
+}
 case_sentence_beginning_with_a_dash_after_double_dash() {
   run -- "-hello world" --d-kq 1
   [ "$(cat "$work/status")" = 0 ] && head -n 1 "$work/stdout" | grep -qx "sentence: '-hello world --d-kq 1'"
