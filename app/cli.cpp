@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <thread>
 
 #include "attn/error.hpp"
@@ -45,13 +46,25 @@ void take_last(CLI::App& app) {
 
 void add_options(CLI::App& app, Options& o) {
   DiffCommand unused;
+  // Each option by its long name, for the exclusions (CLI11's get_option compares every name
+  // of every option: a tenth of the walkthrough's run, for 38 look-ups).
+  std::vector<std::pair<std::string_view, CLI::Option*>> by_name;
   for (const OptionSection& section : option_table()) {
     for (const OptionSpec& spec : section.options) {
       CLI::Option* opt = spec.add(app, o, unused, spec.help);
       if (!spec.value.empty() && spec.names.front() == '-') opt->type_name(spec.value);
+      const std::size_t comma = spec.names.rfind(',');
+      by_name.emplace_back(
+          std::string_view(spec.names).substr(comma == std::string::npos ? 0 : comma + 1), opt);
     }
   }
-  for (const auto& [a, b] : exclusive_options()) app.get_option(a)->excludes(app.get_option(b));
+  auto option = [&by_name](std::string_view name) {
+    for (const auto& [n, opt] : by_name) {
+      if (n == name) return opt;
+    }
+    throw std::logic_error("the option table has no " + std::string(name));
+  };
+  for (const auto& [a, b] : exclusive_options()) option(a)->excludes(option(b));
   take_last(app);
 }
 
