@@ -275,6 +275,11 @@ std::string fish_completion() {
   return out;
 }
 
+// One option of the man page: its label in bold, then its help.
+std::string man_entry(const OptionSpec& o) {
+  return ".TP\n.B \"" + roff(label(o)) + "\"\n" + roff(o.help + annotation(o)) + "\n";
+}
+
 }  // namespace
 
 std::string help_text(std::size_t width) {
@@ -346,7 +351,7 @@ std::string man_page() {
   for (const OptionSection& section : option_table()) {
     out += ".SH " + roff(section.title) + "\n";
     for (const OptionSpec& o : section.options) {
-      out += ".TP\n.B \"" + roff(label(o)) + "\"\n" + roff(o.help + annotation(o)) + "\n";
+      out += man_entry(o);
     }
   }
   out +=
@@ -354,7 +359,7 @@ std::string man_page() {
       ".TP\n.B \\-\\-version\nPrint the version and exit.\n";
   out += ".SH DIFF\n" + roff(kDiffSummary) + "\n";
   for (const OptionSpec& o : diff_option_table()) {
-    out += ".TP\n.B \"" + roff(label(o)) + "\"\n" + roff(o.help + annotation(o)) + "\n";
+    out += man_entry(o);
   }
   out += ".SH EXIT STATUS\n" + roff(kExitCodes) + "\n";
   out +=

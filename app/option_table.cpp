@@ -125,6 +125,26 @@ CLI::Validator enum_names() {
       "");
 }
 
+// An option that takes a number, written into `field` of the options once `validator` passed.
+template <typename Field>
+OptionSpec number(std::string name, std::string default_text, std::string allowed, std::string help,
+                  std::string meaning, Field field, CLI::Validator validator) {
+  OptionSpec spec{name,
+                  "N",
+                  std::move(default_text),
+                  std::move(allowed),
+                  std::move(help),
+                  std::move(meaning),
+                  {},
+                  false,
+                  nullptr};
+  spec.add = [name, field, validator](CLI::App& app, Options& o, DiffCommand&,
+                                      const std::string& text) {
+    return app.add_option(name, field(o), text)->transform(validator);
+  };
+  return spec;
+}
+
 // An option whose value is one of an enum's names, written into `field` of the options.
 template <typename Enum, typename Field>
 OptionSpec choice(std::string names, std::string value, Enum default_value, std::string help,
@@ -227,68 +247,35 @@ std::vector<OptionSpec> model_options() {
   const TraceConfig defaults;
   const std::string dim_allowed = fmt::format("1 .. {}", kMaxDimension);
   std::vector<OptionSpec> model;
-  model.push_back(
-      {"--seed",
-       "N",
-       fmt::format("{}", defaults.seed),
-       "0 .. 2^64−1",
-       "torch.manual_seed(N) before the embedding and again before the weights",
-       "`torch.manual_seed(N)` before the embedding and again before the weights; only the low "
-       "32 bits matter, as in PyTorch",
-       {},
-       false,
-       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
-         return app.add_option("--seed", o.config.seed, help)
-             ->transform(integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(),
-                                                   "0..2^64-1"));
-       }});
-  model.push_back({"--vocab-size",
-                   "N",
-                   fmt::format("{}", defaults.vocab_size),
-                   "1 .. 1,000,000,000, and at least the number of distinct words",
-                   "Rows of nn.Embedding(N, d_in): at least the sentence's distinct words",
-                   "rows of `nn.Embedding(N, d_in)`",
-                   {},
-                   false,
-                   [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
-                     return app.add_option("--vocab-size", o.config.vocab_size, help)
-                         ->transform(integer_in<std::int64_t>(1, kMaxVocabSize,
-                                                              fmt::format("1..{}", kMaxVocabSize)));
-                   }});
-  const auto width = [&](std::string name, std::int64_t TraceConfig::*field, std::string help,
-                         std::string meaning) {
-    const std::int64_t value = defaults.*field;
-    OptionSpec spec{name,
-                    "N",
-                    fmt::format("{}", value),
-                    dim_allowed,
-                    std::move(help),
-                    std::move(meaning),
-                    {},
-                    false,
-                    nullptr};
-    spec.add = [name, field](CLI::App& app, Options& o, DiffCommand&, const std::string& h) {
-      return app.add_option(name, o.config.*field, h)->transform(dimension());
-    };
-    return spec;
-  };
-  model.push_back(
-      width("--d-in", &TraceConfig::d_in, "Width d_in of the embedding", "width of the embedding"));
-  model.push_back(width("--d-kq", &TraceConfig::d_kq, "Width d_q = d_k of queries and keys",
-                        "width d_q = d_k of queries and keys"));
-  model.push_back(width("--d-v", &TraceConfig::d_v, "Width d_v of values and context vectors",
-                        "width d_v of values and context vectors"));
-  model.push_back({"--d-out",
-                   "N",
-                   "",
-                   dim_allowed + "; not with `--d-kq` or `--d-v`",
-                   "Sets d_kq and d_v to one width d_out, as the split multi-head form needs",
-                   "sets d_kq and d_v to one width, as the split multi-head form needs",
-                   {},
-                   false,
-                   [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
-                     return app.add_option("--d-out", o.d_out, help)->transform(dimension());
-                   }});
+  model.push_back(number(
+      "--seed", fmt::format("{}", defaults.seed), "0 .. 2^64−1",
+      "torch.manual_seed(N) before the embedding and again before the weights",
+      "`torch.manual_seed(N)` before the embedding and again before the weights; only the low "
+      "32 bits matter, as in PyTorch",
+      [](Options & o) -> auto& { return o.config.seed; },
+      integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(), "0..2^64-1")));
+  model.push_back(number(
+      "--vocab-size", fmt::format("{}", defaults.vocab_size),
+      "1 .. 1,000,000,000, and at least the number of distinct words",
+      "Rows of nn.Embedding(N, d_in): at least the sentence's distinct words",
+      "rows of `nn.Embedding(N, d_in)`", [](Options & o) -> auto& { return o.config.vocab_size; },
+      integer_in<std::int64_t>(1, kMaxVocabSize, fmt::format("1..{}", kMaxVocabSize))));
+  model.push_back(number(
+      "--d-in", fmt::format("{}", defaults.d_in), dim_allowed, "Width d_in of the embedding",
+      "width of the embedding", [](Options & o) -> auto& { return o.config.d_in; }, dimension()));
+  model.push_back(number(
+      "--d-kq", fmt::format("{}", defaults.d_kq), dim_allowed,
+      "Width d_q = d_k of queries and keys", "width d_q = d_k of queries and keys",
+      [](Options & o) -> auto& { return o.config.d_kq; }, dimension()));
+  model.push_back(number(
+      "--d-v", fmt::format("{}", defaults.d_v), dim_allowed,
+      "Width d_v of values and context vectors", "width d_v of values and context vectors",
+      [](Options & o) -> auto& { return o.config.d_v; }, dimension()));
+  model.push_back(number(
+      "--d-out", "", dim_allowed + "; not with `--d-kq` or `--d-v`",
+      "Sets d_kq and d_v to one width d_out, as the split multi-head form needs",
+      "sets d_kq and d_v to one width, as the split multi-head form needs",
+      [](Options & o) -> auto& { return o.d_out; }, dimension()));
   model.push_back(flag("--causal",
                        "Causal attention: a token attends only to itself and earlier tokens",
                        "mask every key that comes after its query (`torch.triu(ones(T, T), "
@@ -301,19 +288,11 @@ std::vector<OptionSpec> model_options() {
                          "the weights of a row whose every key is masked: `nan` as "
                          "`torch.softmax` gives, `zero` as `scaled_dot_product_attention` gives",
                          [](Options& o) -> MaskedRows& { return o.config.masked_rows; }));
-  model.push_back(
-      {"--heads",
-       "N",
-       fmt::format("{}", defaults.heads),
-       fmt::format("1 .. {}", kMaxHeads),
-       "Number of attention heads",
-       "number of heads",
-       {},
-       false,
-       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
-         return app.add_option("--heads", o.config.heads, help)
-             ->transform(integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads)));
-       }});
+  model.push_back(number(
+      "--heads", fmt::format("{}", defaults.heads), fmt::format("1 .. {}", kMaxHeads),
+      "Number of attention heads", "number of heads",
+      [](Options & o) -> auto& { return o.config.heads; },
+      integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads))));
   model.push_back(choice(
       "--multihead", "F", MultiheadForm::kWrapper,
       "With --heads: wrapper (the walkthrough's module per head, contexts concatenated) or split "
@@ -363,30 +342,17 @@ std::vector<OptionSpec> view_options() {
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
          return app.add_option("--steps", o.steps, help)->delimiter(',')->allow_extra_args(false);
        }});
-  shown.push_back(
-      {"--query",
-       "N",
-       "",
-       "1 .. T",
-       "Print the path of the N-th token (1-based) instead of the whole trace",
-       "print the path of the N-th token (1-based) instead of the whole trace: per head, and per "
-       "sentence of a batch",
-       {},
-       false,
-       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
-         return app.add_option("--query", o.query, help)->transform(token_number());
-       }});
-  shown.push_back({"--key",
-                   "N",
-                   "5, or T if T < 5",
-                   "1 .. T (of the `--cross` sentence, if any); needs `--query`",
-                   "With --query: the key whose dot product is written out",
-                   "which key's dot product the path writes out term by term",
-                   {},
-                   false,
-                   [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
-                     return app.add_option("--key", o.key, help)->transform(token_number());
-                   }});
+  shown.push_back(number(
+      "--query", "", "1 .. T",
+      "Print the path of the N-th token (1-based) instead of the whole trace",
+      "print the path of the N-th token (1-based) instead of the whole trace: per head, and per "
+      "sentence of a batch",
+      [](Options & o) -> auto& { return o.query; }, token_number()));
+  shown.push_back(number(
+      "--key", "5, or T if T < 5", "1 .. T (of the `--cross` sentence, if any); needs `--query`",
+      "With --query: the key whose dot product is written out",
+      "which key's dot product the path writes out term by term",
+      [](Options & o) -> auto& { return o.key; }, token_number()));
   shown.push_back(
       {"--explain",
        "I,J",
@@ -401,18 +367,10 @@ std::vector<OptionSpec> view_options() {
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
          return app.add_option("--explain", o.explain, help);
        }});
-  shown.push_back({"--precision",
-                   "N",
-                   "4",
-                   "0 .. 8",
-                   "Decimals printed, as torch.set_printoptions(precision=N)",
-                   "decimals printed, as `torch.set_printoptions(precision=N)`",
-                   {},
-                   false,
-                   [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
-                     return app.add_option("--precision", o.text.precision, help)
-                         ->transform(integer_in<int>(0, 8, "0..8"));
-                   }});
+  shown.push_back(number(
+      "--precision", "4", "0 .. 8", "Decimals printed, as torch.set_printoptions(precision=N)",
+      "decimals printed, as `torch.set_printoptions(precision=N)`",
+      [](Options & o) -> auto& { return o.text.precision; }, integer_in<int>(0, 8, "0..8")));
   shown.push_back(choice(
       "--color", "C", ColorChoice::kAuto,
       "Heatmap colour: auto (on a terminal, unless NO_COLOR or TERM=dumb), never (shading), "
@@ -502,19 +460,11 @@ std::vector<OptionSpec> own_number_options() {
 
 std::vector<OptionSpec> speed_options() {
   std::vector<OptionSpec> speed;
-  speed.push_back(
-      {"--threads",
-       "N",
-       "every core",
-       "1 .. 256",
-       "Threads for the large products and softmaxes; the output is the same for any number",
-       "threads for the large products and softmaxes; the output is the same bytes for any number",
-       {},
-       false,
-       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
-         return app.add_option("--threads", o.threads, help)
-             ->transform(integer_in<int>(1, 256, "1..256"));
-       }});
+  speed.push_back(number(
+      "--threads", "every core", "1 .. 256",
+      "Threads for the large products and softmaxes; the output is the same for any number",
+      "threads for the large products and softmaxes; the output is the same bytes for any number",
+      [](Options & o) -> auto& { return o.threads; }, integer_in<int>(1, 256, "1..256")));
   speed.push_back(choice(
       "--matmul", "K", MatmulKernel::kAuto,
       "Matrix products: reference (PyTorch's order and bits), blocked (vectorised, within "

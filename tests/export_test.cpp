@@ -16,6 +16,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io.hpp"
+#include "support/temp_dir.hpp"
 #include "support/reference.hpp"
 
 namespace test = attn::test;
@@ -23,29 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh, empty folder under the system's temporary folder, removed with what it holds.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device entropy;
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      path_ = fs::temp_directory_path() / ("attn-export-test-" + std::to_string(entropy()));
-      if (fs::create_directory(path_)) return;
-    }
-    FAIL("cannot make a temporary folder");
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
+using attn::test::TempDir;
 
 using Names = std::vector<std::string>;
 

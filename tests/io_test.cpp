@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "attn/error.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 
@@ -94,31 +95,7 @@ std::string f8_bytes(std::initializer_list<double> values) {
   return out;
 }
 
-// A fresh, empty folder under the system's temporary folder, removed with what it holds.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device entropy;
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      path_ = fs::temp_directory_path() / ("attn-io-test-" + std::to_string(entropy()));
-      if (fs::create_directory(path_)) return;
-    }
-    FAIL("cannot make a temporary folder");
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ignored);
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
+using attn::test::TempDir;
 
 // The names in a folder, hidden ones included, sorted.
 std::vector<std::string> list(const fs::path& dir) {

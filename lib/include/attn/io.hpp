@@ -23,6 +23,9 @@ struct LoadedMatrix {
 // `vector` is set (requires m.rows() == 1). Byte for byte what numpy.save writes for the same
 // array.
 std::string npy_bytes(const Matrix& m, bool vector = false);
+// The header numpy.save writes (format 1.0) for a C-order float32 array of this shape, of any
+// number of dimensions: the magic, the version, the length and the padded dict.
+std::string npy_header(const std::vector<std::int64_t>& shape);
 
 // The parsers. `source` names the file in every message. Each throws Error, naming the file,
 // what is wrong and where, for: data that ends early (truncated) or has bytes left over; a

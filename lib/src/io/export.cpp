@@ -10,15 +10,12 @@
 #include <tuple>
 
 #include "attn/error.hpp"
+#include "attn/io.hpp"
 #include "attn/render_json.hpp"
 
 namespace attn {
 
 namespace {
-
-constexpr std::string_view kNpyMagic = "\x93NUMPY";
-constexpr std::size_t kNpyAlign = 64;          // numpy >= 1.23 aligns the data to 64 bytes
-constexpr std::size_t kGrowthAxisDigits = 21;  // numpy >= 1.23 leaves room to grow shape[0]
 
 // The leading dimensions of a step's tensor that its slices run over: "B" and "H", which the
 // trace puts first. The rest are the slice's own (two, or one for a vector).
@@ -55,25 +52,6 @@ std::int64_t slice_count(const Step& s) {
 std::vector<std::int64_t> slice_shape(const Step& s) {
   if (s.shape_names.size() - slice_dims(s) == 1) return {s.values.cols()};
   return {s.values.rows(), s.values.cols()};
-}
-
-// numpy.save's header (format 1.0) for a C-order float32 array of this shape.
-std::string npy_header(const std::vector<std::int64_t>& shape) {
-  const std::string dims = shape.size() == 1 ? fmt::format("({},)", shape[0])
-                                             : fmt::format("({})", fmt::join(shape, ", "));
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + dims + ", }";
-  // numpy.lib.format: room for shape[0] to grow to 21 digits, then spaces and a newline up to the
-  // next multiple of 64 (a whole 64 more when already aligned).
-  if (!shape.empty()) header.append(kGrowthAxisDigits - std::to_string(shape[0]).size(), ' ');
-  const std::size_t prefix = kNpyMagic.size() + 2 + 2;  // magic, version, header length
-  header.append(kNpyAlign - (prefix + header.size() + 1) % kNpyAlign, ' ');
-  header += '\n';
-  std::string out(kNpyMagic);
-  out += '\x01';
-  out += '\x00';
-  out += static_cast<char>(header.size() & 0xFF);
-  out += static_cast<char>(header.size() >> 8);
-  return out + header;
 }
 
 // Appends the float32 values little-endian, as x86 holds them.

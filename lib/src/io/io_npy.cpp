@@ -179,29 +179,33 @@ class NpyHeaderParser {
 
 }  // namespace
 
-std::string npy_bytes(const Matrix& m, bool vector) {
-  if (vector && m.rows() != 1) {
-    throw Error(fmt::format("npy_bytes: a vector is one row; the matrix has {} rows", m.rows()));
-  }
-  const std::string shape =
-      vector ? fmt::format("({},)", m.cols()) : fmt::format("({}, {})", m.rows(), m.cols());
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+std::string npy_header(const std::vector<std::int64_t>& shape) {
+  const std::string dims = shape.size() == 1 ? fmt::format("({},)", shape[0])
+                                             : fmt::format("({})", fmt::join(shape, ", "));
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + dims + ", }";
   // numpy.lib.format: room for shape[0] to grow to 21 digits, then spaces and a newline up to the
   // next multiple of 64 (a whole 64 more when already aligned).
-  const std::string first_dim = std::to_string(vector ? m.cols() : m.rows());
-  header.append(kGrowthAxisDigits - first_dim.size(), ' ');
+  if (!shape.empty()) header.append(kGrowthAxisDigits - std::to_string(shape[0]).size(), ' ');
   const std::size_t prefix = kNpyMagic.size() + 2 + 2;  // magic, version, header length
   header.append(kNpyAlign - (prefix + header.size() + 1) % kNpyAlign, ' ');
   header += '\n';
-
   std::string out(kNpyMagic);
   out += '\x01';
   out += '\x00';
   store_le(out, static_cast<std::uint16_t>(header.size()));
-  out += header;
+  return out + header;
+}
+
+std::string npy_bytes(const Matrix& m, bool vector) {
+  if (vector && m.rows() != 1) {
+    throw Error(fmt::format("npy_bytes: a vector is one row; the matrix has {} rows", m.rows()));
+  }
+  std::string out = npy_header(vector ? std::vector<std::int64_t>{m.cols()}
+                                       : std::vector<std::int64_t>{m.rows(), m.cols()});
   out.reserve(out.size() + 4 * static_cast<std::size_t>(m.size()));
-  for (Eigen::Index i = 0; i < m.size(); ++i)
+  for (Eigen::Index i = 0; i < m.size(); ++i) {
     store_le(out, std::bit_cast<std::uint32_t>(m.data()[i]));
+  }
   return out;
 }
 
