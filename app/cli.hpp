@@ -55,7 +55,8 @@ struct Options {
   bool interactive = false;                         // stdin and stdout are terminals (set by main)
   bool color_terminal = false;                      // stdout is a terminal and NO_COLOR is not set
   bool truecolor = false;                           // COLORTERM says 24-bit colour works
-  std::vector<std::string> steps;                   // --steps: ids to keep
+  std::size_t width = 80;  // columns to fit: COLUMNS, else the terminal's, else 80 (set by main)
+  std::vector<std::string> steps;  // --steps: ids to keep
   std::optional<std::string> export_dir;
   bool force = false;
   std::optional<std::string> expect;  // a JSON trace to compare the run with

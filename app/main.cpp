@@ -47,6 +47,24 @@ bool write_all(int fd, std::string_view text) {
   return true;
 }
 
+// The columns that output should fit: COLUMNS when it is a number from 20 to 1000, else the
+// terminal's width, else 80 (piped).
+std::size_t terminal_width() {
+  if (const char* columns = std::getenv("COLUMNS"); columns != nullptr) {
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(columns, &end, 10);
+    if (errno == 0 && end != columns && *end == '\0' && n >= 20 && n <= 1000) {
+      return static_cast<std::size_t>(n);
+    }
+  }
+  winsize size{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
+    return size.ws_col;
+  }
+  return 80;
+}
+
 // A write to standard output failed with `error`: one line, exit code 2.
 int output_failed(int error) {
   return fail("cannot write the output: " + std::generic_category().message(error));
@@ -116,12 +134,7 @@ int main(int argc, char** argv) {
   try {
     attn::cli::parse(app, options, diff_command, argc, argv);
   } catch (const CLI::CallForHelp&) {
-    // Wrapped to the terminal's width; 80 columns when piped.
-    winsize size{};
-    const std::size_t width =
-        isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0
-            ? size.ws_col
-            : 80;
+    const std::size_t width = terminal_width();
     const std::string help =
         diff->parsed() ? attn::cli::diff_help_text(width) : attn::cli::help_text(width);
     return write_all(STDOUT_FILENO, help) ? attn::cli::kExitOk : output_failed(errno);
@@ -134,6 +147,7 @@ int main(int argc, char** argv) {
 
   // What the terminal can do, read here: the library never reads the environment.
   options.interactive = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+  options.width = terminal_width();
   options.stderr_terminal = isatty(STDERR_FILENO);
   // A dumb terminal draws no escape sequences, whatever COLORTERM says.
   const char* term = std::getenv("TERM");

@@ -23,3 +23,17 @@ TEST_CASE("display width: emoji as a terminal draws them") {
   CHECK(attn::display_width("a\u2764\uFE0Fb") == 4);
   CHECK(attn::display_width("\u231A\uFE0E") == 1);  // ⌚︎: the text variation selector
 }
+
+TEST_CASE("wrap_words: at spaces, never inside a word, with the indent counted") {
+  CHECK(attn::wrap_words("one two three", 80) == "one two three");
+  CHECK(attn::wrap_words("one two three", 7) == "one two\nthree");
+  CHECK(attn::wrap_words("one two three", 8, "  ") == "one two\n  three");
+  // A word wider than the line stays whole.
+  CHECK(attn::wrap_words("a unbreakableword b", 6) == "a\nunbreakableword\nb");
+  // Newlines and leading spaces of each line are kept; runs of spaces become one.
+  CHECK(attn::wrap_words("  x y\nz  w", 80) == "  x y\nz w");
+  CHECK(attn::wrap_words("ab\n", 80) == "ab\n");
+  // Widths are display widths: 我爱 is four columns.
+  CHECK(attn::wrap_words("我爱 我爱 我爱", 9) == "我爱 我爱\n我爱");
+  CHECK(attn::wrap_words("", 10).empty());
+}

@@ -4,11 +4,18 @@
 // combining marks and zero-width characters none, everything else one.
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace attn {
 
 // The display width of UTF-8 text (invalid bytes count one column each).
 std::size_t display_width(std::string_view text);
+
+// `text` wrapped at word boundaries (spaces) so that no line is wider than `width` columns, the
+// lines after the first starting with `indent` (whose width counts). A word wider than a line
+// stays whole on a line of its own: words are never split. Newlines in `text` are kept.
+// Requires: width > display_width(indent).
+std::string wrap_words(std::string_view text, std::size_t width, std::string_view indent = "");
 
 }  // namespace attn

@@ -5,6 +5,7 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace attn {
@@ -63,6 +64,45 @@ std::size_t display_width(std::string_view text) {
   }
   if (first >= 0) width += cluster_width(first, emoji, plain);
   return width;
+}
+
+std::string wrap_words(std::string_view text, std::size_t width, std::string_view indent) {
+  std::string out;
+  const std::size_t indent_width = display_width(indent);
+  std::size_t column = 0;  // of the line being written
+  bool line_empty = true;  // no word on it yet
+  while (!text.empty()) {
+    const std::size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
+    // The line's leading spaces are kept (they indent it); the words after are wrapped.
+    const std::size_t lead = std::min(line.find_first_not_of(' '), line.size());
+    out.append(line.substr(0, lead));
+    column = lead;
+    line_empty = true;
+    line.remove_prefix(lead);
+    while (!line.empty()) {
+      const std::size_t end = std::min(line.find(' '), line.size());
+      const std::string_view word = line.substr(0, end);
+      line.remove_prefix(end);
+      const std::size_t spaces = std::min(line.find_first_not_of(' '), line.size());
+      line.remove_prefix(spaces);
+      if (word.empty()) continue;
+      const std::size_t w = display_width(word);
+      if (!line_empty && column + 1 + w > width) {
+        out += '\n';
+        out.append(indent);
+        column = indent_width;
+        line_empty = true;
+      }
+      if (!line_empty) out += ' ', ++column;
+      out.append(word);
+      column += w;
+      line_empty = false;
+    }
+    if (newline != std::string_view::npos) out += '\n';
+  }
+  return out;
 }
 
 }  // namespace attn
