@@ -30,8 +30,10 @@ TEST_CASE("wrap_words: at spaces, never inside a word, with the indent counted")
   CHECK(attn::wrap_words("one two three", 8, "  ") == "one two\n  three");
   // A word wider than the line stays whole.
   CHECK(attn::wrap_words("a unbreakableword b", 6) == "a\nunbreakableword\nb");
-  // Newlines and leading spaces of each line are kept; runs of spaces become one.
-  CHECK(attn::wrap_words("  x y\nz  w", 80) == "  x y\nz w");
+  // Newlines, leading spaces and runs of spaces are kept.
+  CHECK(attn::wrap_words("  x y\nz  w", 80) == "  x y\nz  w");
+  CHECK(attn::wrap_words("aa  bb", 3) == "aa\nbb");  // no line ends with a space
+  CHECK(attn::wrap_words("aa   bb", 2) == "aa\nbb");  // nor begins with one after a break
   CHECK(attn::wrap_words("ab\n", 80) == "ab\n");
   // Widths are display widths: 我爱 is four columns.
   CHECK(attn::wrap_words("我爱 我爱 我爱", 9) == "我爱 我爱\n我爱");

@@ -27,13 +27,14 @@ MatrixStatistics matrix_statistics(const Matrix& m, int threads = 1);
 std::uint64_t xxh3_64(const Matrix& m);
 
 // What an attention_weights step says at a glance: the largest |Σ_j A_ij − 1| of its finite
-// rows, and for the first queries their three most-attended keys (ties: the earlier key).
+// rows, and for the first queries their three most-attended keys (ties: the earlier key), among
+// the keys of nonzero weight: a masked key is never listed.
 struct AttentionGlance {
   double largest_residual = 0;
   struct Query {
     Eigen::Index row = 0;
-    bool masked = false;                              // a row that masks every key (not finite)
-    std::vector<std::pair<Eigen::Index, float>> top;  // (key column, weight), largest first
+    bool masked = false;  // a row that masks every key (nan, or every weight 0): no top keys
+    std::vector<std::pair<Eigen::Index, float>> top;  // (key column, weight), largest first, > 0
   };
   std::vector<Query> queries;
 };

@@ -58,16 +58,18 @@ Scores score(Recorder& rec, const Item& item, const Matrix& q, const Matrix& k,
 // The note on the weights of rows that mask every key.
 std::string fully_masked_note(const TraceConfig& c, const Mask& mask) {
   if (mask.fully_masked.empty()) return {};
-  const std::string rows = fmt::format("{}", fmt::join(mask.fully_masked, ", "));
+  const bool one = mask.fully_masked.size() == 1;
+  const std::string rows = fmt::format("{} {} {}", one ? "row" : "rows",
+                                       fmt::join(mask.fully_masked, ", "), one ? "masks" : "mask");
   return c.masked_rows == MaskedRows::kNan
              ? fmt::format(
-                   "rows {} mask every key: the softmax of a row of −inf is nan, as "
-                   "torch.softmax gives it (the masked-rows rule zero gives 0 instead)",
+                   "{} every key: the softmax of a row of −inf is nan, as torch.softmax gives it "
+                   "(the masked-rows rule zero gives 0 instead)",
                    rows)
              : fmt::format(
-                   "rows {} mask every key: their weights are 0, as "
-                   "scaled_dot_product_attention gives them (torch.softmax gives nan)",
-                   rows);
+                   "{} every key: {} 0, as scaled_dot_product_attention gives {} "
+                   "(torch.softmax gives nan)",
+                   rows, one ? "its weights are" : "their weights are", "them");
 }
 
 // The softmax's own steps: the row max, the exponentials, their sums.

@@ -156,10 +156,12 @@ AttentionGlance attention_glance(const Matrix& weights, std::int64_t queries, in
   for (Eigen::Index i = 0; i < n; ++i) {
     AttentionGlance::Query q;
     q.row = i;
-    q.masked = !weights.row(i).allFinite();
-    if (!q.masked) {
-      std::vector<Eigen::Index> order(static_cast<std::size_t>(weights.cols()));
-      std::iota(order.begin(), order.end(), 0);
+    if (weights.row(i).allFinite()) {
+      // Only keys the query attends to: a masked key's weight is 0, and so is no answer.
+      std::vector<Eigen::Index> order;
+      for (Eigen::Index j = 0; j < weights.cols(); ++j) {
+        if (weights(i, j) > 0.0f) order.push_back(j);
+      }
       const auto top = std::min<std::size_t>(3, order.size());
       std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top),
                         order.end(), [&](Eigen::Index a, Eigen::Index b) {
@@ -168,6 +170,7 @@ AttentionGlance attention_glance(const Matrix& weights, std::int64_t queries, in
                         });
       for (std::size_t k = 0; k < top; ++k) q.top.emplace_back(order[k], weights(i, order[k]));
     }
+    q.masked = q.top.empty();
     g.queries.push_back(std::move(q));
   }
   return g;

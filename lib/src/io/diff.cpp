@@ -256,13 +256,17 @@ DiffResult diff_traces(const TraceDocument& a, const TraceDocument& b, const Dif
   }
   result.equal = differing_cells == 0 && differing_steps == 0 && missing == 0;
   const std::string tolerance = fmt::format("atol {:g}, rtol {:g}", o.atol, o.rtol);
+  const auto count = [](std::size_t n, std::string_view noun) {
+    return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+  };
   if (result.equal) {
-    result.report +=
-        fmt::format("equal: {} steps, {} cells, all within {}\n", a.steps.size(), cells, tolerance);
+    result.report += fmt::format("equal: {}, {}, all within {}\n", count(a.steps.size(), "step"),
+                                 count(cells, "cell"), tolerance);
   } else {
     result.report += fmt::format(
-        "different: {} of {} cells differ, in {} of {} steps; {} steps in only one trace ({})\n",
-        differing_cells, cells, differing_steps, a.steps.size(), missing, tolerance);
+        "different: {} of {} differ, in {} of {}; {} in only one trace ({})\n", differing_cells,
+        count(cells, "cell"), differing_steps, count(a.steps.size(), "step"),
+        count(missing, "step"), tolerance);
   }
   return result;
 }

@@ -104,8 +104,9 @@ namespace {
 
 void check_token_index(const char* what, std::int64_t i, std::int64_t t, const char* sentence) {
   if (i < 1 || i > t) {
-    throw Error(fmt::format("{} {} is out of range: the {} has {} tokens, allowed 1..{}", what, i,
-                            sentence, t, t));
+    throw Error(fmt::format("{} {} is out of range: the {} has {}, allowed 1..{}", what, i,
+                            sentence, render_detail::counted(static_cast<std::size_t>(t), "token"),
+                            t));
   }
 }
 
@@ -147,8 +148,9 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
   const TraceConfig& c = trace.config;
   const std::size_t batch_size = trace.inputs.size();
   if (c.x) {
-    out += fmt::format("input: X from {}, {} tokens of width {}\n", escape_controls(c.x->source),
-                       c.x->values.rows(), c.x->values.cols());
+    out += fmt::format("input: X from {}, {} of width {}\n", escape_controls(c.x->source),
+                       counted(static_cast<std::size_t>(c.x->values.rows()), "token"),
+                       c.x->values.cols());
   } else if (brief) {
     std::vector<std::string> shown;
     for (std::size_t b = 0; b < batch_size; ++b) {
@@ -193,9 +195,9 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
 
   if (c.x) return;  // no words, no dictionary
   if (brief) {
-    out += fmt::format("tokens: {} sentence{} of {} tokens, {} distinct words\n",
-                       trace.inputs.size(), trace.inputs.size() > 1 ? "s" : "",
-                       trace.inputs[0].words.size(), trace.vocabulary.size());
+    out += fmt::format("tokens: {} of {}, {}\n", counted(trace.inputs.size(), "sentence"),
+                       counted(trace.inputs[0].words.size(), "token"),
+                       counted(trace.vocabulary.size(), "distinct word"));
     return;
   }
   out += "\ndictionary: distinct words in sorted order, numbered from 0";
@@ -208,18 +210,21 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
   for (const TokenizedSentence& s : trace.inputs) ids.push_back(s.ids);
   if (batch_size > 1) {
     out += trace.pad_id
-               ? fmt::format("token ids: {} sentences, padded to {} tokens with {} (id {})\n",
-                             batch_size, ids[0].size(), python_str_repr(kPadToken), *trace.pad_id)
-               : fmt::format("token ids: {} sentences of {} tokens\n", batch_size, ids[0].size());
+               ? fmt::format("token ids: {} sentences, padded to {} with {} (id {})\n", batch_size,
+                             counted(ids[0].size(), "token"), python_str_repr(kPadToken),
+                             *trace.pad_id)
+               : fmt::format("token ids: {} sentences of {}\n", batch_size,
+                             counted(ids[0].size(), "token"));
     out += int_tensor_text(ids, false) + "\n";
   } else {
-    out += fmt::format("token ids: {}{} words, each by its dictionary id\n",
-                       c.cross ? "the query sentence's " : "the sentence's ", ids[0].size());
+    out += fmt::format("token ids: {}{}, each by its dictionary id\n",
+                       c.cross ? "the query sentence's " : "the sentence's ",
+                       counted(ids[0].size(), "word"));
     out += int_tensor_text(ids, true) + "\n";
   }
   if (trace.cross) {
     out +=
-        fmt::format("token ids: the key and value sentence's {} words\n", trace.cross->ids.size());
+        fmt::format("token ids: the key and value sentence's {}\n", counted(trace.cross->ids.size(), "word"));
     out += int_tensor_text({trace.cross->ids}, true) + "\n";
   }
 }
@@ -230,6 +235,10 @@ std::string where_text(const Trace& trace, const std::optional<int>& head,
   if (head) parts.push_back(fmt::format("head {} of {}", *head + 1, trace.config.heads));
   if (batch) parts.push_back(fmt::format("sentence {} of {}", *batch + 1, trace.inputs.size()));
   return parts.empty() ? "" : fmt::format(" ({})", fmt::join(parts, ", "));
+}
+
+std::string counted(std::size_t n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
 }
 
 std::string subscript(std::int64_t n) { return digits_in(n, kSubscriptDigits); }

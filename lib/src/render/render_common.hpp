@@ -22,6 +22,8 @@ std::string sup(std::string_view name, std::int64_t i);
 std::string sub2(std::string_view name, std::int64_t i, std::int64_t j);
 // The digits of n as subscripts: ₁₂.
 std::string subscript(std::int64_t n);
+// "1 token", "6 tokens": a count and its noun, plural when it is not 1.
+std::string counted(std::size_t n, std::string_view noun);
 // Labels (tokens, or a file's row labels) joined, each as escape_controls shows it: a label from
 // a file never reaches the terminal raw.
 std::string join_labels(const std::vector<std::string>& labels, std::string_view sep);

@@ -78,23 +78,27 @@ std::string wrap_words(std::string_view text, std::size_t width, std::string_vie
     // The line's leading spaces are kept (they indent it); the words after are wrapped.
     const std::size_t lead = std::min(line.find_first_not_of(' '), line.size());
     out.append(line.substr(0, lead));
+    std::size_t start = out.size();  // where the line's words begin
     column = lead;
     line_empty = true;
     line.remove_prefix(lead);
-    while (!line.empty()) {
-      const std::size_t end = std::min(line.find(' '), line.size());
+    // Words are what lies between single spaces, so a run of spaces stays as it was (an empty
+    // word between each two); a line is broken at a space, and ends with its last word.
+    for (bool more = !line.empty(); more;) {
+      const std::size_t end = line.find(' ');
       const std::string_view word = line.substr(0, end);
-      line.remove_prefix(end);
-      const std::size_t spaces = std::min(line.find_first_not_of(' '), line.size());
-      line.remove_prefix(spaces);
-      if (word.empty()) continue;
+      more = end != std::string_view::npos;
+      line = more ? line.substr(end + 1) : std::string_view{};
       const std::size_t w = display_width(word);
       if (!line_empty && column + 1 + w > width) {
+        while (out.size() > start && out.back() == ' ') out.pop_back();  // ends with a word
         out += '\n';
         out.append(indent);
+        start = out.size();
         column = indent_width;
         line_empty = true;
       }
+      if (line_empty && word.empty()) continue;  // the spaces at a break
       if (!line_empty) out += ' ', ++column;
       out.append(word);
       column += w;
