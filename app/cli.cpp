@@ -365,7 +365,12 @@ void check_view_options(const Options& o) {
   if (o.export_dir && given_option(o, "--format")) {
     throw Error("--export writes .npy files and prints their names: give no --format with it");
   }
-  if (o.text.describe && !text) refuse("--describe", "adds notes to the text trace");
+  const bool notes = text || heatmap || o.query || o.explain ||
+                     (plain && (o.format == OutputFormat::kMarkdown ||
+                                o.format == OutputFormat::kJson));
+  if (o.text.describe && !notes) {
+    refuse("--describe", "adds notes to text, markdown, heatmaps, JSON, --query and --explain");
+  }
   if (o.step && !text) refuse("--step", "pauses the text trace after each step");
   if (given_option(o, "--precision") &&
       !(text || heatmap || (plain && o.format == OutputFormat::kMarkdown) || o.query ||
@@ -497,11 +502,11 @@ Outcome run(Options& o) {
   } else if (o.export_dir) {
     outcome = write_export(trace, o);
   } else if (o.format == OutputFormat::kJson) {
-    outcome.out = render_json(trace);
+    outcome.out = render_json(trace, o.text.describe);
   } else if (o.format == OutputFormat::kCsv) {
     outcome.out = render_csv(trace);
   } else if (o.format == OutputFormat::kMarkdown) {
-    outcome.out = render_markdown(trace, o.text.precision);
+    outcome.out = render_markdown(trace, o.text);
   } else if (o.format == OutputFormat::kSummary) {
     outcome.out = stream_summary ? summary_head(trace) + lines + attention
                                  : render_summary(trace, 5, config.threads);

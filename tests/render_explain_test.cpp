@@ -3,26 +3,29 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include "attn/describe.hpp"
 #include "attn/error.hpp"
+#include "attn/text_width.hpp"
 #include "support/hostile_labels.hpp"
 
 TEST_CASE("the explained cell ends in the value the trace prints") {
   const attn::Trace trace = attn::run_trace({});
   const std::string out = attn::render_explain(trace, 2, 5, {});
   CHECK(out.find(
-            "   0.5667 × 0.1920 = 0.1088\n   1.8269 × 0.6467 = 1.1815\n   sum: ω₂₅ = 1.2903\n") !=
+            "   0.5667 × 0.1920 = 0.1088\n   1.8269 × 0.6467 = 1.1815\n   sum: ω₂,₅ = 1.2903\n") !=
         std::string::npos);
-  CHECK(out.find("2. scaled: ω₂₅ / √2 = 1.2903 / 1.4142 = 0.9124") != std::string::npos);
+  CHECK(out.find("2. scaled: ω₂,₅ / √2 = 1.2903 / 1.4142 = 0.9124") != std::string::npos);
   CHECK(out.find("m₂ = 2.4542 (key 2, 'is')") != std::string::npos);
   CHECK(out.find("5. their sum: Σ₂ = 1.4556") != std::string::npos);
-  CHECK(out.find("A₂₅ = e₂₅ / Σ₂ = 0.2140 / 1.4556 = 0.1470") != std::string::npos);
+  CHECK(out.find("A₂,₅ = e₂,₅ / Σ₂ = 0.2140 / 1.4556 = 0.1470") != std::string::npos);
   // Every cell: the last line's value is the trace's, printed the same way.
   const attn::Matrix& a = trace.step("attention_weights").values;
   for (int i = 1; i <= 6; ++i) {
     for (int j = 1; j <= 6; ++j) {
       const std::string e = attn::render_explain(trace, i, j, {});
-      CHECK(e.find(fmt::format("attention_weights[{}, {}] = {:.4f}", i, j, a(i - 1, j - 1))) !=
-            std::string::npos);
+      // PyTorch's indices count from 0.
+      CHECK(e.find(fmt::format("the trace's attention_weights[{}, {}] = {:.4f}", i - 1, j - 1,
+                               a(i - 1, j - 1))) != std::string::npos);
     }
   }
 }
@@ -51,8 +54,19 @@ TEST_CASE("labels from a file are shown escaped, and the keys' lines line up") {
   const std::string out = attn::render_explain(attn::test::hostile_trace(), 1, 2, {});
   CHECK_FALSE(attn::test::has_raw_control(out));
   const std::vector<std::string> shown = attn::test::hostile_labels_escaped();
-  CHECK(out.find("how much token 1 ('" + shown[0] + "') attends to key 2 ('" + shown[1] + "')") !=
-        std::string::npos);
+  // The heading is wrapped at a space: read it as one line.
+  std::string heading = out.substr(out.find("A₁,₂: how much"));
+  heading = heading.substr(0, heading.find("\nin PyTorch"));
+  std::string one_line;
+  for (std::size_t k = 0; k < heading.size(); ++k) {
+    if (heading.compare(k, 3, "\n  ") == 0)
+      one_line += ' ', k += 2;
+    else
+      one_line += heading[k];
+  }
+  heading = one_line;
+  CHECK(heading ==
+        "A₁,₂: how much token 1 ('" + shown[0] + "') attends to key 2 ('" + shown[1] + "')");
   // Step 4's lines: "key N 'label'" padded to one width, then exp(...).
   std::vector<std::size_t> columns;
   for (std::size_t at = 0; (at = out.find("\n   key ", at)) != std::string::npos; ++at) {
@@ -61,4 +75,28 @@ TEST_CASE("labels from a file are shown escaped, and the keys' lines line up") {
   REQUIRE(columns.size() == 3);
   CHECK(columns[0] == columns[1]);
   CHECK(columns[1] == columns[2]);
+}
+
+TEST_CASE("one notation: a cell has a comma, PyTorch's 0-based index is shown beside it") {
+  const std::string out = attn::render_explain(attn::run_trace({}), 2, 5, {});
+  CHECK(out.find("A₂,₅: how much token 2 ('is') attends to key 5 ('dessert')\n"
+                 "in PyTorch, which counts from 0: attention_weights[1, 4]\n") !=
+        std::string::npos);
+  CHECK(out.find("4. each exponential e₂,ⱼ = exp(s₂,ⱼ − m₂)") != std::string::npos);
+  CHECK(out.find("A₂₅") == std::string::npos);
+}
+
+TEST_CASE("--describe: each stage of the arithmetic says what its step computes") {
+  attn::TextOptions options;
+  options.describe = true;
+  const std::string out = attn::render_explain(attn::run_trace({}), 2, 5, options);
+  for (const char* id :
+       {"omega", "scaled_scores", "row_max", "exponentials", "row_sums", "attention_weights"}) {
+    const std::string first_words = std::string(attn::describe_step(id)).substr(0, 20);
+    CHECK_MESSAGE(out.find("   (" + first_words) != std::string::npos, id);
+  }
+  for (std::size_t at = 0, end; at < out.size(); at = end + 1) {
+    end = out.find('\n', at);
+    CHECK(attn::display_width(std::string_view(out).substr(at, end - at)) <= 80);
+  }
 }

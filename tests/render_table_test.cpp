@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include "attn/describe.hpp"
 #include "support/hostile_labels.hpp"
 
 TEST_CASE("CSV: one row per cell, exact values, labels quoted when needed") {
@@ -29,7 +30,18 @@ TEST_CASE("CSV values are the JSON's exact ones, nan as a word") {
 TEST_CASE("Markdown: a heading, the equation and shape, and a labelled table") {
   attn::Trace trace = attn::run_trace({});
   attn::select_steps(trace, {"context_vectors"});
-  CHECK(attn::render_markdown(trace, 4) ==
+  const std::string md = attn::render_markdown(trace, {});
+  // The text trace's header first, fenced, so that a handout says what it shows.
+  const std::string header =
+      "## Self-attention, step by step\n\n```text\n"
+      "sentence: 'Life is short, eat dessert first'\n"
+      "settings: seed 123, vocab-size 50000, d-in 3, d-kq 2, d-v 4, torch-kernel avx2\n\n"
+      "dictionary: distinct words in sorted order, numbered from 0\n"
+      "{'Life': 0, 'dessert': 1, 'eat': 2, 'first': 3, 'is': 4, 'short': 5}\n\n"
+      "token ids: the sentence's 6 words, each by its dictionary id\n"
+      "tensor([0, 4, 5, 2, 1, 3])\n```\n\n";
+  REQUIRE(md.starts_with(header));
+  CHECK(md.substr(header.size()) ==
         "### Step 1 of 1: `context_vectors`, context vectors, one row per token\n\n"
         "`Z = A V`, shape [T, d_v] = [6, 4]\n\n"
         "| | 1 | 2 | 3 | 4 |\n"
@@ -46,7 +58,7 @@ TEST_CASE("Markdown shows labels from a file escaped; CSV keeps them as they are
   attn::Trace trace = attn::test::hostile_trace();
   attn::select_steps(trace, {"attention_weights"});
   const std::vector<std::string> shown = attn::test::hostile_labels_escaped();
-  const std::string md = attn::render_markdown(trace, 4);
+  const std::string md = attn::render_markdown(trace, {});
   CHECK_FALSE(attn::test::has_raw_control(md));
   CHECK(md.find("| | " + shown[0] + " | " + shown[1] + " | " + shown[2] + " |\n") !=
         std::string::npos);
@@ -56,4 +68,18 @@ TEST_CASE("Markdown shows labels from a file escaped; CSV keeps them as they are
   const std::vector<std::string> raw = attn::test::hostile_labels();
   CHECK(csv.find("attention_weights,,,1,2," + raw[0] + ",\"" + raw[1] + "\",") !=
         std::string::npos);
+}
+
+TEST_CASE("Markdown with --describe: each step's description in italics, under its equation") {
+  attn::Trace trace = attn::run_trace({});
+  attn::select_steps(trace, {"omega"});
+  attn::TextOptions options;
+  options.describe = true;
+  const std::string md = attn::render_markdown(trace, options);
+  CHECK(md.find("`ω = Q Kᵀ`, shape [T, T] = [6, 6]\n\n*" +
+                std::string(attn::describe_step("omega")) + "*\n\n| |") != std::string::npos);
+  // A fence longer than any backticks in the header.
+  attn::TraceConfig c;
+  c.sentences = {"a ``` b"};
+  CHECK(attn::render_markdown(attn::run_trace(c), {}).find("````text\n") != std::string::npos);
 }

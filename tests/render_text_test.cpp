@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "attn/error.hpp"
+#include "attn/text_width.hpp"
 #include "support/hostile_labels.hpp"
 
 TEST_CASE("the dictionary prints as Python's repr of a dict") {
@@ -28,6 +29,71 @@ TEST_CASE("the query path: the walkthrough's ω₂₄ and the context vector") {
   CHECK(path.find("tensor([0.5313, 1.3607, 0.7891, 1.3110])") != std::string::npos);
 }
 
+TEST_CASE("the query path: one notation, PyTorch's index beside the token's number") {
+  const std::string path = attn::render_query_path(attn::run_trace({}), 2, 5, {});
+  // x⁽²⁾ counts from 1; X[1] is PyTorch's row, counted from 0.
+  CHECK(path.find("the path of token 2, 'is': row 1 of each matrix in PyTorch, which counts from "
+                  "0\n") != std::string::npos);
+  CHECK(
+      path.find("\nx⁽²⁾ = X[1]: its embedding (the walkthrough's x_2 = embedded_sentence[1])\n") !=
+      std::string::npos);
+  // A row of ω and one cell read differently.
+  CHECK(path.find(
+            "\nω₂,₅ = q⁽²⁾ · k⁽⁵⁾: the score of key 5, 'dessert'; in PyTorch\n"
+            "  queries[1].dot(keys[4]) (the walkthrough's omega_24 = query_2.dot(keys[4]))\n") !=
+        std::string::npos);
+  CHECK(
+      path.find("\nω₂ = q⁽²⁾ Kᵀ: its score for every key (the walkthrough's omega_2); columns:") !=
+      std::string::npos);
+  CHECK(path.find("\nA₂ = softmax(ω₂ / √d_k)") != std::string::npos);
+  CHECK(path.find("z⁽²⁾ = Σⱼ A₂,ⱼ v⁽ʲ⁾") != std::string::npos);
+}
+
+TEST_CASE("the walkthrough's variable names appear only in the walkthrough's own run") {
+  attn::TraceConfig other;
+  other.sentences = {"Life is short, eat cake first"};
+  for (const auto& [config, query] :
+       {std::pair{other, std::int64_t{2}}, std::pair{attn::TraceConfig{}, std::int64_t{3}}}) {
+    const std::string path = attn::render_query_path(attn::run_trace(config), query, 5, {});
+    CHECK(path.find("walkthrough") == std::string::npos);
+    CHECK(path.find("query_2") == std::string::npos);
+    CHECK(path.find("queries[" + std::to_string(query - 1) + "].dot(keys[4])") !=
+          std::string::npos);
+  }
+  attn::TraceConfig heads;
+  heads.heads = 2;
+  CHECK(attn::render_query_path(attn::run_trace(heads), 2, 5, {}).find("walkthrough") ==
+        std::string::npos);
+}
+
+TEST_CASE("text, the query path and --describe stay within 80 columns, wrapped between words") {
+  attn::TraceConfig c;
+  std::string sentence;
+  for (int i = 0; i < 40; ++i) sentence += (i ? " word" : "word") + std::to_string(i);
+  c.sentences = {sentence};
+  c.causal = true;
+  const attn::Trace trace = attn::run_trace(c);
+  attn::TextOptions options;
+  options.describe = true;
+  for (const std::string& out :
+       {attn::render_text(trace, options), attn::render_query_path(trace, 3, 2, options)}) {
+    for (std::size_t at = 0, end; at < out.size(); at = end + 1) {
+      end = out.find('\n', at);
+      const std::string_view line = std::string_view(out).substr(at, end - at);
+      CHECK_MESSAGE(attn::display_width(line) <= 80, line);
+    }
+    // Every word whole: "word17" never split.
+    for (int i = 0; i < 40; ++i) {
+      const std::string word = "word" + std::to_string(i);
+      CHECK(out.find(word) != std::string::npos);
+    }
+  }
+  // The dictionary breaks between entries, never inside one.
+  const std::string text = attn::render_text(trace, {});
+  CHECK(text.find("{'word0': 0, 'word1': 1, 'word10': 2,") != std::string::npos);
+  CHECK(text.find(",\n 'word") != std::string::npos);
+}
+
 TEST_CASE("query and key outside 1..T are refused") {
   const attn::Trace trace = attn::run_trace({});
   CHECK_THROWS_WITH_AS(attn::render_query_path(trace, 7, 1, {}),
@@ -47,12 +113,18 @@ TEST_CASE("labels from a file are shown escaped, never as terminal commands") {
   CHECK(text.find("   # " + shown[0] + "\n") != std::string::npos);
   CHECK(text.find("   # " + shown[1] + "\n") != std::string::npos);
   CHECK(text.find("   # " + shown[2] + "\n") != std::string::npos);
-  CHECK(text.find("rows: queries; columns: keys " + shown[0] + ", " + shown[1] + ", " + shown[2] +
-                  "\n") != std::string::npos);
+  // The keys' list, broken between labels to stay within 80 columns.
+  std::string joined = text;
+  for (std::size_t at; (at = joined.find(",\n    ")) != std::string::npos;) {
+    joined.replace(at, 6, ", ");
+  }
+  CHECK(joined.find("rows: queries; columns: keys " + shown[0] + ", " + shown[1] + ", " + shown[2] +
+                    "\n") != std::string::npos);
   // The query path names its token as Python's repr would.
   const std::string path = attn::render_query_path(trace, 1, 3, {});
   CHECK_FALSE(attn::test::has_raw_control(path));
-  CHECK(path.find("the path of token 1, '" + shown[0] + "'\n") != std::string::npos);
+  CHECK(path.find("the path of token 1, '" + shown[0] + "': row 0 of each matrix") !=
+        std::string::npos);
 }
 
 TEST_CASE("a sentence's white space other than spaces is shown escaped, as Python's repr does") {

@@ -18,8 +18,9 @@ inline constexpr int kJsonSchemaVersion = 1;
 // Each step: id, title, equation, head and batch (1-based, or null), shape (the values' [rows,
 // cols]), tensor_shape ({names, sizes} of the whole tensor), row_labels, col_labels, note,
 // values (rows of numbers, each the shortest decimal that reads back as the same float32;
-// "nan", "inf" and "-inf" as strings).
-std::string render_json(const Trace& trace);
+// "nan", "inf" and "-inf" as strings). With `describe` (--describe), each step also has
+// "description", before its values: what it computes and why, as text shows it.
+std::string render_json(const Trace& trace, bool describe = false);
 
 // The manifest of an export: everything a script needs besides the .npy files. {"tool",
 // "version", "schema_version", "settings", "dictionary", "inputs", "cross"} as render_json has

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "attn/render_text.hpp"
 #include "attn/trace.hpp"
 
 namespace attn {
@@ -14,9 +15,11 @@ namespace attn {
 // reads back as the same float32 (nan, inf, -inf as words). Fields are quoted as RFC 4180 says.
 std::string render_csv(const Trace& trace);
 
-// Per step: a heading with its number, id and title, the equation and shape, then a table whose
-// header row names the columns (keys, or 1..n) and whose first column names the rows (tokens,
-// or 1..n); values at `precision` decimals.
-std::string render_markdown(const Trace& trace, int precision);
+// A heading, then the text trace's header (sentence, settings, dictionary, token ids) in a
+// fenced block, so that a handout says what it shows. Then per step: a heading with its number,
+// id and title, the equation and shape, with options.describe what it computes (in italics),
+// then a table whose header row names the columns (keys, or 1..n) and whose first column names
+// the rows (tokens, or 1..n); values at options.precision decimals.
+std::string render_markdown(const Trace& trace, const TextOptions& options);
 
 }  // namespace attn

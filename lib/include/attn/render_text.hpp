@@ -38,7 +38,8 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
 std::int64_t default_path_key(const Trace& trace);
 
 // Python's repr of the dictionary: {'Life': 0, 'dessert': 1, ...}, with the padding token last
-// when there is one.
+// when there is one; broken between entries into lines of at most 80 columns (the lines after the
+// first indented by a space, as pprint does).
 std::string dictionary_repr(const Vocabulary& vocabulary,
                             std::optional<std::int64_t> pad_id = std::nullopt);
 

@@ -8,17 +8,20 @@
 
 #include "attn/error.hpp"
 #include "attn/tensor_format.hpp"
+#include "attn/text_width.hpp"
 
 namespace attn {
 
 std::string dictionary_repr(const Vocabulary& vocabulary, std::optional<std::int64_t> pad_id) {
-  std::string out = "{";
+  std::vector<std::string> entries;
   for (std::size_t i = 0; i < vocabulary.words().size(); ++i) {
-    if (i > 0) out += ", ";
-    out += render_detail::python_str_repr(vocabulary.words()[i]) + ": " + std::to_string(i);
+    entries.push_back(render_detail::python_str_repr(vocabulary.words()[i]) + ": " +
+                      std::to_string(i));
   }
-  if (pad_id) out += fmt::format(", {}: {}", render_detail::python_str_repr(kPadToken), *pad_id);
-  return out + "}";
+  if (pad_id) {
+    entries.push_back(fmt::format("{}: {}", render_detail::python_str_repr(kPadToken), *pad_id));
+  }
+  return render_detail::wrap_items("{", entries, ", ", " ") + "}";
 }
 
 namespace render_detail {
@@ -37,18 +40,14 @@ std::string digits_in(std::int64_t n, const std::string_view (&table)[10]) {
 std::string sup(std::string_view name, std::int64_t i) {
   return std::string(name) + "⁽" + digits_in(i, kSuperscriptDigits) + "⁾";
 }
-// ω₂₄, or ω₁₂,₃ when an index has more than one digit
+// ω₂,₅: a cell, never to be read as a row (ω₂₅ would be row 25)
 std::string sub2(std::string_view name, std::int64_t i, std::int64_t j) {
-  const std::string sep = (i > 9 || j > 9) ? "," : "";
-  return std::string(name) + digits_in(i, kSubscriptDigits) + sep + digits_in(j, kSubscriptDigits);
+  return std::string(name) + digits_in(i, kSubscriptDigits) + "," + digits_in(j, kSubscriptDigits);
 }
 
-std::string join_labels(const std::vector<std::string>& labels, std::string_view sep) {
-  std::string out;
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    if (i > 0) out += sep;
-    out += escape_controls(labels[i]);
-  }
+std::vector<std::string> escaped(const std::vector<std::string>& labels) {
+  std::vector<std::string> out;
+  for (const std::string& label : labels) out.push_back(escape_controls(label));
   return out;
 }
 
@@ -120,12 +119,6 @@ void check_query_and_key(const Trace& trace, std::int64_t query, std::int64_t ke
                     cross ? "key and value sentence" : "sentence");
 }
 
-std::string python_list_repr(const std::vector<std::string>& items) {
-  std::vector<std::string> quoted;
-  for (const std::string& s : items) quoted.push_back(python_str_repr(s));
-  return fmt::format("[{}]", fmt::join(quoted, ", "));
-}
-
 namespace {
 
 // A sentence as the brief preamble shows it: whole up to 12 words; longer, its first 8 words,
@@ -156,42 +149,48 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
     for (std::size_t b = 0; b < batch_size; ++b) {
       shown.push_back(brief_sentence(c.sentences[b], trace.inputs[b]));
     }
-    out += batch_size > 1 ? fmt::format("sentences: [{}]\n", fmt::join(shown, ", "))
-                          : fmt::format("sentence: {}\n", shown[0]);
+    out += batch_size > 1 ? wrap_items("sentences: [", shown, ", ", "  ") + "]\n"
+                          : wrapped_line("sentence: " + shown[0]);
   } else if (batch_size > 1) {
-    out += fmt::format("sentences: {}\n", python_list_repr(c.sentences));
+    std::vector<std::string> quoted;
+    for (const std::string& sentence : c.sentences) quoted.push_back(python_str_repr(sentence));
+    out += wrap_items("sentences: [", quoted, ", ", "  ") + "]\n";
   } else {
-    out += fmt::format("sentence: {}\n", python_str_repr(c.sentences[0]));
+    out += wrapped_line("sentence: " + python_str_repr(c.sentences[0]));
   }
   if (c.cross) {
-    out += fmt::format("cross: {} (keys and values)\n", brief && trace.cross
-                                                            ? brief_sentence(*c.cross, *trace.cross)
-                                                            : python_str_repr(*c.cross));
+    out += wrapped_line(fmt::format(
+        "cross: {} (keys and values)",
+        brief && trace.cross ? brief_sentence(*c.cross, *trace.cross) : python_str_repr(*c.cross)));
   }
-  std::string settings =
-      c.x ? fmt::format("seed {}, d-in {}, d-kq {}, d-v {}, torch-kernel {}", c.seed, c.d_in,
-                        c.d_kq, c.d_v, kernel_name(c.kernel))
-          : fmt::format("seed {}, vocab-size {}, d-in {}, d-kq {}, d-v {}, torch-kernel {}", c.seed,
-                        c.vocab_size, c.d_in, c.d_kq, c.d_v, kernel_name(c.kernel));
-  if (c.embedding) settings += fmt::format(", embedding {}", escape_controls(c.embedding->source));
+  std::vector<std::string> settings = {fmt::format("seed {}", c.seed)};
+  if (!c.x) settings.push_back(fmt::format("vocab-size {}", c.vocab_size));
+  settings.push_back(fmt::format("d-in {}", c.d_in));
+  settings.push_back(fmt::format("d-kq {}", c.d_kq));
+  settings.push_back(fmt::format("d-v {}", c.d_v));
+  settings.push_back(fmt::format("torch-kernel {}", kernel_name(c.kernel)));
+  if (c.embedding) {
+    settings.push_back(fmt::format("embedding {}", escape_controls(c.embedding->source)));
+  }
   for (const auto& [name, m] : {std::pair{"w-query", &c.w_query},
                                 {"w-key", &c.w_key},
                                 {"w-value", &c.w_value},
                                 {"w-out", &c.w_out},
                                 {"b-out", &c.b_out}}) {
-    if (*m) settings += fmt::format(", {} {}", name, escape_controls((*m)->source));
+    if (*m) settings.push_back(fmt::format("{} {}", name, escape_controls((*m)->source)));
   }
   if (c.heads > 1 || c.multihead != MultiheadForm::kWrapper) {
-    settings += fmt::format(", heads {} ({})", c.heads, multihead_name(c.multihead));
+    settings.push_back(fmt::format("heads {} ({})", c.heads, multihead_name(c.multihead)));
   }
-  if (c.init != WeightInit::kRand) settings += fmt::format(", init {}", init_name(c.init));
-  if (c.matmul != MatmulKernel::kAuto)
-    settings += fmt::format(", matmul {}", matmul_name(c.matmul));
-  if (c.causal) settings += ", causal";
+  if (c.init != WeightInit::kRand) settings.push_back(fmt::format("init {}", init_name(c.init)));
+  if (c.matmul != MatmulKernel::kAuto) {
+    settings.push_back(fmt::format("matmul {}", matmul_name(c.matmul)));
+  }
+  if (c.causal) settings.push_back("causal");
   if (c.causal || trace.pad_id) {
-    settings += fmt::format(", masked-rows {}", masked_rows_name(c.masked_rows));
+    settings.push_back(fmt::format("masked-rows {}", masked_rows_name(c.masked_rows)));
   }
-  out += fmt::format("settings: {}\n", settings);
+  out += wrap_items("settings: ", settings, ", ", "  ") + "\n";
 
   if (c.x) return;  // no words, no dictionary
   if (brief) {
@@ -209,12 +208,11 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
   std::vector<std::vector<std::int64_t>> ids;
   for (const TokenizedSentence& s : trace.inputs) ids.push_back(s.ids);
   if (batch_size > 1) {
-    out += trace.pad_id
-               ? fmt::format("token ids: {} sentences, padded to {} with {} (id {})\n", batch_size,
-                             counted(ids[0].size(), "token"), python_str_repr(kPadToken),
-                             *trace.pad_id)
-               : fmt::format("token ids: {} sentences of {}\n", batch_size,
-                             counted(ids[0].size(), "token"));
+    out += trace.pad_id ? fmt::format("token ids: {} sentences, padded to {} with {} (id {})\n",
+                                      batch_size, counted(ids[0].size(), "token"),
+                                      python_str_repr(kPadToken), *trace.pad_id)
+                        : fmt::format("token ids: {} sentences of {}\n", batch_size,
+                                      counted(ids[0].size(), "token"));
     out += int_tensor_text(ids, false) + "\n";
   } else {
     out += fmt::format("token ids: {}{}, each by its dictionary id\n",
@@ -223,8 +221,8 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
     out += int_tensor_text(ids, true) + "\n";
   }
   if (trace.cross) {
-    out +=
-        fmt::format("token ids: the key and value sentence's {}\n", counted(trace.cross->ids.size(), "word"));
+    out += fmt::format("token ids: the key and value sentence's {}\n",
+                       counted(trace.cross->ids.size(), "word"));
     out += int_tensor_text({trace.cross->ids}, true) + "\n";
   }
 }
@@ -239,6 +237,41 @@ std::string where_text(const Trace& trace, const std::optional<int>& head,
 
 std::string counted(std::size_t n, std::string_view noun) {
   return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
+std::string wrap_items(std::string_view prefix, const std::vector<std::string>& items,
+                       std::string_view sep, std::string_view indent) {
+  // The separator's trailing spaces go where a line breaks.
+  const std::string_view tight = sep.substr(0, sep.find_last_not_of(' ') + 1);
+  std::string out(prefix);
+  std::size_t column = display_width(prefix.substr(prefix.rfind('\n') + 1));
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::size_t w = display_width(items[i]);
+    // The item and the separator after it (or the closing character that follows the last).
+    const std::size_t after = i + 1 < items.size() ? display_width(tight) : 1;
+    if (i > 0) {
+      if (column + display_width(sep) + w + after > kTextWidth) {
+        out += fmt::format("{}\n{}", tight, indent);
+        column = display_width(indent);
+      } else {
+        out += sep;
+        column += display_width(sep);
+      }
+    }
+    out += items[i];
+    column += w;
+  }
+  return out;
+}
+
+std::string wrapped_line(std::string_view text, std::string_view indent) {
+  return wrap_words(text, kTextWidth, indent) + "\n";
+}
+
+bool is_walkthrough(const Trace& trace) {
+  const TraceConfig& c = trace.config;
+  return !c.x && !c.cross && c.heads == 1 && c.sentences.size() == 1 &&
+         c.sentences[0] == kWalkthroughSentence;
 }
 
 std::string subscript(std::int64_t n) { return digits_in(n, kSubscriptDigits); }

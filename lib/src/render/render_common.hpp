@@ -18,15 +18,28 @@ namespace attn::render_detail {
 
 // x⁽²⁾: a name with a superscript index in parentheses.
 std::string sup(std::string_view name, std::int64_t i);
-// ω₂₄, or ω₁₂,₃ when an index has more than one digit.
+// ω₂,₅: one cell, row and column (tokens, counted from 1) apart by a comma, so that it never reads
+// as ω₂₅, row 25 of ω.
 std::string sub2(std::string_view name, std::int64_t i, std::int64_t j);
 // The digits of n as subscripts: ₁₂.
 std::string subscript(std::int64_t n);
+// The width the text views keep to, as PyTorch's printing does (linewidth 80).
+inline constexpr std::size_t kTextWidth = 80;
+// `prefix` then `items` joined by `sep`, broken between items (never inside one) so that lines
+// stay within kTextWidth; the lines after the first begin with `indent`.
+std::string wrap_items(std::string_view prefix, const std::vector<std::string>& items,
+                       std::string_view sep, std::string_view indent);
+// `text` wrapped at its spaces to kTextWidth, the lines after the first beginning with `indent`,
+// then a newline.
+std::string wrapped_line(std::string_view text, std::string_view indent = "  ");
+// True when the run is the walkthrough's own: its sentence, no --cross, no --x, one head, so that
+// its variable names (x_2, query_2, omega_24) mean what they say.
+bool is_walkthrough(const Trace& trace);
 // "1 token", "6 tokens": a count and its noun, plural when it is not 1.
 std::string counted(std::size_t n, std::string_view noun);
-// Labels (tokens, or a file's row labels) joined, each as escape_controls shows it: a label from
-// a file never reaches the terminal raw.
-std::string join_labels(const std::vector<std::string>& labels, std::string_view sep);
+// Labels (tokens, or a file's row labels) as escape_controls shows them: a label from a file
+// never reaches the terminal raw.
+std::vector<std::string> escaped(const std::vector<std::string>& labels);
 // One row of a matrix as a 1-D tensor: tensor([...]).
 std::string vector_text(const Matrix& m, Eigen::Index row, int precision);
 // Python's repr of a str: 'Life', "don't", 'a\x1bb' (control characters escaped as Python does).

@@ -4,7 +4,9 @@
 
 #include <cmath>
 
+#include "attn/describe.hpp"
 #include "attn/explain.hpp"
+#include "attn/steps.hpp"
 #include "render_common.hpp"
 
 namespace attn {
@@ -15,7 +17,15 @@ namespace {
 
 // The cell's arithmetic for one head of one sentence.
 void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
-                  std::optional<int> batch, Eigen::Index qi, Eigen::Index kj, int p) {
+                  std::optional<int> batch, Eigen::Index qi, Eigen::Index kj,
+                  const TextOptions& options) {
+  const int p = options.precision;
+  // With --describe, what the step of a stage computes, under its line.
+  auto describe = [&](StepKind kind) {
+    if (options.describe) {
+      out += wrapped_line(fmt::format("   ({})", describe_step(step_info(kind).id)), "    ");
+    }
+  };
   const TraceConfig& c = trace.config;
   const TokenizedSentence& qs = trace.inputs[static_cast<std::size_t>(batch.value_or(0))];
   const TokenizedSentence& ks = trace.key_sentence(batch.value_or(0));
@@ -26,13 +36,18 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
   const std::string a_ij = sub2("A", i, j), w_ij = sub2("ω", i, j),
                     s_i = fmt::format("s{}", subscript(i));
 
-  out += fmt::format("\n{}: how much token {} ({}) attends to key {} ({}){}\n", a_ij, i,
-                     python_str_repr(qs.words[static_cast<std::size_t>(qi)]), j,
-                     python_str_repr(ks.words[static_cast<std::size_t>(kj)]),
-                     where_text(trace, head, batch));
+  out += '\n';
+  out += wrapped_line(fmt::format("{}: how much token {} ({}) attends to key {} ({}){}", a_ij, i,
+                                  python_str_repr(qs.words[static_cast<std::size_t>(qi)]), j,
+                                  python_str_repr(ks.words[static_cast<std::size_t>(kj)]),
+                                  where_text(trace, head, batch)));
+  // Tokens count from 1 here and from 0 in PyTorch's indices: both, once.
+  const std::string torch_cell = fmt::format("attention_weights[{}, {}]", qi, kj);
+  out += wrapped_line(fmt::format("in PyTorch, which counts from 0: {}", torch_cell));
 
   // 1. The dot product, one product per dimension, added left to right.
   out += fmt::format("\n1. the score {} = {} · {}, term by term\n", w_ij, sup("q", i), sup("k", j));
+  describe(StepKind::kOmega);
   for (Eigen::Index d = 0; d < d_k; ++d) {
     out += fmt::format("   {} × {} = {}\n", number(cell.q(0, d), p), number(cell.k(0, d), p),
                        number(cell.products(0, d), p, false));
@@ -41,26 +56,28 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
 
   // 2. The scaling (and the mask).
   if (std::isinf(cell.scaled)) {
-    out += fmt::format(
-        "2. masked: key {} may not be seen from query {}, so its score is −inf, and "
-        "so is {} / √{}\n",
-        j, i, w_ij, d_k);
+    out +=
+        wrapped_line(fmt::format("2. masked: key {} may not be seen from query {}, so its score is "
+                                 "−inf, and so is {} / √{}",
+                                 j, i, w_ij, d_k),
+                     "   ");
   } else {
     out +=
         fmt::format("2. scaled: {} / √{} = {} / {} = {}\n", w_ij, d_k, number(cell.omega, p, false),
                     number(cell.root, p, false), number(cell.scaled, p, false));
   }
+  describe(StepKind::kScaledScores);
 
   // 3.–5. The softmax of the row: its max, each exponential, their sum.
   const float m = cell.row_max;
   if (cell.row_masked) {
-    out += fmt::format(
-        "3. every key of row {} is masked: the softmax of a row of −inf gives {} "
-        "(the masked-rows rule {})\n",
-        i, masked_rows_name(c.masked_rows) == std::string_view("zero") ? "0" : "nan",
-        masked_rows_name(c.masked_rows));
-    out += fmt::format("   the trace's attention_weights[{}, {}] = {}\n", i, j,
-                       number(cell.trace_weight, p, false));
+    out += wrapped_line(
+        fmt::format("3. every key of row {} is masked: the softmax of a row of −inf gives {} "
+                    "(the masked-rows rule {})",
+                    i, masked_rows_name(c.masked_rows) == std::string_view("zero") ? "0" : "nan",
+                    masked_rows_name(c.masked_rows)),
+        "   ");
+    out += fmt::format("   the trace's {} = {}\n", torch_cell, number(cell.trace_weight, p, false));
     return;
   }
   const Eigen::Index argmax = cell.argmax;
@@ -68,8 +85,10 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
   out += fmt::format("3. the row's largest scaled score: m{} = {} (key {}, {})\n", subscript(i),
                      number(m, p, false), argmax + 1,
                      python_str_repr(ks.words[static_cast<std::size_t>(argmax)]));
-  out += fmt::format("4. each exponential e{}ⱼ = exp({}ⱼ − m{}), which is at most 1\n",
+  describe(StepKind::kRowMax);
+  out += fmt::format("4. each exponential e{},ⱼ = exp({},ⱼ − m{}), which is at most 1\n",
                      subscript(i), s_i, subscript(i));
+  describe(StepKind::kExponentials);
   std::size_t label_width = 0;  // of the words as python_str_repr shows them, without quotes
   for (const std::string& w : ks.words) {
     label_width = std::max(label_width, python_str_repr(w).size() - 2);
@@ -87,11 +106,12 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
     }
   }
   out += fmt::format("5. their sum: Σ{} = {}\n", subscript(i), number(cell.sum, p, false));
+  describe(StepKind::kRowSums);
   out += fmt::format("6. the weight: {} = e{} / Σ{} = {} / {} = {}\n", a_ij, sub2("", i, j),
                      subscript(i), number(cell.exponentials(0, kj), p, false),
                      number(cell.sum, p, false), number(cell.weight, p, false));
-  out += fmt::format("   the trace's attention_weights[{}, {}] = {}{}\n", i, j,
-                     number(cell.trace_weight, p, false),
+  describe(StepKind::kAttentionWeights);
+  out += fmt::format("   the trace's {} = {}{}\n", torch_cell, number(cell.trace_weight, p, false),
                      row.array().isInf().any() ? " (masked keys add 0 to the sum)" : "");
 }
 
@@ -109,7 +129,7 @@ std::string render_explain(const Trace& trace, std::int64_t i, std::int64_t j,
     for (std::int64_t h = 0; h < c.heads; ++h) {
       const std::optional<int> head =
           c.heads > 1 ? std::optional<int>(static_cast<int>(h)) : std::nullopt;
-      explain_cell(out, trace, head, batch, i - 1, j - 1, options.precision);
+      explain_cell(out, trace, head, batch, i - 1, j - 1, options);
     }
   }
   return out;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "attn/describe.hpp"
 #include "attn/version.hpp"
 
 namespace attn {
@@ -150,7 +151,7 @@ std::string float_text(float value) {
   return fmt::format("{}", value);
 }
 
-std::string render_json(const Trace& trace) {
+std::string render_json(const Trace& trace, bool describe) {
   // Written by hand around the values, so that each row is one line and each number the
   // shortest float32 text; nlohmann::json writes the strings and the small objects.
   std::string out = document_head(trace);
@@ -159,6 +160,9 @@ std::string render_json(const Trace& trace) {
     const Step& s = trace.steps[i];
     out += i ? ",\n    {\n" : "\n    {\n";
     out += step_fields(s);
+    if (describe) {
+      out += fmt::format("      \"description\": {},\n", json_string(describe_step(s.id)));
+    }
     out += "      \"values\": [";
     for (Eigen::Index r = 0; r < s.values.rows(); ++r) {
       out += r ? ",\n        [" : "\n        [";

@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "attn/describe.hpp"
 #include "attn/error.hpp"
 #include "attn/render_json.hpp"
 #include "attn/tensor_format.hpp"
 #include "attn/tokenizer.hpp"
+#include "render_common.hpp"
 
 namespace attn {
 
@@ -67,8 +70,19 @@ std::string render_csv(const Trace& trace) {
   return out;
 }
 
-std::string render_markdown(const Trace& trace, int precision) {
-  std::string out;
+std::string render_markdown(const Trace& trace, const TextOptions& options) {
+  const int precision = options.precision;
+  std::string preamble;
+  render_detail::append_preamble(preamble, trace);
+  // A fence longer than any run of backticks in the header (a token may hold some).
+  std::size_t run = 0, longest = 0;
+  for (const char c : preamble) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(std::max<std::size_t>(3, longest + 1), '`');
+  std::string out =
+      fmt::format("## Self-attention, step by step\n\n{}text\n{}{}\n\n", fence, preamble, fence);
   const std::size_t n = trace.steps.size();
   for (std::size_t i = 0; i < n; ++i) {
     const Step& s = trace.steps[i];
@@ -81,6 +95,9 @@ std::string render_markdown(const Trace& trace, int precision) {
                        s.title, where);
     out += fmt::format("`{}`, shape [{}] = [{}]\n\n", s.equation, fmt::join(s.shape_names, ", "),
                        fmt::join(sizes, ", "));
+    if (options.describe && !describe_step(s.id).empty()) {
+      out += fmt::format("*{}*\n\n", md_cell(std::string(describe_step(s.id))));
+    }
     if (!s.note.empty()) out += md_cell(s.note) + "\n\n";
     const TensorFormatter f(s.values.data(), s.values.size(), precision);
     out += "| |";

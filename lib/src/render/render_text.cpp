@@ -17,17 +17,29 @@ namespace {
 
 using namespace render_detail;
 
-// The lines of a tensor, each row followed by "# label" in one aligned column when labels exist.
+// The lines of a tensor, each row followed by "# label" in one aligned column when labels exist;
+// when that column would pass 80, each label goes on a line of its own above its row instead (a
+// comment inside the brackets, as Python reads it too).
 void append_labelled_tensor(std::string& out, const Matrix& m,
                             const std::vector<std::string>& row_labels, int precision,
                             bool as_vector) {
   const std::vector<std::string> rows = format_tensor_rows(m, precision, as_vector);
-  std::size_t width = 0;
+  std::size_t width = 0, label_width = 0;
   for (const std::string& r : rows)
     width = std::max(width, display_width(r.substr(r.rfind('\n') + 1)));
+  for (const std::string& label : row_labels) {
+    label_width = std::max(label_width, display_width(escape_controls(label)));
+  }
+  const bool above = width + 5 + label_width > kTextWidth;
   for (std::size_t i = 0; i < rows.size(); ++i) {
+    const bool labelled = i < row_labels.size();
+    if (labelled && above) {
+      // Indented as the row's first value: after "tensor([[" or the "        [" of a later row.
+      const std::size_t indent = std::min(rows[i].find_first_not_of(" [tensor("), rows[i].size());
+      out += fmt::format("{}# {}\n", std::string(indent, ' '), escape_controls(row_labels[i]));
+    }
     out += rows[i];
-    if (i < row_labels.size()) {
+    if (labelled && !above) {
       const std::string_view last = std::string_view(rows[i]).substr(rows[i].rfind('\n') + 1);
       out.append(width - display_width(last) + 3, ' ');
       out += "# " + escape_controls(row_labels[i]);
@@ -55,15 +67,16 @@ std::vector<std::string> render_text_blocks(const Trace& trace, const TextOption
     out += fmt::format("\nstep {}/{} [{}] {}{}\n", i + 1, n, s.id, s.title,
                        where_text(trace, s.head, s.batch));
     if (options.describe && !describe_step(s.id).empty()) {
-      out += fmt::format("  ({})\n", describe_step(s.id));
+      out += wrapped_line(fmt::format("  ({})", describe_step(s.id)), "   ");
     }
-    out += fmt::format("  {}    shape {}\n", s.equation, shape_text(s));
+    out += wrapped_line(fmt::format("  {}    shape {}", s.equation, shape_text(s)), "    ");
     if (s.columns_are_keys) {
-      out += fmt::format("  rows: queries; columns: keys {}\n", join_labels(s.col_labels, ", "));
+      out +=
+          wrap_items("  rows: queries; columns: keys ", escaped(s.col_labels), ", ", "    ") + "\n";
     } else if (!s.col_labels.empty()) {
-      out += fmt::format("  columns: {}\n", join_labels(s.col_labels, ", "));
+      out += wrap_items("  columns: ", escaped(s.col_labels), ", ", "    ") + "\n";
     }
-    if (!s.note.empty()) out += "  " + s.note + "\n";
+    if (!s.note.empty()) out += wrapped_line("  " + s.note, "  ");
     append_labelled_tensor(out, s.values, s.row_labels, options.precision,
                            s.shape_names.size() == 1);
   }
@@ -89,12 +102,24 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
   const Eigen::Index qi = query - 1, ki = key - 1;
   const bool split = c.multihead == MultiheadForm::kSplit;
   const std::optional<int> no_head;
+  // The walkthrough follows the second token with variables of its own; they are named only when
+  // this run is the walkthrough's and follows that token.
+  const bool walkthrough = is_walkthrough(trace) && query == 2;
+  auto named = [walkthrough](std::string_view name) {
+    return walkthrough ? fmt::format(" (the walkthrough's {})", name) : std::string();
+  };
 
   std::string out;
   append_preamble(out, trace);
-  auto item = [&](const std::string& label, const std::string& what, const Matrix& m,
-                  Eigen::Index row) {
-    out += fmt::format("\n{}: {}\n{}\n", label, what, vector_text(m, row, p));
+  // A quantity of the path: its name and what it is, the step's description with --describe,
+  // then its row of the step's values.
+  auto item = [&](const std::string& heading, StepKind kind, const Matrix& m, Eigen::Index row) {
+    out += '\n';
+    out += wrapped_line(heading);
+    if (options.describe) {
+      out += wrapped_line(fmt::format("  ({})", describe_step(step_info(kind).id)), "   ");
+    }
+    out += vector_text(m, row, p) + "\n";
   };
   const std::string x_q = sup("x", query), q_q = sup("q", query);
   const std::string w_sub = subscript(query);
@@ -104,29 +129,40 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
         trace.inputs.size() > 1 ? std::optional<int>(static_cast<int>(b)) : std::nullopt;
     const TokenizedSentence& qs = trace.inputs[b];
     const TokenizedSentence& ks = trace.key_sentence(static_cast<int>(b));
-    const std::string keys_text = "columns: keys " + join_labels(ks.words, ", ");
-    out += fmt::format(
-        "\nthe path of token {}, {}{}\n", query, python_str_repr(qs.words[qi]),
-        batch ? fmt::format(", in sentence {} of {}", b + 1, trace.inputs.size()) : std::string());
-    item(x_q + " = X[" + std::to_string(query) + "]", "its embedding",
-         trace.step(StepKind::kEmbeddings, no_head, batch).values, qi);
+    const std::vector<std::string> key_words = escaped(ks.words);
+    auto with_keys = [&](const std::string& text) {
+      return fmt::format("{}; columns: keys {}", text, fmt::join(key_words, ", "));
+    };
+    out += '\n';
+    out += wrapped_line(fmt::format(
+        "the path of token {}, {}{}: row {} of each matrix in PyTorch, which "
+        "counts from 0",
+        query, python_str_repr(qs.words[qi]),
+        batch ? fmt::format(" of sentence {} of {}", b + 1, trace.inputs.size()) : std::string(),
+        qi));
+    item(fmt::format("{} = X[{}]: its embedding{}", x_q, qi,
+                     named(fmt::format("x_2 = embedded_sentence[{}]", qi))),
+         StepKind::kEmbeddings, trace.step(StepKind::kEmbeddings, no_head, batch).values, qi);
     // Its query, key and value; in cross-attention it has no key or value, and the key token's
     // key and value are shown instead.
     auto projections = [&](std::optional<int> head, const std::string& heads_text) {
-      item(q_q + " = " + x_q + " W_q", "its query" + heads_text,
-           trace.step(StepKind::kQueries, head, batch).values, qi);
+      item(fmt::format("{} = {} W_q: its query{}{}", q_q, x_q, heads_text, named("query_2")),
+           StepKind::kQueries, trace.step(StepKind::kQueries, head, batch).values, qi);
       if (c.cross) {
-        const std::string x_k = "X₂[" + std::to_string(key) + "]";
+        const std::string x_k = fmt::format("X₂[{}]", ki);
         const std::string whose = python_str_repr(ks.words[ki]) + heads_text;
-        item(sup("k", key) + " = " + x_k + " W_k", "the key of " + whose,
-             trace.step(StepKind::kKeys, head, batch).values, ki);
-        item(sup("v", key) + " = " + x_k + " W_v", "the value of " + whose,
-             trace.step(StepKind::kValues, head, batch).values, ki);
+        item(fmt::format("{} = {} W_k: the key of {}, token {} of the key sentence", sup("k", key),
+                         x_k, whose, key),
+             StepKind::kKeys, trace.step(StepKind::kKeys, head, batch).values, ki);
+        item(fmt::format("{} = {} W_v: the value of {}", sup("v", key), x_k, whose),
+             StepKind::kValues, trace.step(StepKind::kValues, head, batch).values, ki);
       } else {
-        item(sup("k", query) + " = " + x_q + " W_k", "its key" + heads_text,
-             trace.step(StepKind::kKeys, head, batch).values, qi);
-        item(sup("v", query) + " = " + x_q + " W_v", "its value" + heads_text,
-             trace.step(StepKind::kValues, head, batch).values, qi);
+        item(fmt::format("{} = {} W_k: its key{}{}", sup("k", query), x_q, heads_text,
+                         named("key_2")),
+             StepKind::kKeys, trace.step(StepKind::kKeys, head, batch).values, qi);
+        item(fmt::format("{} = {} W_v: its value{}{}", sup("v", query), x_q, heads_text,
+                         named("value_2")),
+             StepKind::kValues, trace.step(StepKind::kValues, head, batch).values, qi);
       }
     };
     if (split) projections(no_head, ", all heads");
@@ -136,7 +172,7 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
       if (head) out += fmt::format("\nhead {} of {}\n", h + 1, c.heads);
       const auto [q, k] = trace.head_queries_keys(head, batch);
       if (!split) projections(head, "");
-      // One dot product written out, as the walkthrough does for ω₂₄.
+      // One dot product written out, as the walkthrough does for its omega_24.
       const Matrix& omega = trace.step(StepKind::kOmega, head, batch).values;
       std::vector<std::string> terms;
       constexpr Eigen::Index kMaxTerms = 8;
@@ -146,32 +182,42 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
       if (q.cols() > kMaxTerms) {
         terms.push_back(fmt::format("⋯ ({} more terms)", q.cols() - kMaxTerms));
       }
-      out += fmt::format("\n{} = {} · {}{}: the score of key {}, {}", sub2("ω", query, key), q_q,
-                         sup("k", key), split ? " (this head's columns)" : "", key,
-                         python_str_repr(ks.words[ki]));
       // The walkthrough counts tokens from 1 but indexes keys from 0: its omega_24 is
       // query_2.dot(keys[4]), the key of the 5th token.
-      out += fmt::format(" (the walkthrough's omega_{}{} = query_{}.dot(keys[{}]))\n", query,
-                         key - 1, query, key - 1);
-      out += fmt::format("{} = {}\n", fmt::join(terms, " + "), number(omega(qi, ki), p, false));
-      item("ω" + w_sub + " = " + q_q + " Kᵀ", "its score for every key; " + keys_text, omega, qi);
+      out += '\n';
+      out += wrapped_line(fmt::format(
+          "{} = {} · {}{}: the score of key {}, {}; in PyTorch queries[{}].dot(keys[{}])"
+          "{}",
+          sub2("ω", query, key), q_q, sup("k", key), split ? " (this head's columns)" : "", key,
+          python_str_repr(ks.words[ki]), qi, ki,
+          walkthrough && key == 5 ? " (the walkthrough's omega_24 = query_2.dot(keys[4]))" : ""));
+      out += wrap_items("", terms, " + ", "  ") +
+             fmt::format(" = {}\n", number(omega(qi, ki), p, false));
+      item(with_keys(
+               fmt::format("ω{} = {} Kᵀ: its score for every key{}", w_sub, q_q, named("omega_2"))),
+           StepKind::kOmega, omega, qi);
       if (c.causal || trace.pad_id) {
-        item("ω" + w_sub + ".masked_fill(M" + w_sub + ", −inf)", "its scores after the mask",
-             trace.step(StepKind::kMaskedOmega, head, batch).values, qi);
+        item(fmt::format("ω{}.masked_fill(M{}, −inf): its scores after the mask", w_sub, w_sub),
+             StepKind::kMaskedOmega, trace.step(StepKind::kMaskedOmega, head, batch).values, qi);
       }
-      item("α" + w_sub + " = softmax(ω" + w_sub + " / √d_k)", "its attention weights; " + keys_text,
-           trace.step(StepKind::kAttentionWeights, head, batch).values, qi);
-      item(sup("z", query) + " = Σⱼ α" + w_sub + "ⱼ v⁽ʲ⁾", "its context vector",
-           trace.step(StepKind::kContextVectors, head, batch).values, qi);
+      item(with_keys(fmt::format("A{} = softmax(ω{} / √d_k): its attention weights{}", w_sub, w_sub,
+                                 named("attention_weights_2"))),
+           StepKind::kAttentionWeights, trace.step(StepKind::kAttentionWeights, head, batch).values,
+           qi);
+      item(fmt::format("{} = Σⱼ A{},ⱼ v⁽ʲ⁾: its context vector{}", sup("z", query), w_sub,
+                       named("context_vector_2")),
+           StepKind::kContextVectors, trace.step(StepKind::kContextVectors, head, batch).values,
+           qi);
     }
     if (c.heads > 1) {
-      item(sup("z", query) + " = " + sup("z", query) + "₁ | … | " + sup("z", query) + "_H",
-           "the heads' context vectors side by side",
-           trace.step(StepKind::kContextConcat, no_head, batch).values, qi);
+      item(fmt::format("{} = {}₁ | … | {}_H: the heads' context vectors side by side",
+                       sup("z", query), sup("z", query), sup("z", query)),
+           StepKind::kContextConcat, trace.step(StepKind::kContextConcat, no_head, batch).values,
+           qi);
     }
     if (split) {
-      item(sup("out", query), "the output projection of its context vector",
-           trace.step(StepKind::kOutput, no_head, batch).values, qi);
+      item(fmt::format("{}: the output projection of its context vector", sup("out", query)),
+           StepKind::kOutput, trace.step(StepKind::kOutput, no_head, batch).values, qi);
     }
   }
   return out;
