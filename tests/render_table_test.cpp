@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "attn/describe.hpp"
 #include "support/hostile_labels.hpp"
 
@@ -76,8 +78,14 @@ TEST_CASE("Markdown with --describe: each step's description in italics, under i
   attn::TextOptions options;
   options.describe = true;
   const std::string md = attn::render_markdown(trace, options);
-  CHECK(md.find("`ω = Q Kᵀ`, shape [T, T] = [6, 6]\n\n*" +
-                std::string(attn::describe_step("omega")) + "*\n\n| |") != std::string::npos);
+  // The description in italics, wrapped at 80 columns as prose is.
+  const std::size_t at = md.find("`ω = Q Kᵀ`, shape [T, T] = [6, 6]\n\n*");
+  REQUIRE(at != std::string::npos);
+  std::string paragraph = md.substr(at + md.substr(at).find("\n\n*") + 3);
+  paragraph = paragraph.substr(0, paragraph.find("*\n\n| |"));
+  CHECK(paragraph.find('\n') != std::string::npos);
+  std::replace(paragraph.begin(), paragraph.end(), '\n', ' ');
+  CHECK(paragraph == attn::describe_step("omega"));
   // A fence longer than any backticks in the header.
   attn::TraceConfig c;
   c.sentences = {"a ``` b"};

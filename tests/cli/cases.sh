@@ -167,7 +167,7 @@ case_expect_equal() {
   run --expect data/traces/walkthrough.json --steps context_vectors --format csv
   if [ "${ATTN_UPDATE_GOLDEN:-0}" = 1 ]; then cp "$work/stdout" "$golden_dir/csv_context.txt"; fi
   [ "$(cat "$work/status")" = 0 ] && cmp -s "$golden_dir/csv_context.txt" "$work/stdout" &&
-    [ "$(cat "$work/stderr")" = "equal: 1 steps, 24 cells, all within atol 1e-08, rtol 1e-05" ]
+    [ "$(cat "$work/stderr")" = "equal: 1 step, 24 cells, all within atol 1e-08, rtol 1e-05" ]
 }
 case_expect_different() {
   run --expect data/traces/walkthrough.json --torch-kernel default --atol 0 --rtol 0
@@ -241,6 +241,33 @@ case_softmax_steps() {
   expect_output softmax_steps --softmax-steps --steps scaled_scores,row_max,exponentials,row_sums,attention_weights,weight_sums
 }
 case_describe() { expect_output describe --describe; }
+# --describe wherever steps are shown: markdown, JSON (a field), the query path, the explained cell.
+case_describe_markdown() { expect_output describe_markdown --describe --format markdown --steps omega,attention_weights; }
+case_describe_query() { expect_output describe_query_2 --describe --query 2; }
+case_describe_explain() { expect_output describe_explain_2_5 --describe --explain 2,5; }
+case_describe_json_field() {
+  run --describe --format json --steps omega
+  [ "$(cat "$work/status")" = 0 ] || return 1
+  grep -q '^      "description": "Each score is the dot product' "$work/stdout" ||
+    { echo "FAIL: no description"; return 1; }
+  run --format json --steps omega
+  ! grep -q '"description"' "$work/stdout" || { echo "FAIL: a description without --describe"; return 1; }
+}
+# Text, notes and the query path stay within 80 columns when piped, broken between words. The
+# tensors' own lines are PyTorch's (its linewidth 80 leaves up to 82 with the brackets), and a
+# Markdown table is one row per line: the other lines are checked.
+case_text_within_80_columns() {
+  local sentence="" i widest
+  for i in $(seq 1 36); do sentence+="token$i "; done
+  for how in "--describe" "--describe --causal --query 3" "--explain 3,2 --describe" "--format markdown --describe"; do
+    # shellcheck disable=SC2086
+    run $how "$sentence" --d-in 16
+    [ "$(cat "$work/status")" = 0 ] || { echo "FAIL: $how: exit $(cat "$work/status")"; return 1; }
+    widest=$(grep -Ev '^(tensor\(| +[-0-9[]|\|)' "$work/stdout" | LC_ALL=C.UTF-8 wc -L)
+    [ "$widest" -le 80 ] || { echo "FAIL: $how: a line of $widest columns"; return 1; }
+    grep -q 'token1[0-9]*$\|token1[0-9]*[,:;)]' "$work/stdout" || { echo "FAIL: $how: words split"; return 1; }
+  done
+}
 case_step_mode_does_not_pause_when_piped() { expect_output default --step; }
 # A real terminal: tmux runs the command in a session of its own; tmux_wait_for reads the screen.
 tmux_start() {  # name, width, height, command
@@ -287,6 +314,15 @@ case_memory_limit_raised() {
 }
 
 case_summary() { expect_output summary --format summary; }
+# The most-attended keys of a causal run never name a masked key.
+case_summary_causal_skips_masked_keys() {
+  run --format summary --causal
+  [ "$(cat "$work/status")" = 0 ] || return 1
+  grep -q "^  query 1 'Life' attends most to 'Life' 1.0000$" "$work/stdout" &&
+    grep -q "^  query 2 'is' attends most to 'is' 0.9468, 'Life' 0.0532$" "$work/stdout" &&
+    ! grep -q "0\.0000" "$work/stdout" || { echo "FAIL:"; grep "attends most" "$work/stdout"; return 1; }
+}
+case_summary_counts_one_token() { run --format summary "word"; grep -q "^tokens: 1 sentence of 1 token, 1 distinct word$" "$work/stdout"; }
 case_summary_batch_heads() { expect_output summary_batch_heads --format summary -s "a b c" -s "d" --heads 2 --causal; }
 
 case_threads_do_not_change_the_output() {
@@ -421,7 +457,7 @@ case_large_vocab_and_width_in_64_mb() {
   local limit=65536
   [ "${ATTN_SANITIZED:-0}" = 1 ] && limit=unlimited
   (ulimit -v $limit && "$binary" --vocab-size 50000 --d-in 4096 --query 2 >"$work/out") &&
-    grep -q "^x⁽²⁾ = X\[2\]: its embedding" "$work/out"
+    grep -q "^x⁽²⁾ = X\[1\]: its embedding" "$work/out"
 }
 case_error_seed_negative() {
   expect_error "--seed: -1 is out of range; allowed: 0..2^64-1 (see attn-trace --help)" --seed -1
@@ -611,14 +647,10 @@ case_error_options_a_view_would_ignore() {
     --export "$work/e" --format json &&
     expect_error "--step pauses the text trace after each step: it does not go with --format json" \
       --step --format json &&
-    expect_error "--describe adds notes to the text trace: it does not go with --format markdown" \
-      --describe --format markdown &&
-    expect_error "--describe adds notes to the text trace: it does not go with --format heatmap" \
-      --describe --format heatmap &&
-    expect_error "--describe adds notes to the text trace: it does not go with --query" \
-      --describe --query 2 &&
-    expect_error "--describe adds notes to the text trace: it does not go with --explain" \
-      --describe --explain 2,5 &&
+    expect_error "--describe adds notes to text, markdown, heatmaps, JSON, --query and --explain: it does not go with --format csv" \
+      --describe --format csv &&
+    expect_error "--describe adds notes to text, markdown, heatmaps, JSON, --query and --explain: it does not go with --format summary" \
+      --describe --format summary &&
     expect_error "--color colours heatmaps: it does not go with --format text" --color never &&
     expect_error "--precision sets the decimals that text, markdown and heatmaps print: it does not go with --format json" \
       --precision 2 --format json &&

@@ -199,11 +199,13 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
                        counted(trace.vocabulary.size(), "distinct word"));
     return;
   }
-  out += "\ndictionary: distinct words in sorted order, numbered from 0";
-  if (c.cross) out += ", of both sentences";
-  if (batch_size > 1) out += ", of all sentences";
-  if (trace.pad_id) out += "; then the padding token";
-  out += fmt::format("\n{}\n\n", dictionary_repr(trace.vocabulary, trace.pad_id));
+  std::string heading = "dictionary: distinct words in sorted order, numbered from 0";
+  if (c.cross) heading += ", of both sentences";
+  if (batch_size > 1) heading += ", of all sentences";
+  if (trace.pad_id) heading += "; then the padding token";
+  out += '\n';
+  out += wrapped_line(heading);
+  out += fmt::format("{}\n\n", dictionary_repr(trace.vocabulary, trace.pad_id));
 
   std::vector<std::vector<std::int64_t>> ids;
   for (const TokenizedSentence& s : trace.inputs) ids.push_back(s.ids);

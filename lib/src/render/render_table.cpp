@@ -96,7 +96,10 @@ std::string render_markdown(const Trace& trace, const TextOptions& options) {
     out += fmt::format("`{}`, shape [{}] = [{}]\n\n", s.equation, fmt::join(s.shape_names, ", "),
                        fmt::join(sizes, ", "));
     if (options.describe && !describe_step(s.id).empty()) {
-      out += fmt::format("*{}*\n\n", md_cell(std::string(describe_step(s.id))));
+      // A paragraph, wrapped as prose is in the text views.
+      const std::string paragraph = fmt::format("*{}*", md_cell(std::string(describe_step(s.id))));
+      out += render_detail::wrapped_line(paragraph, "");
+      out += '\n';
     }
     if (!s.note.empty()) out += md_cell(s.note) + "\n\n";
     const TensorFormatter f(s.values.data(), s.values.size(), precision);
