@@ -32,8 +32,8 @@ TEST_CASE("the query path: the walkthrough's ω₂₄ and the context vector") {
 TEST_CASE("the query path: one notation, PyTorch's index beside the token's number") {
   const std::string path = attn::render_query_path(attn::run_trace({}), 2, 5, {});
   // x⁽²⁾ counts from 1; X[1] is PyTorch's row, counted from 0.
-  CHECK(path.find("the path of token 2, 'is': row 1 of each matrix in PyTorch, which counts from "
-                  "0\n") != std::string::npos);
+  CHECK(path.find("the path of token 2, 'is' (row 1 in PyTorch, which counts from 0)\n") !=
+        std::string::npos);
   CHECK(
       path.find("\nx⁽²⁾ = X[1]: its embedding (the walkthrough's x_2 = embedded_sentence[1])\n") !=
       std::string::npos);
@@ -123,7 +123,7 @@ TEST_CASE("labels from a file are shown escaped, never as terminal commands") {
   // The query path names its token as Python's repr would.
   const std::string path = attn::render_query_path(trace, 1, 3, {});
   CHECK_FALSE(attn::test::has_raw_control(path));
-  CHECK(path.find("the path of token 1, '" + shown[0] + "': row 0 of each matrix") !=
+  CHECK(path.find("the path of token 1, '" + shown[0] + "' (row 0 in PyTorch") !=
         std::string::npos);
 }
 

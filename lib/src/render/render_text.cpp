@@ -135,9 +135,8 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
     };
     out += '\n';
     out += wrapped_line(fmt::format(
-        "the path of token {}, {}{}: row {} of each matrix in PyTorch, which "
-        "counts from 0",
-        query, python_str_repr(qs.words[qi]),
+        "the path of token {}, {}{} (row {} in PyTorch, which counts from 0)", query,
+        python_str_repr(qs.words[qi]),
         batch ? fmt::format(" of sentence {} of {}", b + 1, trace.inputs.size()) : std::string(),
         qi));
     item(fmt::format("{} = X[{}]: its embedding{}", x_q, qi,
