@@ -134,12 +134,16 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
       return fmt::format("{}; columns: keys {}", text, fmt::join(key_words, ", "));
     };
     out += '\n';
+    // PyTorch's index of the query's row, and of the key's: [1], or [0][1] in a batch (which
+    // stays one word where a line breaks).
+    const std::string q_index = batch ? fmt::format("{}][{}", b, qi) : std::to_string(qi);
+    const std::string k_index = batch ? fmt::format("{}][{}", b, ki) : std::to_string(ki);
     out += wrapped_line(fmt::format(
-        "the path of token {}, {}{} (row {} in PyTorch, which counts from 0)", query,
+        "the path of token {}, {}{} ({} in PyTorch, which counts from 0)", query,
         python_str_repr(qs.words[qi]),
         batch ? fmt::format(" of sentence {} of {}", b + 1, trace.inputs.size()) : std::string(),
-        qi));
-    item(fmt::format("{} = X[{}]: its embedding{}", x_q, qi,
+        batch ? fmt::format("index [{}]", q_index) : fmt::format("row {}", qi)));
+    item(fmt::format("{} = X[{}]: its embedding{}", x_q, q_index,
                      named(fmt::format("x_2 = embedded_sentence[{}]", qi))),
          StepKind::kEmbeddings, trace.step(StepKind::kEmbeddings, no_head, batch).values, qi);
     // Its query, key and value; in cross-attention it has no key or value, and the key token's
@@ -148,7 +152,7 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
       item(fmt::format("{} = {} W_q: its query{}{}", q_q, x_q, heads_text, named("query_2")),
            StepKind::kQueries, trace.step(StepKind::kQueries, head, batch).values, qi);
       if (c.cross) {
-        const std::string x_k = fmt::format("X₂[{}]", ki);
+        const std::string x_k = fmt::format("X₂[{}]", k_index);
         const std::string whose = python_str_repr(ks.words[ki]) + heads_text;
         item(fmt::format("{} = {} W_k: the key of {}, token {} of the key sentence", sup("k", key),
                          x_k, whose, key),
@@ -188,7 +192,7 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
           "{} = {} · {}{}: the score of key {}, {}; in PyTorch queries[{}].dot(keys[{}])"
           "{}",
           sub2("ω", query, key), q_q, sup("k", key), split ? " (this head's columns)" : "", key,
-          python_str_repr(ks.words[ki]), qi, ki,
+          python_str_repr(ks.words[ki]), q_index, k_index,
           walkthrough && key == 5 ? " (the walkthrough's omega_24 = query_2.dot(keys[4]))" : ""));
       out += wrap_items("", terms, " + ", "  ") +
              fmt::format(" = {}\n", number(omega(qi, ki), p, false));
