@@ -1,6 +1,8 @@
 #include "step_pager.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <termios.h>
 #include <unistd.h>
@@ -24,11 +26,12 @@ namespace {
 
 // What the signal handlers read. The settings are saved before any handler is installed and
 // not changed while one is; the flags are sig_atomic_t.
-termios g_saved{};                        // the terminal's settings before the pager
-volatile sig_atomic_t g_in_fd = -1;       // the terminal in raw mode, or -1
-volatile sig_atomic_t g_out_fd = -1;      // where the prompt is
+termios g_saved{};                         // the terminal's settings before the pager
+volatile sig_atomic_t g_in_fd = -1;        // the terminal in raw mode, or -1
+volatile sig_atomic_t g_out_fd = -1;       // where the prompt is
 volatile sig_atomic_t g_prompt_shown = 0;  // the cursor is on the prompt's line
 volatile sig_atomic_t g_resumed = 0;       // SIGCONT came: raw mode and the screen to redo
+volatile sig_atomic_t g_wake_fd = -1;      // a pipe's end that wakes the wait for a key
 
 constexpr std::string_view kErase = "\r\x1b[2K";  // the cursor's line cleared, column 1
 
@@ -63,8 +66,19 @@ extern "C" void on_end_signal(int signal) {
 
 extern "C" void on_suspend(int signal);
 
-// The pager's handler for `signal`. No SA_RESTART: a SIGCONT interrupts the wait for a key, so
-// that the pager redraws the step.
+// SIGCONT (after Ctrl-Z, SIGSTOP): the pager is told to make the terminal raw again and draw the
+// step again. The handler may run on any thread (the library's workers stay), so it wakes the
+// wait for a key through a pipe rather than by interrupting it.
+void wake_pager() {
+  g_resumed = 1;
+  if (g_wake_fd >= 0) {
+    const ssize_t ignored = ::write(g_wake_fd, "c", 1);
+    static_cast<void>(ignored);  // a full pipe has a wake-up in it already
+  }
+}
+
+// The pager's handler for `signal`, which blocks the other signals that end or stop the process
+// while it runs.
 struct sigaction pager_action(void (*handler)(int)) {
   struct sigaction action {};
   action.sa_handler = handler;
@@ -86,14 +100,29 @@ extern "C" void on_suspend(int signal) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, signal);
-  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
-  ::raise(signal);  // stops here until SIGCONT
+  ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  ::raise(signal);  // stops here until SIGCONT (not at all in an orphaned process group)
   const struct sigaction again = pager_action(on_suspend);
   ::sigaction(signal, &again, nullptr);
+  wake_pager();  // the settings were restored: raw mode again, in either case
   errno = saved;
 }
 
-extern "C" void on_resume(int) { g_resumed = 1; }
+extern "C" void on_resume(int) {
+  const int saved = errno;
+  wake_pager();
+  errno = saved;
+}
+
+// The terminal's settings, set again when the call is interrupted: started in the background,
+// the process stops (SIGTTOU) until `fg`, whose SIGCONT interrupts tcsetattr.
+bool set_attributes(const termios& settings) {
+  int result = 0;
+  do {
+    result = ::tcsetattr(g_in_fd, TCSANOW, &settings);
+  } while (result != 0 && errno == EINTR);
+  return result == 0;
+}
 
 // Raw mode for the pager's lifetime: the settings saved, the handlers installed, then single
 // keys without echo; the destructor undoes all three, in the other order.
@@ -105,6 +134,11 @@ class RawTerminal {
     g_out_fd = out_fd;
     g_prompt_shown = 0;
     g_resumed = 0;
+    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) == 0) {
+      g_wake_fd = wake_[1];
+    } else {
+      wake_[0] = wake_[1] = -1;  // then a SIGCONT on the main thread interrupts the wait
+    }
     for (std::size_t i = 0; i < kAllSignals.size(); ++i) {
       const int signal = kAllSignals[i];
       if (::sigaction(signal, nullptr, &old_[i]) != 0) continue;
@@ -122,13 +156,20 @@ class RawTerminal {
   ~RawTerminal() {
     if (g_in_fd < 0) return;
     const int saved = errno;
-    ::tcsetattr(g_in_fd, TCSANOW, &g_saved);
+    set_attributes(g_saved);
     for (std::size_t i = 0; i < kAllSignals.size(); ++i) {
       if (installed_[i]) ::sigaction(kAllSignals[i], &old_[i], nullptr);
     }
     g_in_fd = -1;
+    g_wake_fd = -1;
+    for (const int fd : wake_) {
+      if (fd >= 0) ::close(fd);
+    }
     errno = saved;
   }
+
+  // The read end of the wake-up pipe, or -1.
+  int wake_fd() const { return wake_[0]; }
 
   // False when the terminal's settings could not be read or set: no pauses then.
   bool active() const { return active_; }
@@ -139,12 +180,13 @@ class RawTerminal {
     t.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);
     t.c_cc[VMIN] = 1;
     t.c_cc[VTIME] = 0;
-    return ::tcsetattr(g_in_fd, TCSANOW, &t) == 0;
+    return set_attributes(t);
   }
 
  private:
   std::array<struct sigaction, kAllSignals.size()> old_{};
   std::array<bool, kAllSignals.size()> installed_{};
+  int wake_[2] = {-1, -1};  // SIGCONT's handler writes, the wait for a key reads
   bool active_ = false;
 };
 
@@ -173,9 +215,19 @@ Key read_escape(int fd) {
   return Key::kNone;
 }
 
-// One key. kNone for a key the pager ignores and for a read interrupted by a signal; kQuit at
-// the end of input or on a read error (the terminal is gone).
-Key read_key(int fd) {
+// One key, or kNone: a key the pager ignores, a wait interrupted by a signal or woken by
+// SIGCONT's handler (whose wake-ups are read here). kQuit at the end of input or on a read
+// error (the terminal is gone).
+Key read_key(int fd, int wake_fd) {
+  std::array<pollfd, 2> wait = {pollfd{fd, POLLIN, 0}, pollfd{wake_fd, POLLIN, 0}};
+  const int ready = ::poll(wait.data(), wake_fd >= 0 ? 2 : 1, -1);
+  if (ready < 0) return errno == EINTR ? Key::kNone : Key::kQuit;
+  if (wake_fd >= 0 && (wait[1].revents & POLLIN) != 0) {
+    char drained[16];
+    while (::read(wake_fd, drained, sizeof drained) > 0) {
+    }
+    return Key::kNone;
+  }
   unsigned char c = 0;
   const ssize_t n = ::read(fd, &c, 1);
   if (n < 0 && errno == EINTR) return Key::kNone;
@@ -222,6 +274,7 @@ std::string prompt_text(std::size_t step, std::size_t n, std::size_t width) {
 }
 
 constexpr std::string_view kKeys =
+    "\nkeys:\n"
     "  Enter, space, \u2192   the next step (after the last one: the end)\n"
     "  b, \u2190              the previous step, drawn again\n"
     "  q, Ctrl-D         quit\n"
@@ -264,7 +317,7 @@ bool page_steps(const std::vector<std::string>& blocks, int in_fd, int out_fd, s
     if (!show_prompt(out_fd, prompt)) return false;
     Key key = Key::kNone;
     while (key == Key::kNone) {
-      key = read_key(in_fd);
+      key = read_key(in_fd, terminal.wake_fd());
       if (g_resumed != 0) {
         // Back from Ctrl-Z (or SIGSTOP): the shell has written on the screen and may have
         // changed the settings. Raw mode again, and the step drawn again under the shell's lines.

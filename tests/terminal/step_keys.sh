@@ -153,21 +153,22 @@ at_step 1 && keys Space Space Space Space Space Space Space Space Space Space &&
   grep -q '^step 11/11 \[context_vectors\]' "$screen" && pass "the end: the last step, then exit 0"
 
 # --- Ctrl-Z and fg in an interactive bash -------------------------------------------------------
+# Each command on its own line: bash goes on with the rest of a list when a job stops.
 cases=$((cases + 1))
 session=suspend
 rm -f "$work/before" "$work/after"
 tmux_ new-session -d -s "$session" -x 100 -y 50 "env -u COLUMNS PS1='$ ' bash --norc --noprofile -i"
 tty=$(tmux_ display-message -p -t "$session" '#{pane_tty}')
 ok=0
-wait_for '^\$ ' &&
-  keys "stty -g >$work/before; $binary $trace; echo \"exit=\$?\"; stty -g >$work/after" Enter &&
+wait_for '^\$ $' && keys "stty -g >$work/before" Enter && keys "$binary $trace" Enter &&
   at_step 1 && before=$(cat "$work/before") &&
   { [ "$(stty -g -F "$tty")" != "$before" ] || { fail "suspend: the pager is not in raw mode"; false; }; } &&
   keys C-z && wait_for 'Stopped' &&
   { [ "$(prompts)" = 0 ] || { fail "suspend: the prompt is left:"; cat "$screen"; false; }; } &&
   keys 'fg' Enter && wait_for '^\$ fg' && sleep 0.3 && at_step 1 &&
   { [ "$(stty -g -F "$tty")" != "$before" ] || { fail "suspend: not raw again after fg"; false; }; } &&
-  keys Space && at_step 2 && keys q && ended 0 && ok=1
+  keys Space && at_step 2 && keys q &&
+  keys "echo \"exit=\$?\"; stty -g >$work/after" Enter && ended 0 && ok=1
 [ $ok = 1 ] && pass "Ctrl-Z restores the terminal; fg draws the step again, raw"
 
 echo "$cases cases, $failures failures"
