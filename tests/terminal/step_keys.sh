@@ -40,8 +40,11 @@ session=""
 screen="$work/screen"
 
 # The run in a pane, under sh (no job control): the settings before and after it go to files,
-# its pid to a file (for kill), and "exit=STATUS" is printed when it ends.
+# its pid to a file (for kill), and "exit=STATUS" is printed when it ends. Ctrl-C reaches the
+# whole foreground group: sh outlives it as an interactive shell would, by a trap (which, unlike
+# an ignored signal, is not inherited).
 cat >"$work/run.sh" <<END
+trap true INT
 stty -g >"$work/before"
 sh -c 'echo \$\$ >"$work/pid"; exec "\$0" "\$@"' "$binary" $trace
 echo "exit=\$?"
@@ -53,10 +56,10 @@ start() {  # name
   rm -f "$work/before" "$work/after" "$work/pid"
   tmux_ new-session -d -s "$session" -x 100 -y 50 "env -u COLUMNS sh $work/run.sh"
 }
-capture() { tmux_ capture-pane -p -t "$session" >"$screen"; }
+capture() { tmux_ capture-pane -p -t "$session" >"$screen" 2>&1; }
 wait_for() {  # extended regex [tenths of a second, default 100]: until the screen shows it
   for _ in $(seq "${2:-100}"); do
-    capture
+    capture || { fail "$session: the pane is gone: $(cat "$screen")"; return 1; }
     grep -Eq -- "$1" "$screen" && return 0
     sleep 0.1
   done
@@ -160,7 +163,7 @@ rm -f "$work/before" "$work/after"
 tmux_ new-session -d -s "$session" -x 100 -y 50 "env -u COLUMNS PS1='$ ' bash --norc --noprofile -i"
 tty=$(tmux_ display-message -p -t "$session" '#{pane_tty}')
 ok=0
-wait_for '^\$ $' && keys "stty -g >$work/before" Enter && keys "$binary $trace" Enter &&
+wait_for '^\$ ?$' && keys "stty -g >$work/before" Enter && keys "$binary $trace" Enter &&
   at_step 1 && before=$(cat "$work/before") &&
   { [ "$(stty -g -F "$tty")" != "$before" ] || { fail "suspend: the pager is not in raw mode"; false; }; } &&
   keys C-z && wait_for 'Stopped' &&
