@@ -31,9 +31,9 @@ bool write_all(int fd, std::string_view text);
 // Ctrl-D, a failed write) through an RAII guard, and SIGINT, SIGTERM, SIGHUP and SIGQUIT through
 // handlers that erase the prompt, restore the settings and re-raise the signal with its default
 // action (so the exit status is the signal's). SIGTSTP (Ctrl-Z) restores the settings before
-// the process stops; SIGCONT puts the terminal back in raw mode and draws the prompt again. The
-// signals' earlier handlers are put back on return; a signal ignored before (nohup) stays
-// ignored.
+// the process stops; SIGCONT puts the terminal back in raw mode and draws the step and the prompt
+// again (started in the background, the pager waits for `fg`). The signals' earlier handlers
+// are put back on return; a signal ignored before (nohup) stays ignored.
 //
 // Requires: `in_fd` is a terminal (else the blocks are written one after the other, without a
 // pause). Returns false (errno set) when `out_fd` cannot be written; true otherwise, whether
