@@ -23,8 +23,11 @@
 #include "attn/memory.hpp"
 #include "cli.hpp"
 #include "option_table.hpp"
+#include "step_pager.hpp"
 
 namespace {
+
+using attn::cli::write_all;
 
 int fail(const std::string& message) {
   std::cerr << "attn-trace: error: " << message << '\n';
@@ -34,17 +37,6 @@ int fail(const std::string& message) {
 bool set(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0';
-}
-
-// Writes all of `text` to the file descriptor; false (errno set) when a write fails.
-bool write_all(int fd, std::string_view text) {
-  while (!text.empty()) {
-    const ssize_t n = ::write(fd, text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    text.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
 }
 
 // The columns that output should fit: COLUMNS when it is a number from 20 to 1000, else the
@@ -68,21 +60,6 @@ std::size_t terminal_width() {
 // A write to standard output failed with `error`: one line, exit code 2.
 int output_failed(int error) {
   return fail("cannot write the output: " + std::generic_category().message(error));
-}
-
-// --step on a terminal: each block, then a prompt; Enter goes on, q (or end of input) quits.
-// False (errno set) when standard output cannot be written.
-bool print_paused(const std::vector<std::string>& blocks) {
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    if (!write_all(STDOUT_FILENO, blocks[i])) return false;
-    if (i + 1 == blocks.size()) break;
-    if (!write_all(STDOUT_FILENO, "-- Enter: next step, q: quit --")) return false;
-    std::string answer;
-    const bool more = static_cast<bool>(std::getline(std::cin, answer));
-    if (!write_all(STDOUT_FILENO, "\x1b[1A\x1b[2K")) return false;  // the prompt's line, cleared
-    if (!more || answer == "q" || answer == "Q") break;
-  }
-  return true;
 }
 
 // SIGINT, SIGTERM or SIGHUP while exporting: the staging folder is removed, then the signal
@@ -169,7 +146,10 @@ int main(int argc, char** argv) {
   }
   // Every write is checked: a full disk, a file over `ulimit -f`, a closed pipe (with SIGPIPE
   // ignored) end with one line and exit code 2, never with exit 0 and half an output.
-  if (!outcome.blocks.empty() && !print_paused(outcome.blocks)) return output_failed(errno);
+  // --step on a terminal: the pager (step_pager.hpp) restores the terminal on every way out.
+  if (!attn::cli::page_steps(outcome.blocks, STDIN_FILENO, STDOUT_FILENO, options.width)) {
+    return output_failed(errno);
+  }
   if (!write_all(STDOUT_FILENO, outcome.out)) return output_failed(errno);
   // The last chance for a delayed write error (NFS, say) to show.
   if (::close(STDOUT_FILENO) != 0 && errno != EINTR && errno != EBADF) return output_failed(errno);

@@ -389,9 +389,14 @@ std::vector<OptionSpec> view_options() {
                        "Add a sentence or two under each step: what it computes and why",
                        "a sentence or two under each step's header (text format)",
                        [](Options& o) -> bool& { return o.text.describe; }));
-  shown.push_back(flag("--step", "Pause after each step on a terminal (Enter goes on, q quits)",
-                       "text format on a terminal: pause after each step (Enter goes on, q "
-                       "quits); no pause when stdin or stdout is not a terminal",
+  shown.push_back(flag("--step",
+                       "Pause after each step on a terminal, for one key: Enter or space goes "
+                       "on, b goes back, q quits, ? lists the keys",
+                       "text format on a terminal: pause after each step, the last one too, for "
+                       "one key: Enter, space or → goes on (at the last step: ends), b or ← "
+                       "draws the previous step again, q or Ctrl-D quits at once, ? lists the "
+                       "keys ([the keys](#stepping-through-a-trace---step)); no pause when stdin "
+                       "or stdout is not a terminal",
                        [](Options& o) -> bool& { return o.step; }));
   return shown;
 }

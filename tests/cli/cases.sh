@@ -286,19 +286,7 @@ tmux_wait_for() {  # pattern [tenths of a second, default 50]: until the screen 
 tmux_keys() { tmux -S "$tmux_sock" send-keys -t "$tmux_session" "$@"; }
 tmux_stop() { tmux -S "$tmux_sock" kill-server 2>/dev/null; }
 
-case_step_mode_in_a_terminal() {
-  # send-keys answers the prompts.
-  tmux_start step 100 50 "$binary --step 'a b' --d-kq 1 --d-v 1; echo EXIT=\$?; sleep 30" || return 1
-  local ok=0
-  tmux_wait_for "step 1/11 \[embeddings\]" && tmux_wait_for "^-- Enter: next step, q: quit --" &&
-    ! grep -q "step 2/11" "$screen" &&
-    tmux_keys Enter && tmux_wait_for "step 2/11 \[w_query\]" &&
-    ! grep -q "step 3/11" "$screen" &&
-    tmux_keys q Enter && tmux_wait_for "^EXIT=0" &&
-    ! grep -q "step 3/11" "$screen" && ok=1
-  tmux_stop
-  [ $ok = 1 ]
-}
+# --step on a terminal: tests/terminal/step_keys.sh (keys, going back, the terminal restored).
 
 case_sentence_from_stdin() {
   "$binary" - <tests/golden/inputs/walkthrough.txt >"$work/stdout" &&
