@@ -146,9 +146,9 @@ Look look(StepKind kind) {
     case StepKind::kUnmaskedWeights:
       return {"A'", Place::kAside, {}, "the other way: "};
     case StepKind::kZeroedWeights:
-      return {"A''", Place::kAside, {}, "→ "};
+      return {"A''", Place::kAside, {}, "  → "};
     case StepKind::kRenormalizedWeights:
-      return {"A''/Σ", Place::kAside, {}, "→ "};
+      return {"A''/Σ", Place::kAside, {}, "  → "};
     case StepKind::kContextVectors:
       return {"Z", Place::kStage};
     case StepKind::kContextConcat:
@@ -369,7 +369,7 @@ std::string render_overview(const Trace& trace, std::size_t width) {
     title += fmt::format(", for each of the {} sentences{}", batch,
                          padded ? fmt::format(" (padded to {} tokens)", t_q) : "");
   }
-  out += fit(title + "; on the right, the steps' ids:", width, "  ");
+  out += fit(title + " (right: the step ids):", width, "  ");
   out += lay_out(pipeline_lines(trace, kinds_of(plan), batch), width);
 
   double values = 0.0;
@@ -380,8 +380,7 @@ std::string render_overview(const Trace& trace, std::size_t width) {
   const auto size =
       size_text(bytes < 1.8e19 ? static_cast<std::uint64_t>(bytes) : ~std::uint64_t{0});
   out += fit(
-      fmt::format("\nnothing computed: the whole trace would be {} steps of {:.0f} float32 "
-                  "values ({}){}\n",
+      fmt::format("\nnothing computed; the whole trace: {} steps, {:.0f} values ({}){}\n",
                   plan.size(), values, size,
                   bytes > static_cast<double>(c.max_memory)
                       ? fmt::format(", more than the memory limit of {}", size_text(c.max_memory))
