@@ -219,8 +219,12 @@ std::string cut(const std::string& line, std::size_t width) {
 }
 
 // `text` (lines) wrapped to `width` with `indent` after the first line, a word still too wide
-// cut: every line at most `width` columns.
+// cut: every line at most `width` columns. A line that fits is kept as it is (wrap_words would
+// close up the spaces that align a column).
 std::string fit(std::string_view text, std::size_t width, std::string_view indent) {
+  if (text.find('\n') == std::string_view::npos && display_width(text) <= width) {
+    return std::string(text) + "\n";
+  }
   const std::string wrapped = wrap_words(text, width, indent);
   std::string out;
   std::size_t start = 0;
@@ -235,30 +239,43 @@ std::string fit(std::string_view text, std::size_t width, std::string_view inden
   return out;
 }
 
-// The lines, with the right sides in one column where they fit, else after the left side, else
-// on a line of their own.
+// The lines, with the right sides in one column: after the widest left side that fits beside
+// its right side, and no further right than the widest right side allows. A right side that
+// does not fit beside its left goes under it, in that column (or at the width's end).
 std::string lay_out(const std::vector<Line>& lines, std::size_t width) {
-  std::size_t left = 0, right = 0;
+  std::size_t right = 0;
+  for (const Line& l : lines) right = std::max(right, display_width(l.right));
+  std::size_t column = 0;
   for (const Line& l : lines) {
-    left = std::max(left, display_width(l.left));
-    right = std::max(right, display_width(l.right));
+    const std::size_t lw = display_width(l.left), rw = display_width(l.right);
+    if (rw > 0 && lw + 2 + rw <= width) column = std::max(column, lw + 2);
   }
-  const std::size_t column = std::min(left + 2, width > right ? width - right : 0);
+  column = std::min(column, width > right ? width - right : 0);
   std::string out;
   for (const Line& l : lines) {
     const std::size_t lw = display_width(l.left), rw = display_width(l.right);
     const std::string_view indent = l.left.starts_with("  │") ? "  │     " : "      ";
     if (l.right.empty()) {
       out += fit(l.left, width, indent);
-    } else if (lw + 2 <= column && column + rw <= width) {
-      out += l.left + std::string(column - lw, ' ') + l.right + "\n";
+    } else if (lw + 2 <= column) {
+      out += fit(l.left + std::string(column - lw, ' ') + l.right, width, indent);
     } else if (lw + 2 + rw <= width) {
       out += l.left + "  " + l.right + "\n";
     } else {
       out += fit(l.left, width, indent);
-      out += fit(std::string(std::max<std::size_t>(width > rw ? width - rw : 0, 8), ' ') + l.right,
-                 width, "        ");
+      const std::size_t at = column + rw <= width ? column : (width > rw ? width - rw : 0);
+      out += fit(std::string(std::max<std::size_t>(at, 4), ' ') + l.right, width, "    ");
     }
+  }
+  return out;
+}
+
+// 902035456 -> "902,035,456".
+std::string grouped(double n) {
+  std::string digits = fmt::format("{:.0f}", n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
   }
   return out;
 }
@@ -363,13 +380,13 @@ std::string render_overview(const Trace& trace, std::size_t width) {
   render_detail::append_preamble(head, trace, /*brief=*/true);
   std::string out = fit(head, width, "  ");
 
-  std::string title = c.x ? "\npipeline, from the input X to the output"
-                          : "\npipeline, from the token ids to the output";
+  std::string title = "\npipeline";
   if (batch > 1) {
-    title += fmt::format(", for each of the {} sentences{}", batch,
-                         padded ? fmt::format(" (padded to {} tokens)", t_q) : "");
+    title += fmt::format(" of each sentence ({}, {} {} tokens)", batch, padded ? "padded to" : "of",
+                         t_q);
   }
-  out += fit(title + " (right: the step ids):", width, "  ");
+  title += c.x ? ", from the input X to the output" : ", from the token ids to the output";
+  out += fit(title + "; step ids on the right:", width, "  ");
   out += lay_out(pipeline_lines(trace, kinds_of(plan), batch), width);
 
   double values = 0.0;
@@ -380,8 +397,8 @@ std::string render_overview(const Trace& trace, std::size_t width) {
   const auto size =
       size_text(bytes < 1.8e19 ? static_cast<std::uint64_t>(bytes) : ~std::uint64_t{0});
   out += fit(
-      fmt::format("\nnothing computed; the whole trace: {} steps, {:.0f} values ({}){}\n",
-                  plan.size(), values, size,
+      fmt::format("\nnothing computed; the whole trace: {} steps, {} values ({} of float32){}\n",
+                  plan.size(), grouped(values), size,
                   bytes > static_cast<double>(c.max_memory)
                       ? fmt::format(", more than the memory limit of {}", size_text(c.max_memory))
                       : ""),
