@@ -122,6 +122,19 @@ TEST_CASE("the overview's outline has run_trace's tokens, and its plan run_trace
     }
     CHECK(outline.cross.has_value() == run.cross.has_value());
     if (run.cross) CHECK(outline.cross->ids == run.cross->ids);
+    // The plan the overview draws is what run_trace recorded, step by step.
+    const auto t_q = static_cast<std::int64_t>(outline.inputs[0].words.size());
+    const std::int64_t t_k =
+        outline.cross ? static_cast<std::int64_t>(outline.cross->words.size()) : t_q;
+    const std::vector<attn::PlannedStep> plan =
+        attn::plan_steps(outline.config, t_q, t_k, static_cast<std::int64_t>(outline.inputs.size()),
+                         outline.pad_id.has_value());
+    REQUIRE(plan.size() == run.steps.size());
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      CHECK(plan[i].kind == run.steps[i].kind);
+      CHECK(plan[i].rows == run.steps[i].values.rows());
+      CHECK(plan[i].cols == run.steps[i].values.cols());
+    }
     // The overview of the computed trace is the overview of the outline.
     CHECK(attn::render_overview(run) == attn::render_overview(outline));
   }
