@@ -20,6 +20,7 @@
 #include "attn/render_explain.hpp"
 #include "attn/render_heatmap.hpp"
 #include "attn/render_json.hpp"
+#include "attn/render_overview.hpp"
 #include "attn/render_summary.hpp"
 #include "attn/render_table.hpp"
 #include "attn/version.hpp"
@@ -384,6 +385,14 @@ void check_view_options(const Options& o) {
     refuse("--softmax-steps", "adds the softmax's steps to a trace");
   }
   if (o.explain && !o.steps.empty()) refuse("--steps", "chooses the steps of a trace");
+  if (plain && o.format == OutputFormat::kOverview) {
+    // The overview computes nothing: the options of a computation do not apply.
+    if (!o.steps.empty()) refuse("--steps", "chooses the steps of a trace");
+    if (o.expect) refuse("--expect", "compares a computed trace with a JSON trace");
+    if (o.timings) refuse("--timings", "times the steps' computation");
+    if (given_option(o, "--threads")) refuse("--threads", "sets the threads of the computation");
+    if (given_option(o, "--progress")) refuse("--progress", "shows the computation's progress");
+  }
   for (const char* name : {"--atol", "--rtol"}) {
     if (given_option(o, name) && !o.expect) {
       throw Error(fmt::format("{} goes with --expect (or with diff, after it)", name));
@@ -467,6 +476,13 @@ class Progress {
 Outcome run(Options& o) {
   const auto start = std::chrono::steady_clock::now();
   TraceConfig config = make_config(o);
+  if (o.format == OutputFormat::kOverview && !o.explain && !o.query && !o.export_dir) {
+    // Shapes only, from the plan: nothing is embedded or computed, so no memory estimate
+    // applies (the overview says what a whole trace would take, against the limit).
+    Outcome outcome;
+    outcome.out = render_overview(outline_trace(config), o.width);
+    return outcome;
+  }
   auto progress = std::make_shared<Progress>(config.heads);
   if (o.progress == ProgressChoice::kAlways ||
       (o.progress == ProgressChoice::kAuto && o.stderr_terminal)) {

@@ -323,11 +323,14 @@ std::vector<OptionSpec> view_options() {
   shown.push_back(choice(
       "--format", "F", OutputFormat::kText,
       "Output: text (PyTorch's printing), json (every value exact), csv (a row per cell), "
-      "markdown (tables for handouts), heatmap (the scores and weights as coloured grids) or "
-      "summary (statistics and checksums per step)",
+      "markdown (tables for handouts), heatmap (the scores and weights as coloured grids), "
+      "summary (statistics and checksums per step) or overview (the pipeline's matrices and "
+      "shapes on one screen, nothing computed)",
       "the output format ([formats.md](formats.md)); `heatmap` draws ω, the masked and scaled "
       "scores and the weights (or the `--steps` chosen) as coloured grids; `summary` gives "
-      "statistics and checksums per step instead of the values",
+      "statistics and checksums per step instead of the values; `overview` draws the pipeline "
+      "of the chosen variant, each matrix's name and shape from the token ids to the output, "
+      "without computing it",
       [](Options& o) -> OutputFormat& { return o.format; }));
   shown.back().allowed += "; not with `--query` or `--explain`";
   shown.push_back(

@@ -313,6 +313,63 @@ case_summary_causal_skips_masked_keys() {
 case_summary_counts_one_token() { run --format summary "word"; grep -q "^tokens: 1 sentence of 1 token, 1 distinct word$" "$work/stdout"; }
 case_summary_batch_heads() { expect_output summary_batch_heads --format summary -s "a b c" -s "d" --heads 2 --causal; }
 
+# The overview: the pipeline's matrices and shapes, drawn from the plan; COLUMNS=80 so that a
+# wide terminal's COLUMNS does not change the goldens.
+case_overview_walkthrough() { COLUMNS=80 expect_output overview_walkthrough --format overview; }
+case_overview_heads_2() { COLUMNS=80 expect_output overview_heads_2 --format overview --heads 2; }
+case_overview_causal() { COLUMNS=80 expect_output overview_causal --format overview --causal; }
+case_overview_cross() {
+  COLUMNS=80 expect_output overview_cross --format overview --cross "the cat sat on the mat"
+}
+case_overview_heads_2_split() {
+  COLUMNS=80 expect_output overview_heads_2_split --format overview --heads 2 --multihead split --d-out 4
+}
+case_overview_batch() {
+  COLUMNS=80 expect_output overview_batch --format overview -s "Life is short" -s "eat dessert first, then coffee"
+}
+case_overview_softmax_steps() {
+  COLUMNS=80 expect_output overview_softmax_steps --format overview --softmax-steps
+}
+case_overview_long_sentence_fits_80_columns() {
+  # 1000 words, and d = 8192 with 64 heads: wide shape numbers, a trace far beyond the memory
+  # limit (the overview computes nothing, so it is not refused), every line at most 80 columns.
+  local words; words=$(for i in $(seq 1000); do printf 'word%d ' "$i"; done)
+  COLUMNS=80 expect_output overview_long_sentence --format overview "$words" --vocab-size 2000 \
+    --d-in 8192 --d-out 8192 --heads 64 --multihead split --causal --softmax-steps || return 1
+  local widest; widest=$(LC_ALL=C.UTF-8 wc -L <"$work/stdout")
+  [ "$widest" -le 80 ] || { echo "FAIL: a line is $widest columns wide"; return 1; }
+}
+case_overview_follows_the_terminal_width() {
+  local words; words=$(for i in $(seq 12); do printf 'supercalifragilistic%d ' "$i"; done)
+  local columns widest
+  for columns in 40 60 100; do
+    COLUMNS=$columns run --format overview "$words" --heads 3 --causal --cross "$words"
+    [ "$(cat "$work/status")" = 0 ] || { echo "FAIL: exit code $(cat "$work/status")"; return 1; }
+    widest=$(LC_ALL=C.UTF-8 wc -L <"$work/stdout")
+    [ "$widest" -le "$columns" ] || { echo "FAIL: COLUMNS=$columns, a line is $widest wide"; return 1; }
+  done
+}
+case_error_overview_refuses_the_options_of_a_computation() {
+  expect_error "--steps chooses the steps of a trace: it does not go with --format overview" \
+    --format overview --steps omega &&
+    expect_error "--precision sets the decimals that text, markdown and heatmaps print: it does not go with --format overview" \
+      --format overview --precision 6 &&
+    expect_error "--color colours heatmaps: it does not go with --format overview" \
+      --format overview --color never &&
+    expect_error "--threads sets the threads of the computation: it does not go with --format overview" \
+      --format overview --threads 2 &&
+    expect_error "--timings times the steps' computation: it does not go with --format overview" \
+      --format overview --timings &&
+    expect_error "--expect compares a computed trace with a JSON trace: it does not go with --format overview" \
+      --format overview --expect data/traces/walkthrough.json &&
+    expect_error "--describe adds notes to the text trace: it does not go with --format overview" \
+      --format overview --describe
+}
+case_error_overview_checks_the_input() {
+  expect_error "vocabulary size 5 is smaller than the sentence's 6 distinct words: it must be at least 6" \
+    --format overview --vocab-size 5
+}
+
 case_threads_do_not_change_the_output() {
   local words; words=$(for i in $(seq 400); do printf 'w%d ' $((i % 300)); done)
   "$binary" "$words" --d-in 48 --d-kq 24 --d-v 8 --format json --threads 1 >"$work/a" &&
@@ -511,7 +568,7 @@ case_error_unknown_step() {
 }
 case_error_force_without_export() { expect_error "--force goes with --export" --force; }
 case_error_unknown_format() {
-  expect_error "--format: yaml not in {text,json,csv,markdown,heatmap,summary} (see attn-trace --help)" --format yaml
+  expect_error "--format: yaml not in {text,json,csv,markdown,heatmap,summary,overview} (see attn-trace --help)" --format yaml
 }
 case_error_tolerance() {
   expect_error "--atol: '-1' is not a tolerance; allowed: a number >= 0 (see attn-trace --help)" diff a b --atol -1

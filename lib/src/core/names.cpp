@@ -25,13 +25,14 @@ constexpr std::array<EnumName<WeightInit>, 3> kWeightInits = {
      {WeightInit::kRandTransposed, "rand-transposed"},
      {WeightInit::kLinear, "linear"}}};
 
-constexpr std::array<EnumName<OutputFormat>, 6> kOutputFormats = {
+constexpr std::array<EnumName<OutputFormat>, 7> kOutputFormats = {
     {{OutputFormat::kText, "text"},
      {OutputFormat::kJson, "json"},
      {OutputFormat::kCsv, "csv"},
      {OutputFormat::kMarkdown, "markdown"},
      {OutputFormat::kHeatmap, "heatmap"},
-     {OutputFormat::kSummary, "summary"}}};
+     {OutputFormat::kSummary, "summary"},
+     {OutputFormat::kOverview, "overview"}}};
 
 }  // namespace
 
@@ -49,6 +50,7 @@ double bytes_per_value(OutputFormat format) {
     case OutputFormat::kHeatmap:
       return 40.0;
     case OutputFormat::kSummary:
+    case OutputFormat::kOverview:
       return 0.0;
     case OutputFormat::kText:
     case OutputFormat::kMarkdown:

@@ -1,0 +1,409 @@
+#include "attn/render_overview.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "attn/error.hpp"
+#include "attn/memory.hpp"
+#include "attn/text_width.hpp"
+#include "render_common.hpp"
+
+namespace attn {
+
+namespace {
+
+// One sentence's words and ids, padded to `padded_to` words (as lesson_inputs.cpp pads them).
+TokenizedSentence tokenized(const Vocabulary& vocabulary, std::vector<std::string> words,
+                            std::size_t padded_to, std::int64_t pad_id) {
+  TokenizedSentence s;
+  s.length = static_cast<std::int64_t>(words.size());
+  s.ids = encode(vocabulary, words);
+  s.words = std::move(words);
+  s.words.resize(std::max(padded_to, s.words.size()), std::string(kPadToken));
+  s.ids.resize(s.words.size(), pad_id);
+  return s;
+}
+
+}  // namespace
+
+// The same tokens, dictionary, padding and checks as run_trace's first step (tokenize_inputs in
+// lesson_inputs.cpp); a test compares the two for a batch, cross-attention and a given X.
+Trace outline_trace(const TraceConfig& config) {
+  Trace trace;
+  trace.config = resolve(config);
+  const TraceConfig& c = trace.config;
+  if (c.x) {  // X as given: its rows are labelled by the tokens, or numbered
+    TokenizedSentence s;
+    s.length = c.x->values.rows();
+    s.words = c.x->row_labels;
+    for (auto i = static_cast<std::int64_t>(s.words.size()); i < s.length; ++i) {
+      s.words.push_back(std::to_string(i + 1));
+    }
+    trace.inputs.push_back(std::move(s));
+    return trace;
+  }
+  const std::size_t batch_size = c.sentences.size();
+  std::vector<std::vector<std::string>> words;
+  std::vector<std::string> all_words;
+  for (std::size_t b = 0; b < batch_size; ++b) {
+    words.push_back(c.tokenizer->tokens(
+        c.sentences[b], batch_size > 1 ? fmt::format("sentence {} of {}", b + 1, batch_size)
+                                       : std::string("the sentence")));
+    all_words.insert(all_words.end(), words.back().begin(), words.back().end());
+  }
+  std::vector<std::string> cross_words;
+  if (c.cross) {
+    cross_words = c.tokenizer->tokens(*c.cross, "the key and value sentence");
+    all_words.insert(all_words.end(), cross_words.begin(), cross_words.end());
+  }
+  trace.vocabulary = c.tokenizer->vocabulary(all_words);
+  std::size_t t = 0;
+  for (const auto& w : words) t = std::max(t, w.size());
+  const bool padded =
+      std::any_of(words.begin(), words.end(), [t](const auto& w) { return w.size() < t; });
+  if (padded) trace.pad_id = trace.vocabulary.size();
+  const std::int64_t needed = trace.vocabulary.size() + (padded ? 1 : 0);
+  if (needed > c.vocab_size) {
+    throw Error(
+        fmt::format("{} {} {} distinct words{}: it must be at least {}",
+                    c.embedding ? fmt::format("the embedding table in {} has {} rows, fewer than",
+                                              c.embedding->source, c.vocab_size)
+                                : fmt::format("vocabulary size {} is smaller than", c.vocab_size),
+                    batch_size > 1 ? "the batch's"
+                    : c.cross      ? "the two sentences'"
+                                   : "the sentence's",
+                    trace.vocabulary.size(), padded ? " and the padding token" : "", needed));
+  }
+  for (auto& w : words) {
+    trace.inputs.push_back(tokenized(trace.vocabulary, std::move(w), t, trace.pad_id.value_or(0)));
+  }
+  if (c.cross) trace.cross = tokenized(trace.vocabulary, std::move(cross_words), 0, 0);
+  return trace;
+}
+
+namespace {
+
+// Where a step goes in the drawing.
+enum class Place {
+  kStage,   // a line of its own: "→ ω [6×6]"
+  kBeside,  // on the line of the stage before: "Q [6×2], K [6×2]"
+  kWith,    // a "with" line under the stage it feeds (`feeds`): the weights, the mask
+  kAside,   // a line under the stage before, not on the way to the output: a check, the
+            // causal lesson's other way
+};
+
+// How the overview draws a step: the tutorial's symbol, its place, and for an aside the words
+// that lead its line.
+struct Look {
+  std::string_view symbol;
+  Place place;
+  StepKind feeds = StepKind::kEmbeddings;  // kWith: the stage it is used by
+  std::string_view lead = {};              // kAside
+};
+
+Look look(StepKind kind) {
+  switch (kind) {
+    case StepKind::kEmbeddings:
+      return {"X", Place::kStage};
+    case StepKind::kEmbeddings2:
+      return {"X₂", Place::kBeside};
+    case StepKind::kWQuery:
+      return {"W_q", Place::kWith, StepKind::kQueries};
+    case StepKind::kWKey:
+      return {"W_k", Place::kWith, StepKind::kQueries};
+    case StepKind::kWValue:
+      return {"W_v", Place::kWith, StepKind::kQueries};
+    case StepKind::kWOut:
+      return {"W_o", Place::kWith, StepKind::kOutput};
+    case StepKind::kBOut:
+      return {"b_o", Place::kWith, StepKind::kOutput};
+    case StepKind::kQueries:
+      return {"Q", Place::kStage};
+    case StepKind::kKeys:
+      return {"K", Place::kBeside};
+    case StepKind::kValues:
+      return {"V", Place::kBeside};
+    case StepKind::kOmega:
+      return {"ω", Place::kStage};
+    case StepKind::kMask:
+      return {"M", Place::kWith, StepKind::kMaskedOmega};
+    case StepKind::kMaskedOmega:
+      return {"masked ω", Place::kStage};
+    case StepKind::kScaledScores:
+      return {"ω/√d_k", Place::kStage};
+    case StepKind::kRowMax:
+      return {"m", Place::kStage};
+    case StepKind::kExponentials:
+      return {"e", Place::kStage};
+    case StepKind::kRowSums:
+      return {"Σ", Place::kStage};
+    case StepKind::kAttentionWeights:
+      return {"A", Place::kStage};
+    case StepKind::kWeightSums:
+      return {"ΣA", Place::kAside, {}, "check: "};
+    case StepKind::kUnmaskedWeights:
+      return {"A'", Place::kAside, {}, "the other way: "};
+    case StepKind::kZeroedWeights:
+      return {"A''", Place::kAside, {}, "  → "};
+    case StepKind::kRenormalizedWeights:
+      return {"A''/Σ", Place::kAside, {}, "  → "};
+    case StepKind::kContextVectors:
+      return {"Z", Place::kStage};
+    case StepKind::kContextConcat:
+      return {"Z", Place::kStage};
+    case StepKind::kOutput:
+      return {"out", Place::kStage};
+  }
+  throw std::logic_error("look: a step kind without a look");
+}
+
+// "[6×3]"; a vector stored as a column, "[6×1]", keeps its 1 as the trace's shape does.
+std::string shape_text(std::int64_t rows, std::int64_t cols) {
+  return fmt::format("[{}×{}]", rows, cols);
+}
+
+// Each kind of step the plan holds once, in the order it first comes, with its shape and how
+// many times the plan holds it (per sentence, per head).
+struct Kind {
+  StepKind kind;
+  std::int64_t rows, cols, count;
+};
+
+std::vector<Kind> kinds_of(const std::vector<PlannedStep>& plan) {
+  std::vector<Kind> kinds;
+  for (const PlannedStep& s : plan) {
+    auto it =
+        std::find_if(kinds.begin(), kinds.end(), [&](const Kind& k) { return k.kind == s.kind; });
+    if (it == kinds.end()) {
+      kinds.push_back({s.kind, s.rows, s.cols, 1});
+    } else {
+      ++it->count;  // every copy has the first's shape: the sentences are padded to one T
+    }
+  }
+  return kinds;
+}
+
+// One line of the drawing: the matrices on the left, their step ids on the right.
+struct Line {
+  std::string left, right;
+};
+
+// One stage being drawn: its matrices and ids, and the lines under it.
+struct Stage {
+  bool per_head = false;
+  std::vector<std::string> matrices, ids;
+  std::vector<std::string> with, with_ids;  // the weights (or the mask) it uses
+  std::vector<Line> asides;
+  StepKind kind = StepKind::kEmbeddings;
+};
+
+// The longest prefix of `line` at most `width` - 1 columns wide, and "…": for a word wider than
+// a line, which wrap_words keeps whole. Cut between code points, found by bisection.
+std::string cut(const std::string& line, std::size_t width) {
+  std::vector<std::size_t> ends;  // byte offsets where a code point ends
+  for (std::size_t i = 1; i <= line.size(); ++i) {
+    if (i == line.size() || (static_cast<unsigned char>(line[i]) & 0xC0) != 0x80) ends.push_back(i);
+  }
+  std::size_t lo = 0, hi = ends.size();  // the answer is in [lo, hi): ends[lo - 1] fits
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi + 1) / 2;
+    if (display_width(std::string_view(line).substr(0, ends[mid - 1])) + 1 <= width) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return line.substr(0, lo == 0 ? 0 : ends[lo - 1]) + "…";
+}
+
+// `text` (lines) wrapped to `width` with `indent` after the first line, a word still too wide
+// cut: every line at most `width` columns. A line that fits is kept as it is (wrap_words would
+// close up the spaces that align a column).
+std::string fit(std::string_view text, std::size_t width, std::string_view indent) {
+  if (text.find('\n') == std::string_view::npos && display_width(text) <= width) {
+    return std::string(text) + "\n";
+  }
+  const std::string wrapped = wrap_words(text, width, indent);
+  std::string out;
+  std::size_t start = 0;
+  while (start < wrapped.size()) {
+    std::size_t end = wrapped.find('\n', start);
+    if (end == std::string::npos) end = wrapped.size();
+    const std::string line = wrapped.substr(start, end - start);
+    out += display_width(line) <= width ? line : cut(line, width);
+    out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
+// The lines, with the right sides in one column: after the widest left side that fits beside
+// its right side, and no further right than the widest right side allows. A right side that
+// does not fit beside its left goes under it, in that column (or at the width's end).
+std::string lay_out(const std::vector<Line>& lines, std::size_t width) {
+  std::size_t right = 0;
+  for (const Line& l : lines) right = std::max(right, display_width(l.right));
+  std::size_t column = 0;
+  for (const Line& l : lines) {
+    const std::size_t lw = display_width(l.left), rw = display_width(l.right);
+    if (rw > 0 && lw + 2 + rw <= width) column = std::max(column, lw + 2);
+  }
+  column = std::min(column, width > right ? width - right : 0);
+  std::string out;
+  for (const Line& l : lines) {
+    const std::size_t lw = display_width(l.left), rw = display_width(l.right);
+    const std::string_view indent = l.left.starts_with("  │") ? "  │     " : "      ";
+    if (l.right.empty()) {
+      out += fit(l.left, width, indent);
+    } else if (lw + 2 <= column) {
+      out += fit(l.left + std::string(column - lw, ' ') + l.right, width, indent);
+    } else if (lw + 2 + rw <= width) {
+      out += l.left + "  " + l.right + "\n";
+    } else {
+      out += fit(l.left, width, indent);
+      const std::size_t at = column + rw <= width ? column : (width > rw ? width - rw : 0);
+      out += fit(std::string(std::max<std::size_t>(at, 4), ' ') + l.right, width, "    ");
+    }
+  }
+  return out;
+}
+
+// 902035456 -> "902,035,456".
+std::string grouped(double n) {
+  std::string digits = fmt::format("{:.0f}", n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// The pipeline's lines: the ids, then each stage, the per-head ones under a head line.
+std::vector<Line> pipeline_lines(const Trace& trace, const std::vector<Kind>& kinds,
+                                 std::int64_t batch) {
+  const TraceConfig& c = trace.config;
+  const std::int64_t heads = c.heads;
+  // A stage per head is planned once per sentence and head (a per-head weight, once per head,
+  // is drawn under the per-head stage it feeds).
+  auto per_head = [&](const Kind& k) { return heads > 1 && k.count == batch * heads; };
+  std::vector<Stage> stages;
+  if (!c.x) {
+    Stage ids;
+    ids.matrices.push_back(
+        fmt::format("ids {}", fmt::format("[{}]", trace.inputs[0].words.size())));
+    if (trace.cross) ids.matrices.push_back(fmt::format("ids₂ [{}]", trace.cross->words.size()));
+    stages.push_back(std::move(ids));
+  }
+  std::vector<const Kind*> withs;  // waiting for the stage they feed
+  for (const Kind& k : kinds) {
+    const Look lk = look(k.kind);
+    const std::string matrix = fmt::format("{} {}", lk.symbol, shape_text(k.rows, k.cols));
+    const std::string id(step_info(k.kind).id);
+    switch (lk.place) {
+      case Place::kWith:
+        withs.push_back(&k);
+        break;
+      case Place::kStage: {
+        Stage s;
+        s.kind = k.kind;
+        s.per_head = per_head(k);
+        s.matrices.push_back(matrix);
+        s.ids.push_back(id);
+        std::erase_if(withs, [&](const Kind* w) {
+          if (look(w->kind).feeds != k.kind) return false;
+          s.with.push_back(
+              fmt::format("{} {}", look(w->kind).symbol, shape_text(w->rows, w->cols)));
+          s.with_ids.emplace_back(step_info(w->kind).id);
+          return true;
+        });
+        stages.push_back(std::move(s));
+        break;
+      }
+      case Place::kBeside:
+        stages.back().matrices.push_back(matrix);
+        stages.back().ids.push_back(id);
+        break;
+      case Place::kAside:
+        stages.back().asides.push_back({fmt::format("{}{}", lk.lead, matrix), id});
+        break;
+    }
+  }
+  if (!withs.empty()) throw std::logic_error("render_overview: a weight that feeds no stage");
+
+  std::vector<Line> lines;
+  bool in_heads = false, first = true;
+  for (const Stage& s : stages) {
+    if (s.per_head && !in_heads) {
+      std::string head_line = fmt::format("  {} heads, each:", heads);
+      if (s.kind != StepKind::kQueries) {
+        // The split form: one projection, each head on its columns of it.
+        head_line =
+            c.d_kq == c.d_v
+                ? fmt::format("  {} heads, each on its {} of the {} columns of Q, K and V:", heads,
+                              c.d_kq / heads, c.d_kq)
+                : fmt::format(
+                      "  {} heads, each on its columns of Q and K ({} of {}) and "
+                      "of V ({} of {}):",
+                      heads, c.d_kq / heads, c.d_kq, c.d_v / heads, c.d_v);
+      }
+      lines.push_back({head_line, ""});
+    }
+    in_heads = s.per_head;
+    const std::string bar = in_heads ? "  │ " : "  ";
+    lines.push_back({fmt::format("{}{}{}", bar, first ? "" : "→ ", fmt::join(s.matrices, ", ")),
+                     fmt::format("{}", fmt::join(s.ids, ", "))});
+    const std::string under = bar + (first ? "" : "  ");
+    if (!s.with.empty()) {
+      lines.push_back({fmt::format("{}with {}", under, fmt::join(s.with, ", ")),
+                       fmt::format("{}", fmt::join(s.with_ids, ", "))});
+    }
+    for (const Line& a : s.asides) lines.push_back({under + a.left, a.right});
+    first = false;
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::string render_overview(const Trace& trace, std::size_t width) {
+  if (width < 40) throw std::invalid_argument("render_overview: width must be at least 40");
+  const TraceConfig& c = trace.config;
+  const auto batch = static_cast<std::int64_t>(trace.inputs.size());
+  const auto t_q = static_cast<std::int64_t>(trace.inputs.at(0).words.size());
+  const std::int64_t t_k = trace.cross ? static_cast<std::int64_t>(trace.cross->words.size()) : t_q;
+  const bool padded = trace.pad_id.has_value();
+  const std::vector<PlannedStep> plan = plan_steps(c, t_q, t_k, batch, padded);
+
+  std::string head;
+  render_detail::append_preamble(head, trace, /*brief=*/true);
+  std::string out = fit(head, width, "  ");
+
+  std::string title = "\npipeline";
+  if (batch > 1) {
+    title += fmt::format(" of each sentence ({}, {} {} tokens)", batch, padded ? "padded to" : "of",
+                         t_q);
+  }
+  title += c.x ? ", from the input X to the output" : ", from the token ids to the output";
+  out += fit(title + "; step ids on the right:", width, "  ");
+  out += lay_out(pipeline_lines(trace, kinds_of(plan), batch), width);
+
+  double values = 0.0;
+  for (const PlannedStep& s : plan) {
+    values += static_cast<double>(s.rows) * static_cast<double>(s.cols);
+  }
+  const double bytes = 4.0 * values;
+  const auto size =
+      size_text(bytes < 1.8e19 ? static_cast<std::uint64_t>(bytes) : ~std::uint64_t{0});
+  out += fit(
+      fmt::format("\nnothing computed; the whole trace: {} steps, {} values ({} of float32){}\n",
+                  plan.size(), grouped(values), size,
+                  bytes > static_cast<double>(c.max_memory)
+                      ? fmt::format(", more than the memory limit of {}", size_text(c.max_memory))
+                      : ""),
+      width, "  ");
+  return out;
+}
+
+}  // namespace attn
