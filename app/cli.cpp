@@ -365,7 +365,9 @@ void check_view_options(const Options& o) {
   if (o.export_dir && given_option(o, "--format")) {
     throw Error("--export writes .npy files and prints their names: give no --format with it");
   }
-  if (o.text.describe && !text) refuse("--describe", "adds notes to the text trace");
+  if (o.text.describe && !text && !heatmap) {
+    refuse("--describe", "adds notes to the text trace and heatmaps");
+  }
   if (o.step && !text) refuse("--step", "pauses the text trace after each step");
   if (given_option(o, "--precision") &&
       !(text || heatmap || (plain && o.format == OutputFormat::kMarkdown) || o.query ||
@@ -374,6 +376,9 @@ void check_view_options(const Options& o) {
   }
   if (given_option(o, "--color") && !heatmap) {
     refuse("--color", "colours heatmaps");
+  }
+  if (given_option(o, "--heatmap-form") && !heatmap) {
+    refuse("--heatmap-form", "chooses how heatmaps draw their cells");
   }
   if ((o.query || o.explain) && o.config.softmax_steps) {
     refuse("--softmax-steps", "adds the softmax's steps to a trace");
@@ -510,7 +515,8 @@ Outcome run(Options& o) {
       // ω, the scaled scores and the weights; the masked scores too when there is a mask.
       std::erase_if(trace.steps, [](const Step& s) { return !step_info(s.kind).heatmap; });
     }
-    outcome.out = render_heatmaps(trace, {color_mode(o), o.text.precision});
+    outcome.out = render_heatmaps(
+        trace, {color_mode(o), o.text.precision, o.heatmap_form, o.width, o.text.describe});
   } else if (o.step && o.interactive) {
     outcome.blocks = render_text_blocks(trace, o.text);
   } else {
