@@ -249,12 +249,14 @@ std::string equation_text(const Step& s, std::size_t width) {
   if (s.columns_are_keys) {
     meaning = "rows: queries, columns: keys";
   } else {
-    const std::string rows = !s.row_labels.empty() ? "tokens"
-                             : s.values.rows() == 1 && names.size() < 2
-                                 ? "one"
-                                 : dimension(names.size() - 2, s.values.rows());
-    meaning =
-        fmt::format("rows: {}, columns: {}", rows, dimension(names.size() - 1, s.values.cols()));
+    const std::string columns = dimension(names.size() - 1, s.values.cols());
+    if (s.values.rows() == 1 && names.size() < 2) {
+      meaning = fmt::format("one row, columns: {}", columns);
+    } else {
+      const std::string rows =
+          !s.row_labels.empty() ? "tokens" : dimension(names.size() - 2, s.values.rows());
+      meaning = fmt::format("rows: {}, columns: {}", rows, columns);
+    }
   }
   const std::string one_line = fmt::format("  {}    {}", s.equation, meaning);
   if (display_width(one_line) <= width) return one_line + "\n";
