@@ -366,13 +366,13 @@ void check_view_options(const Options& o) {
   if (o.export_dir && given_option(o, "--format")) {
     throw Error("--export writes .npy files and prints their names: give no --format with it");
   }
-  const bool notes = text || heatmap || o.query || o.explain ||
-                     (plain && (o.format == OutputFormat::kMarkdown ||
-                                o.format == OutputFormat::kJson));
+  const bool notes =
+      text || heatmap || o.query || o.explain ||
+      (plain && (o.format == OutputFormat::kMarkdown || o.format == OutputFormat::kJson));
   if (o.text.describe && !notes) {
     refuse("--describe", "adds notes to text, markdown, heatmaps, JSON, --query and --explain");
   }
-  if (o.step && !text) refuse("--step", "pauses the text trace after each step");
+  if (o.step && !text && !heatmap) refuse("--step", "pauses text and heatmaps after each step");
   if (given_option(o, "--precision") &&
       !(text || heatmap || (plain && o.format == OutputFormat::kMarkdown) || o.query ||
         o.explain)) {
@@ -380,6 +380,9 @@ void check_view_options(const Options& o) {
   }
   if (given_option(o, "--color") && !heatmap) {
     refuse("--color", "colours heatmaps");
+  }
+  if (given_option(o, "--heatmap-form") && !heatmap) {
+    refuse("--heatmap-form", "chooses how heatmaps draw their cells");
   }
   if ((o.query || o.explain) && o.config.softmax_steps) {
     refuse("--softmax-steps", "adds the softmax's steps to a trace");
@@ -531,7 +534,13 @@ Outcome run(Options& o) {
       // ω, the scaled scores and the weights; the masked scores too when there is a mask.
       std::erase_if(trace.steps, [](const Step& s) { return !step_info(s.kind).heatmap; });
     }
-    outcome.out = render_heatmaps(trace, {color_mode(o), o.text.precision});
+    const HeatmapOptions options{color_mode(o), o.text.precision, o.heatmap_form, o.width,
+                                 o.text.describe};
+    if (o.step && o.interactive) {
+      outcome.blocks = render_heatmap_blocks(trace, options);
+    } else {
+      outcome.out = render_heatmaps(trace, options);
+    }
   } else if (o.step && o.interactive) {
     outcome.blocks = render_text_blocks(trace, o.text);
   } else {

@@ -11,6 +11,7 @@
 #include "attn/diff.hpp"
 #include "attn/error.hpp"
 #include "attn/names.hpp"
+#include "attn/render_heatmap.hpp"
 #include "attn/render_text.hpp"
 #include "attn/trace.hpp"
 
@@ -50,6 +51,7 @@ struct Options {
   ProgressChoice progress = ProgressChoice::kAuto;  // kAuto: when stderr is a terminal
   bool stderr_terminal = false;                     // stderr is a terminal (set by main)
   ColorChoice color = ColorChoice::kAuto;           // heatmaps
+  HeatmapForm heatmap_form = HeatmapForm::kAuto;    // heatmaps: values, blocks, or auto
   std::optional<std::string> explain;               // "I,J": one attention weight explained
   bool step = false;                                // pause after each step on a terminal
   bool interactive = false;                         // stdin and stdout are terminals (set by main)
@@ -114,4 +116,6 @@ template <>
 std::span<const EnumName<cli::ColorChoice>> names_of<cli::ColorChoice>();
 template <>
 std::span<const EnumName<cli::ProgressChoice>> names_of<cli::ProgressChoice>();
+template <>
+std::span<const EnumName<HeatmapForm>> names_of<HeatmapForm>();
 }  // namespace attn

@@ -382,6 +382,13 @@ std::vector<OptionSpec> view_options() {
       "256 colours, on a terminal; shading characters when stdout is not a terminal, `NO_COLOR` "
       "is set or `TERM` is `dumb`; `never` always shades",
       [](Options& o) -> ColorChoice& { return o.color; }));
+  shown.push_back(choice(
+      "--heatmap-form", "F", HeatmapForm::kAuto,
+      "Heatmap cells: auto (values when the grid fits the width, else blocks), values or blocks",
+      "how heatmap cells are drawn: `values` prints each value on its colour, `blocks` one "
+      "coloured block per cell with the tokens numbered and a key below; `auto` draws values when "
+      "the grid fits the width (`COLUMNS`, the terminal's, or 80 when piped), else blocks",
+      [](Options& o) -> HeatmapForm& { return o.heatmap_form; }));
   shown.push_back(flag("--softmax-steps",
                        "Show the softmax's row max, exponentials and sums as steps, and check "
                        "that each row of weights sums to 1",
@@ -390,17 +397,19 @@ std::vector<OptionSpec> view_options() {
                        [](Options& o) -> bool& { return o.config.softmax_steps; }));
   shown.push_back(flag("--describe",
                        "Add a sentence or two under each step: what it computes and why",
-                       "a sentence or two under each step's header (text format)",
+                       "a sentence or two under each step's header: text, markdown and heatmaps, "
+                       "`--query` and `--explain`; a `description` field in JSON",
                        [](Options& o) -> bool& { return o.text.describe; }));
-  shown.push_back(flag("--step",
-                       "Pause after each step on a terminal, for one key: Enter or space goes "
-                       "on, b goes back, q quits, ? lists the keys",
-                       "text format on a terminal: pause after each step, the last one too, for "
-                       "one key: Enter, space or → goes on (at the last step: ends), b or ← "
-                       "draws the previous step again, q or Ctrl-D quits at once, ? lists the "
-                       "keys ([the keys](#stepping-through-a-trace---step)); no pause when stdin "
-                       "or stdout is not a terminal",
-                       [](Options& o) -> bool& { return o.step; }));
+  shown.push_back(
+      flag("--step",
+           "Pause after each step on a terminal, for one key: Enter or space goes "
+           "on, b goes back, q quits, ? lists the keys",
+           "text and heatmaps on a terminal: pause after each step, the last one too, for "
+           "one key: Enter, space or → goes on (at the last step: ends), b or ← "
+           "draws the previous step again, q or Ctrl-D quits at once, ? lists the "
+           "keys ([the keys](#stepping-through-a-trace---step)); no pause when stdin "
+           "or stdout is not a terminal",
+           [](Options& o) -> bool& { return o.step; }));
   return shown;
 }
 
@@ -531,6 +540,9 @@ constexpr std::array<EnumName<cli::ColorChoice>, 4> kColorChoices = {
      {cli::ColorChoice::kNever, "never"},
      {cli::ColorChoice::k256, "256"},
      {cli::ColorChoice::k24bit, "24bit"}}};
+constexpr std::array<EnumName<HeatmapForm>, 3> kHeatmapForms = {{{HeatmapForm::kAuto, "auto"},
+                                                                 {HeatmapForm::kValues, "values"},
+                                                                 {HeatmapForm::kBlocks, "blocks"}}};
 constexpr std::array<EnumName<cli::ProgressChoice>, 3> kProgressChoices = {
     {{cli::ProgressChoice::kAuto, "auto"},
      {cli::ProgressChoice::kAlways, "always"},
@@ -544,6 +556,10 @@ std::span<const EnumName<cli::ColorChoice>> names_of<cli::ColorChoice>() {
 template <>
 std::span<const EnumName<cli::ProgressChoice>> names_of<cli::ProgressChoice>() {
   return kProgressChoices;
+}
+template <>
+std::span<const EnumName<HeatmapForm>> names_of<HeatmapForm>() {
+  return kHeatmapForms;
 }
 
 }  // namespace attn

@@ -7,6 +7,7 @@
 #                                  "attn-trace: error: MESSAGE"
 # ATTN_UPDATE_GOLDEN=1 rewrites the golden files from the binary instead of comparing.
 set -uo pipefail
+unset COLUMNS  # the views that fit the screen fit 80 columns when piped; a case sets COLUMNS itself
 binary=$1
 case_name=$2
 golden_dir=$(cd "$(dirname "$0")/../golden/cli" && pwd)
@@ -233,6 +234,48 @@ case_heatmap_causal_heads() {
 }
 case_heatmap_cjk_aligned() {
   expect_output heatmap_cjk --format heatmap --color never --steps attention_weights "我 爱 你 and you"
+}
+# 64 words: the blocks form in 80 columns, every line within them (display width).
+long_sentence="the teacher drew a grid on the board and asked the class what each word \
+looks at when the model reads a sentence of sixty four words one after another so that every \
+row of the grid is a query and every column a key and the colour says how much attention flows \
+from one to the other in this model with random weights"
+fits_columns() {  # width: every line of stdout, escapes stripped, within it
+  python3 -c 'import re, sys, unicodedata as u
+w = lambda s: sum(2 if u.east_asian_width(c) in "WF" else 0 if u.combining(c) else 1 for c in s)
+lines = re.sub(r"\x1b\[[0-9;]*m", "", open(sys.argv[1], encoding="utf-8").read()).splitlines()
+bad = [l for l in lines if w(l) > int(sys.argv[2])]
+print("\n".join("FAIL: wider than %s: %s" % (sys.argv[2], l) for l in bad)); sys.exit(1 if bad else 0)' "$work/stdout" "$1"
+}
+case_heatmap_blocks_long_sentence_80_columns() {
+  COLUMNS=80 expect_output heatmap_blocks_64 --format heatmap --color never --steps attention_weights \
+    "$long_sentence" && fits_columns 80 &&
+    COLUMNS=80 expect_output heatmap_blocks_64_256 --format heatmap --color 256 --steps omega "$long_sentence" &&
+    fits_columns 80
+}
+case_heatmap_values_form_forced() {
+  COLUMNS=80 expect_output heatmap_values_forced --format heatmap --color never --heatmap-form values \
+    --steps attention_weights "the teacher drew a grid on the board and asked the class" && fits_columns 80
+}
+case_heatmap_blocks_form_forced() {
+  expect_output heatmap_blocks_forced --format heatmap --color 24bit --heatmap-form blocks --steps attention_weights
+}
+case_heatmap_context_vectors() {
+  expect_output heatmap_context_vectors --format heatmap --color never --steps context_vectors,w_query
+}
+case_heatmap_omega_diverging_256() { expect_output heatmap_omega_256 --format heatmap --color 256 --steps omega; }
+case_heatmap_describe() {
+  COLUMNS=60 expect_output heatmap_describe --format heatmap --color never --describe --steps omega,attention_weights &&
+    fits_columns 60
+}
+case_heatmap_fits_the_terminal() {
+  # A 72-column terminal and no COLUMNS: the blocks form, within 72 columns.
+  tmux_start heatmap 72 100 "$binary --format heatmap --color 256 --steps attention_weights '$long_sentence'; sleep 30" || return 1
+  local ok=0
+  tmux_wait_for "legend:" && tmux -S "$tmux_sock" capture-pane -p -J -S - -t "$tmux_session" >"$work/stdout" &&
+    fits_columns 72 && grep -q "^  tokens: 1 the" "$work/stdout" && ok=1
+  tmux_stop
+  [ $ok = 1 ] || { echo "FAIL: the heatmap does not fit 72 columns:"; cat "$work/stdout"; return 1; }
 }
 case_explain_2_5() { expect_output explain_2_5 --explain 2,5; }
 case_explain_masked_cell() { expect_output explain_causal_2_5 --explain 2,5 --causal; }
@@ -600,6 +643,14 @@ case_error_explain_out_of_range() {
 case_error_explain_with_format() {
   expect_error "--format and --explain do not go together (see attn-trace --help)" --explain 1,2 --format json
 }
+case_error_heatmap_form() {
+  expect_error "--heatmap-form: grid not in {auto,values,blocks} (see attn-trace --help)" \
+    --format heatmap --heatmap-form grid &&
+    expect_error "--heatmap-form chooses how heatmaps draw their cells: it does not go with --format text" \
+      --heatmap-form blocks &&
+    expect_error "--heatmap-form chooses how heatmaps draw their cells: it does not go with --query" \
+      --heatmap-form values --query 2
+}
 case_error_unknown_color() {
   expect_error "--color: always not in {auto,never,256,24bit} (see attn-trace --help)" --color always
 }
@@ -690,7 +741,7 @@ case_error_diff_takes_no_trace_option() {
 case_error_options_a_view_would_ignore() {
   expect_error "--export writes .npy files and prints their names: give no --format with it" \
     --export "$work/e" --format json &&
-    expect_error "--step pauses the text trace after each step: it does not go with --format json" \
+    expect_error "--step pauses text and heatmaps after each step: it does not go with --format json" \
       --step --format json &&
     expect_error "--describe adds notes to text, markdown, heatmaps, JSON, --query and --explain: it does not go with --format csv" \
       --describe --format csv &&

@@ -49,6 +49,7 @@ struct StepInfo {
   std::string_view description;  // --describe: what it computes and why
   bool heatmap;                  // --format heatmap draws it when no --steps are chosen
   bool scores;                   // a (T, T_k) matrix whose columns are keys
+  bool signed_values;            // its values can be negative: the heatmap centres its colours on 0
 };
 
 // Every step, in recording order.

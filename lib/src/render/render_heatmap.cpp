@@ -1,70 +1,294 @@
+// The heatmap's layout. Each column is drawn as a fixed number of terminal columns, and its label
+// is right-aligned to end where its values end, so every header and row is built from the same
+// cell widths (display widths: a CJK token takes two columns). Which form and how many columns a
+// band holds are decided here from the width; the colours come from render_heatmap_palette.cpp,
+// the cells' text and colour from render_heatmap_cells.cpp.
+
 #include "attn/render_heatmap.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 
-#include "attn/tensor_format.hpp"
+#include "attn/error.hpp"
+#include "attn/steps.hpp"
 #include "attn/text_width.hpp"
+#include "attn/tokenizer.hpp"
 #include "render_common.hpp"
+#include "render_heatmap_cells.hpp"
 
 namespace attn {
 
 using render_detail::where_text;
+using namespace heatmap_detail;
 
 namespace {
 
-struct Rgb {
-  int r, g, b;
-};
-
-// A sequential palette from dark (low) to bright (high): viridis's five anchors, interpolated.
-Rgb palette(double t) {
-  constexpr std::array<Rgb, 5> kAnchors = {Rgb{68, 1, 84}, Rgb{59, 82, 139}, Rgb{33, 145, 140},
-                                           Rgb{94, 201, 98}, Rgb{253, 231, 37}};
-  const double x = std::clamp(t, 0.0, 1.0) * (kAnchors.size() - 1);
-  const auto i = std::min(static_cast<std::size_t>(x), kAnchors.size() - 2);
-  const double f = x - static_cast<double>(i);
-  auto mix = [f](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
-  return {mix(kAnchors[i].r, kAnchors[i + 1].r), mix(kAnchors[i].g, kAnchors[i + 1].g),
-          mix(kAnchors[i].b, kAnchors[i + 1].b)};
-}
-
-// The nearest colour of the xterm 6 × 6 × 6 cube.
-int xterm_index(const Rgb& c) {
-  auto level = [](int v) { return static_cast<int>(std::lround(v / 255.0 * 5.0)); };
-  return 16 + 36 * level(c.r) + 6 * level(c.g) + level(c.b);
-}
-
-bool is_light(const Rgb& c) { return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b > 140.0; }
-
-constexpr std::array<std::string_view, 5> kShades = {"·", "░", "▒", "▓", "█"};
-
-std::string shade(double t) {
-  const auto level =
-      std::min<std::size_t>(kShades.size() - 1, static_cast<std::size_t>(t * kShades.size()));
-  return std::string(kShades[level]);
-}
-
-// `text` on the colour of t, padded to `width` columns (the padding is coloured too).
-std::string cell(const std::string& text, std::size_t width, double t, bool finite,
-                 ColorMode mode) {
-  const std::string padded =
-      fmt::format("{}{}", std::string(width - display_width(text), ' '), text);
-  if (mode == ColorMode::kShade) return fmt::format("{}{}", padded, finite ? shade(t) : "×");
-  if (!finite) return fmt::format(" {} ", padded);
-  const Rgb c = palette(t);
-  const std::string fg = is_light(c) ? "30" : "97";
-  if (mode == ColorMode::kTrueColor) {
-    return fmt::format("\x1b[{};48;2;{};{};{}m {} \x1b[0m", fg, c.r, c.g, c.b, padded);
-  }
-  return fmt::format("\x1b[{};48;5;{}m {} \x1b[0m", fg, xterm_index(c), padded);
-}
+std::string spaces(std::size_t n) { return std::string(n, ' '); }
 
 std::string pad_right(const std::string& text, std::size_t width) {
-  return fmt::format("{}{}", text, std::string(width - std::min(width, display_width(text)), ' '));
+  return text + spaces(width - std::min(width, display_width(text)));
+}
+
+void rstrip(std::string& line) { line.erase(line.find_last_not_of(' ') + 1); }
+
+std::size_t digits(std::size_t n) { return std::to_string(n).size(); }
+
+// The step's grid: labels as escape_controls shows them, and how each form would be laid out.
+struct Grid {
+  const Step& step;
+  Scale scale;
+  std::vector<std::string> rows, cols;  // escaped labels; either may be empty (numbered)
+  std::vector<std::string> texts;       // each cell's value at the precision, row-major
+  std::size_t value_width = 0;          // the widest value
+  bool same_labels = false;             // rows and columns are the same tokens (self-attention)
+};
+
+Grid grid_of(const Step& s, int precision) {
+  Grid g{s, scale_of(s), {}, {}, {}, 0, false};
+  for (const std::string& r : s.row_labels) g.rows.push_back(escape_controls(r));
+  for (const std::string& c : s.col_labels) g.cols.push_back(escape_controls(c));
+  const Matrix& m = s.values;
+  g.texts.reserve(static_cast<std::size_t>(m.size()));
+  for (Eigen::Index k = 0; k < m.size(); ++k) {
+    g.texts.push_back(fixed_text(m.data()[k], precision));
+    g.value_width = std::max(g.value_width, display_width(g.texts.back()));
+  }
+  g.same_labels = !g.cols.empty() && g.rows == g.cols;
+  return g;
+}
+
+std::size_t widest(const std::vector<std::string>& labels) {
+  std::size_t w = 0;
+  for (const std::string& l : labels) w = std::max(w, display_width(l));
+  return w;
+}
+
+// One form's layout: the row labels, each column's width and its label's trailing columns.
+struct Layout {
+  bool blocks = false;
+  bool numbered = false;    // the columns are numbered (a key below names them)
+  bool row_tokens = false;  // the row labels show the tokens (else numbers: a key names them)
+  std::vector<std::string> labels;  // the row labels, each padded to label_width
+  std::size_t label_width = 0;      // the row labels' column, with the space after it in blocks
+  std::size_t cell = 0;             // terminal columns per grid column
+  std::size_t inner = 0;            // the value's width (values) or the block's (blocks)
+  std::size_t per_band = 1;         // grid columns per band
+};
+
+std::vector<std::string> row_labels(const Grid& g, bool with_numbers, bool with_tokens) {
+  std::vector<std::string> out;
+  const auto n = static_cast<std::size_t>(g.step.values.rows());
+  for (std::size_t r = 0; r < n; ++r) {
+    const bool token = with_tokens && r < g.rows.size();
+    if (token && with_numbers) {
+      out.push_back(fmt::format("{:>{}} {}", r + 1, digits(n), g.rows[r]));
+    } else {
+      out.push_back(token ? g.rows[r] : fmt::format("{:>{}}", r + 1, digits(n)));
+    }
+  }
+  return out;
+}
+
+Layout values_layout(const Grid& g, ColorMode mode, bool numbered) {
+  Layout l;
+  l.numbered = numbered;
+  l.row_tokens = !g.rows.empty();
+  l.labels = row_labels(g, numbered && g.same_labels, true);
+  l.label_width = widest(l.labels);
+  const auto n = static_cast<std::size_t>(g.step.values.cols());
+  l.inner = std::max(g.value_width, numbered || g.cols.empty() ? digits(n) : widest(g.cols));
+  // A coloured cell: a space, then the value with a space of colour either side; a shaded cell:
+  // a space, the value, its shading character.
+  l.cell = l.inner + (mode == ColorMode::kShade ? 2 : 3);
+  return l;
+}
+
+Layout blocks_layout(const Grid& g, std::size_t width) {
+  Layout l;
+  l.blocks = true;
+  l.numbered = !g.cols.empty();
+  const auto n = static_cast<std::size_t>(g.step.values.cols());
+  l.labels = row_labels(g, !g.rows.empty(), false);
+  l.label_width = widest(l.labels) + 1;
+  l.inner = l.label_width + 2 * n <= width ? 2 : 1;
+  l.cell = l.inner;
+  // The tokens after the row numbers, when they fit too.
+  std::vector<std::string> with_tokens = row_labels(g, true, true);
+  if (!g.rows.empty() && widest(with_tokens) + 1 + l.cell * n <= width) {
+    l.labels = std::move(with_tokens);
+    l.row_tokens = true;
+    l.label_width = widest(l.labels) + 1;
+  }
+  return l;
+}
+
+bool fits(const Layout& l, std::size_t n, std::size_t width) {
+  return l.label_width + l.cell * n <= width;
+}
+
+Layout choose_layout(const Grid& g, const HeatmapOptions& o) {
+  const auto n = static_cast<std::size_t>(g.step.values.cols());
+  Layout l;
+  if (o.form == HeatmapForm::kBlocks) {
+    l = blocks_layout(g, o.width);
+  } else {
+    l = values_layout(g, o.color, false);
+    if (!fits(l, n, o.width) && !g.cols.empty()) {
+      Layout numbered = values_layout(g, o.color, true);
+      if (fits(numbered, n, o.width)) l = std::move(numbered);
+    }
+    if (o.form == HeatmapForm::kAuto && !fits(l, n, o.width)) l = blocks_layout(g, o.width);
+  }
+  for (std::string& label : l.labels) label = pad_right(label, l.label_width);
+  const std::size_t room = o.width > l.label_width ? o.width - l.label_width : 0;
+  l.per_band = std::max<std::size_t>(1, room / l.cell);
+  return l;
+}
+
+// Header lines over columns [first, last): each label right-aligned to end where its column's
+// values end (`trailing` columns before the cell's end).
+std::string header_line(const std::vector<std::string>& labels, const Layout& l) {
+  const std::size_t trailing = l.blocks ? 0 : 1;
+  std::string line = spaces(l.label_width);
+  for (const std::string& label : labels) {
+    line += spaces(l.cell - trailing - std::min(l.cell - trailing, display_width(label)));
+    line += label + spaces(trailing);
+  }
+  rstrip(line);
+  return line + "\n";
+}
+
+std::string headers(const Grid& g, const Layout& l, std::size_t first, std::size_t last) {
+  std::vector<std::string> labels;
+  if (!l.numbered && !g.cols.empty()) {
+    labels.assign(g.cols.begin() + static_cast<std::ptrdiff_t>(first),
+                  g.cols.begin() + static_cast<std::ptrdiff_t>(last));
+    return header_line(labels, l);
+  }
+  const std::size_t d = digits(last);
+  if (d + (l.blocks ? 1 : 0) <= l.inner) {  // numbers across, a space between neighbours
+    for (std::size_t c = first; c < last; ++c) labels.push_back(std::to_string(c + 1));
+    return header_line(labels, l);
+  }
+  // Numbers written downwards, one digit per line, the last digit on the last line.
+  std::string out;
+  for (std::size_t line = 0; line < d; ++line) {
+    labels.clear();
+    for (std::size_t c = first; c < last; ++c) {
+      const std::string number = std::to_string(c + 1);
+      const std::size_t skip = d - number.size();
+      labels.push_back(line < skip ? "" : number.substr(line - skip, 1));
+    }
+    out += header_line(labels, l);
+  }
+  return out;
+}
+
+std::string grid_rows(const Grid& g, const Layout& l, const HeatmapOptions& o, std::size_t first,
+                      std::size_t last) {
+  std::string out;
+  const Matrix& m = g.step.values;
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    std::string line = l.labels[static_cast<std::size_t>(r)];
+    for (std::size_t c = first; c < last; ++c) {
+      const auto k = static_cast<std::size_t>(r * m.cols()) + c;
+      const float v = m(r, static_cast<Eigen::Index>(c));
+      line += l.blocks ? block_cell(v, g.scale, o.color, l.inner)
+                       : value_cell(v, g.texts[k], l.inner, g.scale, o.color);
+    }
+    if (l.blocks && o.color != ColorMode::kShade) line += kReset;
+    out += line + "\n";
+  }
+  return out;
+}
+
+// "  tokens: 1 Life  2 is  3 short …", wrapped to the width between entries.
+std::string key_text(std::string_view title, const std::vector<std::string>& labels,
+                     std::size_t width) {
+  std::string out = fmt::format("  {}:", title);
+  std::size_t column = display_width(out);
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const std::string entry = fmt::format("{} {}", i + 1, labels[i]);
+    const std::size_t w = display_width(entry);
+    const std::size_t gap = i == 0 ? 1 : 2;
+    if (i > 0 && column + gap + w > width) {
+      out += "\n    ";
+      column = 4;
+    } else {
+      out += spaces(gap);
+      column += gap;
+    }
+    out += entry;
+    column += w;
+  }
+  return out + "\n";
+}
+
+// The grid's keys: number → token for numbered columns, and rows shown by number only.
+std::string keys(const Grid& g, const Layout& l, std::size_t width) {
+  const bool rows_numbered = !g.rows.empty() && !l.row_tokens;
+  if (!l.numbered && !rows_numbered) return {};
+  std::string out = "\n";
+  if (g.same_labels && (l.numbered || rows_numbered))
+    return out + key_text("tokens", g.cols, width);
+  if (rows_numbered) out += key_text("queries", g.rows, width);
+  if (l.numbered) out += key_text("keys", g.cols, width);
+  return out;
+}
+
+// "  A = softmax(ω / √d_k)    rows: queries, columns: keys", on two lines when it is too wide.
+std::string equation_text(const Step& s, std::size_t width) {
+  const auto& names = s.shape_names;
+  auto dimension = [&s](std::size_t i, Eigen::Index n) {
+    return i < s.shape_names.size() ? fmt::format("the {} = {} dimensions", s.shape_names[i], n)
+                                    : fmt::format("{}", n);
+  };
+  std::string meaning;
+  if (s.columns_are_keys) {
+    meaning = "rows: queries, columns: keys";
+  } else {
+    const std::string columns = dimension(names.size() - 1, s.values.cols());
+    if (s.values.rows() == 1 && names.size() < 2) {
+      meaning = fmt::format("one row, columns: {}", columns);
+    } else {
+      const std::string rows =
+          !s.row_labels.empty() ? "tokens" : dimension(names.size() - 2, s.values.rows());
+      meaning = fmt::format("rows: {}, columns: {}", rows, columns);
+    }
+  }
+  const std::string one_line = fmt::format("  {}    {}", s.equation, meaning);
+  if (display_width(one_line) <= width) return one_line + "\n";
+  return wrap_words("  " + s.equation, width, "  ") + "\n" +
+         wrap_words("  " + meaning, width, "  ") + "\n";
+}
+
+std::string heatmap_block(const Trace& trace, std::size_t index, const HeatmapOptions& o) {
+  const Step& s = trace.steps[index];
+  const Grid g = grid_of(s, o.precision);
+  const Layout l = choose_layout(g, o);
+  std::string out = wrap_words(fmt::format("step {}/{} [{}] {}{}", index + 1, trace.steps.size(),
+                                           s.id, s.title, where_text(trace, s.head, s.batch)),
+                               o.width, "  ") +
+                    "\n";
+  out += equation_text(s, o.width);
+  if (o.describe)
+    out += wrap_words("  " + std::string(step_info(s.kind).description), o.width, "  ") + "\n";
+  out += "\n";
+  const auto n = static_cast<std::size_t>(s.values.cols());
+  for (std::size_t first = 0; first < n; first += l.per_band) {
+    const std::size_t last = std::min(n, first + l.per_band);
+    if (l.per_band < n) {
+      out += fmt::format("{}  {} {} to {} of {}\n", first == 0 ? "" : "\n",
+                         s.columns_are_keys ? "keys" : "columns", first + 1, last, n);
+    }
+    out += headers(g, l, first, last);
+    out += grid_rows(g, l, o, first, last);
+  }
+  out += keys(g, l, o.width);
+  out += legend_text(g.scale, o.color, l.blocks ? l.inner : 0, o.precision, o.width);
+  return out;
 }
 
 }  // namespace
@@ -81,79 +305,26 @@ std::string_view color_mode_name(ColorMode mode) {
   return "?";
 }
 
+std::vector<std::string> render_heatmap_blocks(const Trace& trace, const HeatmapOptions& options) {
+  if (options.width < 20) {
+    throw Error(
+        fmt::format("a heatmap needs a width of at least 20 columns, not {}", options.width));
+  }
+  if (options.precision < 0 || options.precision > 8) {
+    throw Error(fmt::format("precision {} is not in 0..8", options.precision));
+  }
+  std::vector<std::string> blocks;
+  for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+    if (trace.steps[i].values.size() == 0) continue;
+    blocks.push_back(heatmap_block(trace, i, options));
+  }
+  return blocks;
+}
+
 std::string render_heatmaps(const Trace& trace, const HeatmapOptions& options) {
   std::string out;
-  const std::size_t n = trace.steps.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const Step& s = trace.steps[i];
-    if (!s.columns_are_keys) continue;
-    const Matrix& m = s.values;
-    double lo = INFINITY, hi = -INFINITY;
-    for (Eigen::Index k = 0; k < m.size(); ++k) {
-      if (std::isfinite(m.data()[k]))
-        lo = std::min(lo, double{m.data()[k]}), hi = std::max(hi, double{m.data()[k]});
-    }
-    auto t_of = [lo, hi](float v) { return hi > lo ? (v - lo) / (hi - lo) : 0.5; };
-
-    const TensorFormatter f(m.data(), m.size(), options.precision);
-    auto text_of = [&f](float v) {
-      std::string t = f.format(v);
-      return t.erase(0, t.find_first_not_of(' '));
-    };
-    // Labels as escape_controls shows them; the widths are those of the escaped text.
-    std::vector<std::string> col_labels, row_labels;
-    for (const std::string& c : s.col_labels) col_labels.push_back(escape_controls(c));
-    for (const std::string& r : s.row_labels) row_labels.push_back(escape_controls(r));
-    std::size_t width = 0, label_width = 0;
-    for (Eigen::Index k = 0; k < m.size(); ++k)
-      width = std::max(width, display_width(text_of(m.data()[k])));
-    for (const std::string& c : col_labels) width = std::max(width, display_width(c));
-    for (const std::string& r : row_labels) label_width = std::max(label_width, display_width(r));
-    // A coloured cell has a space of colour on each side; a shaded one a shading character after.
-
-    out += fmt::format("{}step {}/{} [{}] {}{}\n", out.empty() ? "" : "\n", i + 1, n, s.id, s.title,
-                       where_text(trace, s.head, s.batch));
-    out += fmt::format("  {}    rows: queries, columns: keys\n\n", s.equation);
-    out += std::string(label_width, ' ');
-    // Each label right-aligned over its values (a coloured cell has a space of colour first).
-    const std::string lead = options.color == ColorMode::kShade ? " " : "  ";
-    for (const std::string& c : col_labels) {
-      out += fmt::format("{}{}{}", lead, std::string(width - display_width(c), ' '), c);
-    }
-    out += "\n";
-    for (Eigen::Index r = 0; r < m.rows(); ++r) {
-      out += pad_right(r < static_cast<Eigen::Index>(row_labels.size())
-                           ? row_labels[static_cast<std::size_t>(r)]
-                           : std::to_string(r + 1),
-                       label_width);
-      for (Eigen::Index c = 0; c < m.cols(); ++c) {
-        const float v = m(r, c);
-        out +=
-            fmt::format(" {}", cell(text_of(v), width, t_of(v), std::isfinite(v), options.color));
-      }
-      out += "\n";
-    }
-    // The legend: eight swatches from the smallest to the largest finite value.
-    std::string swatches;
-    for (int k = 0; k < 8; ++k) {
-      const double t = (k + 0.5) / 8.0;
-      if (options.color == ColorMode::kShade) {
-        swatches += shade(t);
-      } else {
-        const Rgb c = palette(t);
-        swatches += options.color == ColorMode::kTrueColor
-                        ? fmt::format("\x1b[48;2;{};{};{}m  \x1b[0m", c.r, c.g, c.b)
-                        : fmt::format("\x1b[48;5;{}m  \x1b[0m", xterm_index(c));
-      }
-    }
-    if (std::isfinite(lo)) {
-      out += fmt::format("\n  legend: {} {} {}{}\n", text_of(static_cast<float>(lo)), swatches,
-                         text_of(static_cast<float>(hi)),
-                         m.allFinite() ? ""
-                         : options.color == ColorMode::kShade
-                             ? "   (× marks −inf and nan cells)"
-                             : "   (−inf and nan cells are not coloured)");
-    }
+  for (const std::string& block : render_heatmap_blocks(trace, options)) {
+    out += (out.empty() ? "" : "\n") + block;
   }
   return out;
 }
