@@ -35,13 +35,13 @@ TEST_CASE("Markdown: a heading, the equation and shape, and a labelled table") {
   const std::string md = attn::render_markdown(trace, {});
   // The text trace's header first, fenced, so that a handout says what it shows.
   const std::string header =
-      "## Self-attention, step by step\n\n```text\n"
+      "## Self-attention, step by step\n\n~~~text\n"
       "sentence: 'Life is short, eat dessert first'\n"
       "settings: seed 123, vocab-size 50000, d-in 3, d-kq 2, d-v 4, torch-kernel avx2\n\n"
       "dictionary: distinct words in sorted order, numbered from 0\n"
       "{'Life': 0, 'dessert': 1, 'eat': 2, 'first': 3, 'is': 4, 'short': 5}\n\n"
       "token ids: the sentence's 6 words, each by its dictionary id\n"
-      "tensor([0, 4, 5, 2, 1, 3])\n```\n\n";
+      "tensor([0, 4, 5, 2, 1, 3])\n~~~\n\n";
   REQUIRE(md.starts_with(header));
   CHECK(md.substr(header.size()) ==
         "### Step 1 of 1: `context_vectors`, context vectors, one row per token\n\n"
@@ -86,8 +86,8 @@ TEST_CASE("Markdown with --describe: each step's description in italics, under i
   CHECK(paragraph.find('\n') != std::string::npos);
   std::replace(paragraph.begin(), paragraph.end(), '\n', ' ');
   CHECK(paragraph == attn::describe_step("omega"));
-  // A fence longer than any backticks in the header.
+  // A fence longer than any tildes in the header.
   attn::TraceConfig c;
-  c.sentences = {"a ``` b"};
-  CHECK(attn::render_markdown(attn::run_trace(c), {}).find("````text\n") != std::string::npos);
+  c.sentences = {"a ~~~ b"};
+  CHECK(attn::render_markdown(attn::run_trace(c), {}).find("\n~~~~text\n") != std::string::npos);
 }

@@ -405,7 +405,7 @@ case_error_overview_refuses_the_options_of_a_computation() {
       --format overview --timings &&
     expect_error "--expect compares a computed trace with a JSON trace: it does not go with --format overview" \
       --format overview --expect data/traces/walkthrough.json &&
-    expect_error "--describe adds notes to the text trace: it does not go with --format overview" \
+    expect_error "--describe adds notes to text, markdown, heatmaps, JSON, --query and --explain: it does not go with --format overview" \
       --format overview --describe
 }
 case_error_overview_checks_the_input() {

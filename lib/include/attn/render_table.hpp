@@ -16,10 +16,10 @@ namespace attn {
 std::string render_csv(const Trace& trace);
 
 // A heading, then the text trace's header (sentence, settings, dictionary, token ids) in a
-// fenced block, so that a handout says what it shows. Then per step: a heading with its number,
-// id and title, the equation and shape, with options.describe what it computes (in italics),
-// then a table whose header row names the columns (keys, or 1..n) and whose first column names
-// the rows (tokens, or 1..n); values at options.precision decimals.
+// block fenced with tildes, so that a handout says what it shows. Then per step: a heading with its
+// number, id and title, the equation and shape, with options.describe what it computes (in
+// italics), then a table whose header row names the columns (keys, or 1..n) and whose first column
+// names the rows (tokens, or 1..n); values at options.precision decimals.
 std::string render_markdown(const Trace& trace, const TextOptions& options);
 
 }  // namespace attn

@@ -74,13 +74,14 @@ std::string render_markdown(const Trace& trace, const TextOptions& options) {
   const int precision = options.precision;
   std::string preamble;
   render_detail::append_preamble(preamble, trace);
-  // A fence longer than any run of backticks in the header (a token may hold some).
+  // A fence of tildes (so that the Markdown can itself sit in a ``` block), longer than any run
+  // of tildes in the header (a token may hold some).
   std::size_t run = 0, longest = 0;
   for (const char c : preamble) {
-    run = c == '`' ? run + 1 : 0;
+    run = c == '~' ? run + 1 : 0;
     longest = std::max(longest, run);
   }
-  const std::string fence(std::max<std::size_t>(3, longest + 1), '`');
+  const std::string fence(std::max<std::size_t>(3, longest + 1), '~');
   std::string out =
       fmt::format("## Self-attention, step by step\n\n{}text\n{}{}\n\n", fence, preamble, fence);
   const std::size_t n = trace.steps.size();
