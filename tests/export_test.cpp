@@ -16,8 +16,8 @@
 
 #include "attn/error.hpp"
 #include "attn/io.hpp"
-#include "support/temp_dir.hpp"
 #include "support/reference.hpp"
+#include "support/temp_dir.hpp"
 
 namespace test = attn::test;
 namespace fs = std::filesystem;

@@ -281,3 +281,23 @@ TEST_CASE("preconditions: a width under 20 and a precision outside 0..8 are refu
                        "a heatmap needs a width of at least 20 columns, not 10", attn::Error);
   CHECK_THROWS_AS(attn::render_heatmaps(trace, options(attn::ColorMode::kShade, 9)), attn::Error);
 }
+
+TEST_CASE("a narrow screen: every line within the width, the legend's ends on lines of their own") {
+  attn::TraceConfig c;
+  c.sentences = {"a b c d e f g h i j k l m n o p q r s t u v w x y z"};
+  attn::Trace trace = attn::run_trace(c);
+  attn::select_steps(trace, {"omega", "attention_weights"});
+  for (const std::size_t width : {20, 24, 30, 40}) {
+    for (const attn::ColorMode mode :
+         {attn::ColorMode::kShade, attn::ColorMode::k256, attn::ColorMode::kTrueColor}) {
+      attn::HeatmapOptions o = options(mode);
+      o.width = width;
+      const std::string out = attn::render_heatmaps(trace, o);
+      CHECK_MESSAGE(widest_line(out) <= width, width);
+    }
+  }
+  attn::HeatmapOptions o = options(attn::ColorMode::kShade);
+  o.width = 20;
+  CHECK(attn::render_heatmaps(trace, o).find("  legend:\n  █▓▒░· 0 ·░▒▓█\n  from -") !=
+        std::string::npos);
+}

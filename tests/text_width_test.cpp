@@ -32,8 +32,10 @@ TEST_CASE("wrap_words: at spaces, never inside a word, with the indent counted")
   CHECK(attn::wrap_words("a unbreakableword b", 6) == "a\nunbreakableword\nb");
   // Newlines, leading spaces and runs of spaces are kept.
   CHECK(attn::wrap_words("  x y\nz  w", 80) == "  x y\nz  w");
-  CHECK(attn::wrap_words("aa  bb", 3) == "aa\nbb");  // no line ends with a space
+  CHECK(attn::wrap_words("aa  bb", 3) == "aa\nbb");   // no line ends with a space
   CHECK(attn::wrap_words("aa   bb", 2) == "aa\nbb");  // nor begins with one after a break
+  // A word that fits only without the indent goes without it.
+  CHECK(attn::wrap_words("a abcdef", 6, "  ") == "a\nabcdef");
   CHECK(attn::wrap_words("ab\n", 80) == "ab\n");
   // Widths are display widths: 我爱 is four columns.
   CHECK(attn::wrap_words("我爱 我爱 我爱", 9) == "我爱 我爱\n我爱");

@@ -280,8 +280,11 @@ std::string heatmap_block(const Trace& trace, std::size_t index, const HeatmapOp
   for (std::size_t first = 0; first < n; first += l.per_band) {
     const std::size_t last = std::min(n, first + l.per_band);
     if (l.per_band < n) {
-      out += fmt::format("{}  {} {} to {} of {}\n", first == 0 ? "" : "\n",
-                         s.columns_are_keys ? "keys" : "columns", first + 1, last, n);
+      out += first == 0 ? "" : "\n";
+      out += wrap_words(fmt::format("  {} {} to {} of {}", s.columns_are_keys ? "keys" : "columns",
+                                    first + 1, last, n),
+                        o.width, "  ") +
+             "\n";
     }
     out += headers(g, l, first, last);
     out += grid_rows(g, l, o, first, last);

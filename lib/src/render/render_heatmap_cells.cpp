@@ -146,7 +146,12 @@ std::string legend_text(const Scale& scale, ColorMode mode, std::size_t block_wi
       display_width("  legend: ") + display_width(lo) + display_width(hi) + 2;
   if (fixed_width + sw_width > width) std::tie(sw, sw_width) = swatches(1);
   std::string line = fmt::format("  legend: {} {} {}", lo, sw, hi);
-  const std::size_t line_width = fixed_width + sw_width;
+  std::size_t line_width = fixed_width + sw_width;
+  if (line_width > width) {
+    // A narrow screen: the swatches and each end on lines of their own (a number is never cut).
+    line = fmt::format("  legend:\n  {}\n  from {}\n  to {}", sw, lo, hi);
+    line_width = width + 1;  // the notes, if any, go on lines of their own
+  }
 
   std::vector<std::string> notes;
   if (!scale.all_finite) {

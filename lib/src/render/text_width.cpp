@@ -93,9 +93,11 @@ std::string wrap_words(std::string_view text, std::size_t width, std::string_vie
       if (!line_empty && column + 1 + w > width) {
         while (out.size() > start && out.back() == ' ') out.pop_back();  // ends with a word
         out += '\n';
-        out.append(indent);
+        // A word that fits the line only without the indent goes without it.
+        const bool indented = indent_width + w <= width || w > width;
+        if (indented) out.append(indent);
         start = out.size();
-        column = indent_width;
+        column = indented ? indent_width : 0;
         line_empty = true;
       }
       if (line_empty && word.empty()) continue;  // the spaces at a break
