@@ -51,15 +51,20 @@ void leave_raw_mode() {
   ::tcsetattr(g_in_fd, TCSANOW, &g_saved);
 }
 
-// SIGINT, SIGQUIT, SIGTERM, SIGHUP: the terminal as it was, then the signal's own action. The
-// signal is blocked in its handler, so the raised one is delivered when the handler returns.
-extern "C" void on_end_signal(int signal) {
-  const int saved = errno;
+// The terminal as it was, and `signal` back to its default action. Async-signal-safe.
+void leave_for_default(int signal) {
   leave_raw_mode();
   struct sigaction action {};
   action.sa_handler = SIG_DFL;
   sigemptyset(&action.sa_mask);
   ::sigaction(signal, &action, nullptr);
+}
+
+// SIGINT, SIGQUIT, SIGTERM, SIGHUP: the terminal as it was, then the signal's own action. The
+// signal is blocked in its handler, so the raised one is delivered when the handler returns.
+extern "C" void on_end_signal(int signal) {
+  const int saved = errno;
+  leave_for_default(signal);
   ::raise(signal);
   errno = saved;
 }
@@ -92,11 +97,7 @@ struct sigaction pager_action(void (*handler)(int)) {
 // SIGCONT (whose handler asks for raw mode again).
 extern "C" void on_suspend(int signal) {
   const int saved = errno;
-  leave_raw_mode();
-  struct sigaction action {};
-  action.sa_handler = SIG_DFL;
-  sigemptyset(&action.sa_mask);
-  ::sigaction(signal, &action, nullptr);
+  leave_for_default(signal);
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, signal);

@@ -11,13 +11,6 @@
 
 namespace attn {
 
-// A trace without steps: the config resolved, the sentences tokenized into one dictionary, and
-// the padded ids — what run_trace knows before it embeds anything (for a given X, its rows'
-// labels). Costs time and memory in the tokens only: nothing is embedded, drawn or computed.
-// Throws Error as run_trace would for a config that resolve() refuses, a sentence with no
-// words, or a vocabulary smaller than the dictionary.
-Trace outline_trace(const TraceConfig& config);
-
 // The input and the settings (the summary's brief header), then the pipeline that run_trace
 // would record for `trace` (its config and inputs; its steps, if any, are not read): one line
 // per stage, "→ ω [6×6]" with the step ids on the right, the weights under the stage that uses

@@ -197,4 +197,11 @@ void select_steps(Trace& trace, const std::vector<std::string>& ids);
 // Throws Error for a config that resolve() refuses or a sentence with no words.
 Trace run_trace(const TraceConfig& config);
 
+// A trace without steps: the config resolved, the sentences tokenized into one dictionary, and
+// the padded ids — what run_trace knows before it embeds anything (for a given X, its rows'
+// labels). Costs time and memory in the tokens only: nothing is embedded, drawn or computed.
+// Throws Error as run_trace would for a config that resolve() refuses, a sentence with no
+// words, or a vocabulary smaller than the dictionary.
+Trace outline_trace(const TraceConfig& config);
+
 }  // namespace attn

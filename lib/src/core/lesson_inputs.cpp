@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "attn/embedding.hpp"
 #include "attn/error.hpp"
@@ -58,8 +59,12 @@ TokenizedSentence tokenized(const Vocabulary& vocabulary, std::vector<std::strin
   return s;
 }
 
-// The words of every sentence, one dictionary for all of them, and the padded ids.
-void tokenize_inputs(Trace& trace, Recorder& rec) {
+// What the lengths are, as soon as they are known: T, T_k, the batch and whether it is padded.
+using LengthsKnown = std::function<void(std::int64_t, std::int64_t, std::int64_t, bool)>;
+
+// The words of every sentence, one dictionary for all of them, and the padded ids; `known` is
+// called before the ids are made (the run's memory plan goes there).
+void tokenize_inputs(Trace& trace, const LengthsKnown& known) {
   const TraceConfig& c = trace.config;
   const auto batch_size = static_cast<std::int64_t>(c.sentences.size());
   std::vector<std::vector<std::string>> words;
@@ -81,8 +86,8 @@ void tokenize_inputs(Trace& trace, Recorder& rec) {
   const bool padded =
       std::any_of(words.begin(), words.end(), [t](const auto& w) { return w.size() < t; });
   // Before anything large: T is known now.
-  plan_run(rec, static_cast<std::int64_t>(t),
-           static_cast<std::int64_t>(c.cross ? cross_words.size() : t), batch_size, padded);
+  known(static_cast<std::int64_t>(t), static_cast<std::int64_t>(c.cross ? cross_words.size() : t),
+        batch_size, padded);
   if (padded) trace.pad_id = trace.vocabulary.size();
   check_vocabulary(trace, padded);
   for (auto& w : words) {
@@ -109,17 +114,22 @@ Matrix embed_ids(const Trace& trace, const std::vector<std::int64_t>& ids) {
   return x;
 }
 
-// X as given: its labels are the tokens, or the row numbers.
-Inputs given_x(Trace& trace, Recorder& rec) {
-  const TraceConfig& c = trace.config;
-  plan_run(rec, c.x->values.rows(), c.x->values.rows(), 1, false);
+// The rows of a given X: labelled by the tokens, or numbered.
+TokenizedSentence given_rows(const TraceConfig& c) {
   TokenizedSentence s;
   s.length = c.x->values.rows();
   s.words = c.x->row_labels;
   for (Eigen::Index i = static_cast<Eigen::Index>(s.words.size()); i < s.length; ++i) {
     s.words.push_back(std::to_string(i + 1));
   }
-  trace.inputs.push_back(s);
+  return s;
+}
+
+// X as given: its labels are the tokens, or the row numbers.
+Inputs given_x(Trace& trace, Recorder& rec) {
+  const TraceConfig& c = trace.config;
+  plan_run(rec, c.x->values.rows(), c.x->values.rows(), 1, false);
+  const TokenizedSentence& s = trace.inputs.emplace_back(given_rows(c));
   return {{&rec.add(StepKind::kEmbeddings, fmt::format("X = {}", c.x->source), {"T", "d_in"},
                     c.x->values, std::nullopt, std::nullopt,
                     {.rows = s.words, .title = "the input matrix, one row per token"})},
@@ -131,7 +141,8 @@ Inputs given_x(Trace& trace, Recorder& rec) {
 Inputs tokenize_and_embed(Trace& trace, Recorder& rec) {
   const TraceConfig& c = trace.config;
   if (c.x) return given_x(trace, rec);
-  tokenize_inputs(trace, rec);
+  tokenize_inputs(trace, [&rec](std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
+                                bool padded) { plan_run(rec, t_q, t_k, batch, padded); });
   // torch.manual_seed(seed); X = nn.Embedding(V, d_in[, padding_idx])(ids): one call for every
   // sentence, so that the generator runs once.
   std::vector<std::int64_t> all_ids;
@@ -176,3 +187,18 @@ Inputs tokenize_and_embed(Trace& trace, Recorder& rec) {
 }
 
 }  // namespace attn::lesson
+
+namespace attn {
+
+Trace outline_trace(const TraceConfig& config) {
+  Trace trace;
+  trace.config = resolve(config);
+  if (trace.config.x) {
+    trace.inputs.push_back(lesson::given_rows(trace.config));
+  } else {
+    lesson::tokenize_inputs(trace, [](std::int64_t, std::int64_t, std::int64_t, bool) {});
+  }
+  return trace;
+}
+
+}  // namespace attn
