@@ -22,6 +22,7 @@
 #include "attn/render_json.hpp"
 #include "attn/render_overview.hpp"
 #include "attn/render_summary.hpp"
+#include "attn/render_svg.hpp"
 #include "attn/render_table.hpp"
 #include "attn/version.hpp"
 #include "option_table.hpp"
@@ -265,7 +266,9 @@ std::optional<GivenMatrix> given(const std::optional<std::string>& path) {
 Outcome write_export(const Trace& trace, const Options& o) {
   const std::filesystem::path dir = *o.export_dir;
   Outcome outcome;
-  for (const std::string& name : attn::write_export(trace, dir, o.force)) {
+  std::optional<SvgOptions> figures;
+  if (o.format == OutputFormat::kSvg) figures = SvgOptions{o.text.precision};
+  for (const std::string& name : attn::write_export(trace, dir, o.force, figures)) {
     outcome.out += (dir / name).string() + "\n";
   }
   return outcome;
@@ -363,8 +366,19 @@ void check_view_options(const Options& o) {
   auto refuse = [&view](std::string_view option, std::string_view what) {
     throw Error(fmt::format("{} {}: it does not go with {}", option, what, view));
   };
-  if (o.export_dir && given_option(o, "--format")) {
-    throw Error("--export writes .npy files and prints their names: give no --format with it");
+  const bool svg = plain && o.format == OutputFormat::kSvg;
+  if (o.export_dir && given_option(o, "--format") && o.format != OutputFormat::kSvg) {
+    throw Error(fmt::format(
+        "--export writes .npy files and prints their names: give no --format with it, or "
+        "--format svg to add a figure of each step (not --format {})",
+        name_of(o.format)));
+  }
+  const bool svg_export = o.export_dir && o.format == OutputFormat::kSvg;
+  if (svg && o.steps.size() != 1) {
+    throw Error(fmt::format(
+        "--format svg draws one step: choose it with --steps (like --steps attention_weights){}; "
+        "--export DIR --format svg draws every step",
+        o.steps.empty() ? "" : fmt::format(", not {}", o.steps.size())));
   }
   const bool notes =
       text || heatmap || o.query || o.explain ||
@@ -374,9 +388,9 @@ void check_view_options(const Options& o) {
   }
   if (o.step && !text && !heatmap) refuse("--step", "pauses text and heatmaps after each step");
   if (given_option(o, "--precision") &&
-      !(text || heatmap || (plain && o.format == OutputFormat::kMarkdown) || o.query ||
-        o.explain)) {
-    refuse("--precision", "sets the decimals that text, markdown and heatmaps print");
+      !(text || heatmap || svg || svg_export || (plain && o.format == OutputFormat::kMarkdown) ||
+        o.query || o.explain)) {
+    refuse("--precision", "sets the decimals that text, markdown, heatmaps and SVG figures print");
   }
   if (given_option(o, "--color") && !heatmap) {
     refuse("--color", "colours heatmaps");
@@ -529,6 +543,8 @@ Outcome run(Options& o) {
   } else if (o.format == OutputFormat::kSummary) {
     outcome.out = stream_summary ? summary_head(trace) + lines + attention
                                  : render_summary(trace, 5, config.threads);
+  } else if (o.format == OutputFormat::kSvg) {
+    outcome.out = render_svg(trace, SvgOptions{o.text.precision});
   } else if (o.format == OutputFormat::kHeatmap) {
     if (o.steps.empty()) {
       // ω, the scaled scores and the weights; the masked scores too when there is a mask.

@@ -188,6 +188,43 @@ case_export_npy_and_manifest() {
     [ "$(stat -c %s "$dir/02_omega.npy")" = $((128 + 144)) ] &&
     grep -q '"file": "02_omega.npy"' "$dir/manifest.json"
 }
+# --- SVG figures ---------------------------------------------------------------------------------
+case_svg_attention_weights() { expect_output svg_attention_weights --format svg --steps attention_weights; }
+case_svg_omega() { expect_output svg_omega --format svg --steps omega --precision 2; }
+case_svg_heads_batch_grid() {
+  expect_output svg_heads_batch --format svg --steps attention_weights --heads 2 --causal -s "a b c" -s "d e"
+}
+case_svg_long_sentence_blocks() {
+  local long_sentence
+  long_sentence=$(seq -s ' ' 1 30 | sed 's/[0-9]\+/w&/g')
+  expect_output svg_blocks_30 --format svg --steps omega "$long_sentence"
+}
+case_svg_needs_one_step() {
+  expect_error "--format svg draws one step: choose it with --steps (like --steps attention_weights); --export DIR --format svg draws every step" \
+    --format svg &&
+    expect_error "--format svg draws one step: choose it with --steps (like --steps attention_weights), not 2; --export DIR --format svg draws every step" \
+      --format svg --steps omega,attention_weights &&
+    expect_error "--color colours heatmaps: it does not go with --format svg" --format svg --steps omega --color 256
+}
+case_export_svg_figures() {
+  local dir="$work/export"
+  run --export "$dir" --format svg --precision 2 --steps omega,attention_weights --heads 2
+  [ "$(cat "$work/status")" = 0 ] || { cat "$work/stderr"; return 1; }
+  printf '%s\n' "$dir/01_omega_head1.npy" "$dir/01_omega_head1.svg" "$dir/02_attention_weights_head1.npy" \
+    "$dir/02_attention_weights_head1.svg" "$dir/03_omega_head2.npy" "$dir/03_omega_head2.svg" \
+    "$dir/04_attention_weights_head2.npy" "$dir/04_attention_weights_head2.svg" "$dir/manifest.json" >"$work/expected"
+  cmp "$work/expected" "$work/stdout" || { diff "$work/expected" "$work/stdout"; return 1; }
+  grep -q '"figure": "03_omega_head2.svg"' "$dir/manifest.json" &&
+    "$binary" --format svg --precision 2 --steps omega --heads 2 >"$work/both.svg" &&
+    grep -q '<svg xmlns="http://www.w3.org/2000/svg"' "$dir/03_omega_head2.svg" &&
+    grep -q '>head 2 of 2<' "$dir/03_omega_head2.svg" &&
+    ! grep -q '>head 1 of 2<' "$dir/03_omega_head2.svg" &&
+    # An export with figures is replaced with --force as a whole, figures and all.
+    run --export "$dir" --force --steps omega &&
+    [ "$(ls -A "$dir")" = "01_omega.npy
+manifest.json" ]
+}
+
 case_export_refuses_to_overwrite() {
   local dir="$work/export"
   mkdir -p "$dir" && echo "mine" >"$dir/01_omega.npy"
@@ -395,7 +432,7 @@ case_overview_follows_the_terminal_width() {
 case_error_overview_refuses_the_options_of_a_computation() {
   expect_error "--steps chooses the steps of a trace: it does not go with --format overview" \
     --format overview --steps omega &&
-    expect_error "--precision sets the decimals that text, markdown and heatmaps print: it does not go with --format overview" \
+    expect_error "--precision sets the decimals that text, markdown, heatmaps and SVG figures print: it does not go with --format overview" \
       --format overview --precision 6 &&
     expect_error "--color colours heatmaps: it does not go with --format overview" \
       --format overview --color never &&
@@ -611,7 +648,7 @@ case_error_unknown_step() {
 }
 case_error_force_without_export() { expect_error "--force goes with --export" --force; }
 case_error_unknown_format() {
-  expect_error "--format: yaml not in {text,json,csv,markdown,heatmap,summary,overview} (see attn-trace --help)" --format yaml
+  expect_error "--format: yaml not in {text,json,csv,markdown,heatmap,summary,overview,svg} (see attn-trace --help)" --format yaml
 }
 case_error_tolerance() {
   expect_error "--atol: '-1' is not a tolerance; allowed: a number >= 0 (see attn-trace --help)" diff a b --atol -1
@@ -739,7 +776,7 @@ case_error_diff_takes_no_trace_option() {
       diff a.json b.json --seed 3
 }
 case_error_options_a_view_would_ignore() {
-  expect_error "--export writes .npy files and prints their names: give no --format with it" \
+  expect_error "--export writes .npy files and prints their names: give no --format with it, or --format svg to add a figure of each step (not --format json)" \
     --export "$work/e" --format json &&
     expect_error "--step pauses text and heatmaps after each step: it does not go with --format json" \
       --step --format json &&
@@ -748,7 +785,7 @@ case_error_options_a_view_would_ignore() {
     expect_error "--describe adds notes to text, markdown, heatmaps, JSON, --query and --explain: it does not go with --format summary" \
       --describe --format summary &&
     expect_error "--color colours heatmaps: it does not go with --format text" --color never &&
-    expect_error "--precision sets the decimals that text, markdown and heatmaps print: it does not go with --format json" \
+    expect_error "--precision sets the decimals that text, markdown, heatmaps and SVG figures print: it does not go with --format json" \
       --precision 2 --format json &&
     expect_error "--softmax-steps adds the softmax's steps to a trace: it does not go with --query" \
       --softmax-steps --query 2 &&

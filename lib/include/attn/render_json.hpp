@@ -27,7 +27,8 @@ std::string render_json(const Trace& trace, bool describe = false);
 // them, then "files": one entry per file of `files`, in order: "file" (its name), "dtype"
 // ("<f4"), "array_shape" (the array's shape in the file), "whole" (true when the file holds the
 // step's whole tensor), "whole_file" (for a slice of a tensor of several slices: the whole
-// tensor's file, else null), then the step as render_json describes it, without values. The
+// tensor's file, else null), "figure" (only in an export with figures, --format svg: the file
+// of the slice's SVG figure), then the step as render_json describes it, without values. The
 // entry of a whole tensor of several slices has "slices" (their files, in the tensor's order)
 // and the step's id, title, equation, head, batch, tensor_shape and note, but no slice's
 // "shape" or labels. Requires: every entry's steps are steps of `trace` (export_plan).

@@ -74,7 +74,7 @@ std::string export_file_name(std::size_t number, std::size_t count, std::string_
   return name + ".npy";
 }
 
-std::vector<ExportEntry> export_plan(const Trace& trace) {
+std::vector<ExportEntry> export_plan(const Trace& trace, bool figures) {
   const std::size_t count = trace.steps.size();
   // Slices of one tensor: the same id, and the same head and sentence where the tensor's
   // dimensions do not hold them (the wrapper form's heads are separate tensors).
@@ -119,15 +119,16 @@ std::vector<ExportEntry> export_plan(const Trace& trace) {
     const Step& s = trace.steps[i];
     const Group& g = *group_of[i];
     ExportEntry slice{
-        export_file_name(i + 1, count, s.id, s.head, s.batch), {i}, slice_shape(s), true, ""};
+        export_file_name(i + 1, count, s.id, s.head, s.batch), {i}, slice_shape(s), true, "", ""};
     if (!g.whole_name.empty()) {
       // The whole tensor just before its first slice, whose number it shares.
-      if (g.members.front() == i) plan.push_back({g.whole_name, g.ordered, s.shape, true, ""});
+      if (g.members.front() == i) plan.push_back({g.whole_name, g.ordered, s.shape, true, "", ""});
       slice.whole = false;
       slice.whole_file = g.whole_name;
     } else {
       slice.whole = g.members.size() == 1 && slice_count(s) == 1;
     }
+    if (figures) slice.figure = slice.name.substr(0, slice.name.size() - 4) + ".svg";
     plan.push_back(std::move(slice));
   }
   return plan;
@@ -145,10 +146,13 @@ std::string export_npy(const Trace& trace, const ExportEntry& entry) {
   return out;
 }
 
-std::vector<ExportFile> export_files(const Trace& trace) {
-  const std::vector<ExportEntry> plan = export_plan(trace);
+std::vector<ExportFile> export_files(const Trace& trace, const std::optional<SvgOptions>& figures) {
+  const std::vector<ExportEntry> plan = export_plan(trace, figures.has_value());
   std::vector<ExportFile> files;
-  for (const ExportEntry& e : plan) files.push_back({e.name, export_npy(trace, e)});
+  for (const ExportEntry& e : plan) {
+    files.push_back({e.name, export_npy(trace, e)});
+    if (!e.figure.empty()) files.push_back({e.figure, render_svg(trace, e.steps, *figures)});
+  }
   files.push_back({"manifest.json", render_manifest(trace, plan)});
   return files;
 }

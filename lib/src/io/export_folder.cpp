@@ -194,6 +194,9 @@ std::optional<std::string> not_an_export(int fd, const std::vector<std::string>&
     if (f.is_object() && f.contains("file") && f["file"].is_string()) {
       listed.insert(f["file"].get<std::string>());
     }
+    if (f.is_object() && f.contains("figure") && f["figure"].is_string()) {
+      listed.insert(f["figure"].get<std::string>());  // --format svg's figure of the file's step
+    }
   }
   for (const std::string& name : entries) {
     if (!listed.contains(name)) return fmt::format("{} is not in its manifest", name);
@@ -521,11 +524,14 @@ bool export_interrupted(int signal) noexcept {
 }
 
 std::vector<std::string> write_export(const Trace& trace, const std::filesystem::path& dir,
-                                      bool force) {
+                                      bool force, const std::optional<SvgOptions>& figures) {
   const Target target = target_of(dir);
-  const std::vector<ExportEntry> plan = export_plan(trace);
+  const std::vector<ExportEntry> plan = export_plan(trace, figures.has_value());
   std::vector<std::string> names;
-  for (const ExportEntry& e : plan) names.push_back(e.name);
+  for (const ExportEntry& e : plan) {
+    names.push_back(e.name);
+    if (!e.figure.empty()) names.push_back(e.figure);
+  }
   names.push_back("manifest.json");
 
   // DIR is looked at before anything is made, so that a refusal leaves no trace at all.
@@ -548,6 +554,7 @@ std::vector<std::string> write_export(const Trace& trace, const std::filesystem:
   for (const ExportEntry& e : plan) {
     const std::string header = export_npy_header(e);
     staging.write(e.name, npy_parts(trace, e, header));
+    if (!e.figure.empty()) staging.write(e.figure, {render_svg(trace, e.steps, *figures)});
   }
   const std::string manifest = render_manifest(trace, plan);
   staging.write("manifest.json", {manifest});

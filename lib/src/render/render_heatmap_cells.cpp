@@ -30,8 +30,6 @@ std::string_view shade(const Scale& scale, double t) {
   return kShades[std::min(kShades.size() - 1, static_cast<std::size_t>(level))];
 }
 
-bool is_light(const Rgb& c) { return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b > 140.0; }
-
 // The escape that sets t's background, and with `text` a foreground that reads on it.
 std::string colour(const Scale& scale, double t, ColorMode mode, bool text) {
   Rgb c;
@@ -49,6 +47,8 @@ std::string colour(const Scale& scale, double t, ColorMode mode, bool text) {
 }
 
 }  // namespace
+
+bool is_light(const Rgb& c) { return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b > 140.0; }
 
 double Scale::t(float v) const {
   if (ramp == Ramp::kDiverging) return hi > 0.0 ? 0.5 + v / (2.0 * hi) : 0.5;

@@ -1,7 +1,7 @@
 #pragma once
 
 // The heatmap's cells and legend: a value's text, its colour or shade (render_heatmap_cells.cpp).
-// Shared by render_heatmap.cpp; not part of the library's interface.
+// Shared by render_heatmap.cpp and render_svg.cpp; not part of the library's interface.
 
 #include <cstddef>
 #include <string>
@@ -28,6 +28,10 @@ struct Scale {
 
 // The step's ramp (by its kind: step_info(kind).signed_values) and range.
 Scale scale_of(const Step& step);
+
+// Whether text on this colour should be black (true) or white: its luminance (Rec. 601). The
+// terminal heatmap and the SVG figures choose a cell's text colour by it.
+bool is_light(const Rgb& c);
 
 // A value in fixed notation at `precision` decimals: "0.1772", "-1.2", "nan", "-inf"; a value
 // that rounds to zero has no minus sign.

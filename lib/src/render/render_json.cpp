@@ -116,6 +116,7 @@ std::string render_manifest(const Trace& trace, const std::vector<ExportEntry>& 
     out += fmt::format("      \"array_shape\": [{}],\n", fmt::join(f.shape, ", "));
     out += fmt::format("      \"whole\": {},\n      \"whole_file\": {},\n", f.whole,
                        f.whole_file.empty() ? std::string("null") : json_string(f.whole_file));
+    if (!f.figure.empty()) out += fmt::format("      \"figure\": {},\n", json_string(f.figure));
     std::string fields;
     if (f.steps.size() == 1) {
       fields = step_fields(s);
