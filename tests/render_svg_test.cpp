@@ -196,7 +196,8 @@ TEST_CASE("render_svg: a large grid is drawn as numbered blocks with a key") {
   const std::string svg = attn::render_svg(one_step("attention_weights", c), {});
   CHECK(count(svg, "class=\"cell\"") == 900);
   CHECK(count(svg, "class=\"value\"") == 0);
-  CHECK(svg.find("class=\"key\">tokens: 1 w1  2 w2  3 w3") != std::string::npos);
+  CHECK(svg.find("class=\"key\" xml:space=\"preserve\">tokens: 1 w1  2 w2  3 w3") !=
+        std::string::npos);
   CHECK(svg.find("30 w30") != std::string::npos);
 }
 

@@ -7,7 +7,6 @@
 # chromium (Debian's; headless, file:// only, the network cut off) and rsvg-convert — the README's
 # install line has them all. It writes:
 #   attention_weights.svg      the walkthrough's attention weights: --format svg (README, tutorial)
-#   attention_weights.png      the same figure drawn by rsvg-convert, for places without SVG
 #   heatmap-never.png, heatmap-256.png, heatmap-24bit.png
 #                              the terminal's heatmap of the weights in its three colour modes
 #                              (--color never, 256, 24bit): run in tmux, captured with its escapes
@@ -29,10 +28,10 @@ socket="$work/tmux.sock"
 trap 'tmux -S "$socket" kill-server 2>/dev/null || true; rm -rf "$work"' EXIT
 cd "$root"
 
-# 1. The SVG figure, and a PNG of it.
+# 1. The SVG figure, checked by a second renderer besides the browsers that show it.
 "$binary" --format svg --steps attention_weights >"$out/attention_weights.svg"
-rsvg-convert -o "$out/attention_weights.png" "$out/attention_weights.svg"
-echo "wrote docs/images/attention_weights.svg, attention_weights.png"
+rsvg-convert -o "$work/attention_weights.png" "$out/attention_weights.svg"
+echo "wrote docs/images/attention_weights.svg"
 
 # 2. The terminal's heatmap in each colour mode, as a terminal of 80 columns shows it.
 for mode in never 256 24bit; do
@@ -50,7 +49,10 @@ for mode in never 256 24bit; do
     printf 'pre{margin:0;font:14px/18px "DejaVu Sans Mono",monospace}\n'
     printf '.prompt{color:#8fbf7f}\n</style></head><body><pre>'
     printf '<span class="prompt">$ attn-trace --format heatmap --color %s --steps attention_weights</span>\n' "$mode"
-    aha --no-header <"$work/$mode.ansi"
+    # aha draws black (30) as dim grey and bright white (97) through a CSS filter that its next
+    # span drops: the two foregrounds the heatmap uses go to aha as explicit colours instead.
+    sed -e 's/\x1b\[30m/\x1b[38;2;0;0;0m/g' -e 's/\x1b\[97m/\x1b[38;2;255;255;255m/g' \
+      "$work/$mode.ansi" | aha --no-header
     printf '</pre></body></html>\n'
   } >"$work/$mode.html"
   "$screenshot" "$work/$mode.html" "$out/heatmap-$mode.png" 700 $((lines * 18 + 24))

@@ -43,8 +43,11 @@ int text_px(std::string_view text) { return text_px(display_width(text)); }
 std::string hex(const Rgb& c) { return fmt::format("#{:02x}{:02x}{:02x}", c.r, c.g, c.b); }
 
 std::string text_element(int x, int y, std::string_view text, std::string_view attributes = "") {
-  return fmt::format("<text x=\"{}\" y=\"{}\"{}{}>{}</text>\n", x, y, attributes.empty() ? "" : " ",
-                     attributes, xml_escape(text));
+  // Chromium keeps a run of spaces only with xml:space on the text element itself.
+  const bool spaces = text.find("  ") != std::string_view::npos;
+  return fmt::format("<text x=\"{}\" y=\"{}\"{}{}{}>{}</text>\n", x, y,
+                     attributes.empty() ? "" : " ", attributes,
+                     spaces ? " xml:space=\"preserve\"" : "", xml_escape(text));
 }
 
 // 1, 2, 5, 10, 20, 50, ...: the step between numbered rows or columns, so that numbers `gap`
@@ -56,6 +59,10 @@ int number_step(int gap, int room) {
     }
   }
 }
+
+// Whether row or column i (from 0) is numbered when every `step`-th is: 1 too, unless 2 would
+// crowd it.
+bool numbered(Eigen::Index i, int step) { return (i + 1) % step == 0 || (i == 0 && step != 2); }
 
 // "tokens: 1 Life  2 is  3 short …", wrapped between entries at kKeyColumns columns.
 std::vector<std::string> key_lines(std::string_view title, const std::vector<std::string>& labels) {
@@ -100,10 +107,10 @@ Panel panel_of(const Trace& trace, const Step& s, int precision) {
     p.cell_width = p.cell_height = std::clamp(640 / static_cast<int>(std::max(rows, cols)), 3, 14);
     const int row_step = number_step(p.cell_height, 14);
     for (Eigen::Index r = 0; r < rows; ++r)
-      p.rows.push_back((r + 1) % row_step == 0 || r == 0 ? std::to_string(r + 1) : "");
+      p.rows.push_back(numbered(r, row_step) ? std::to_string(r + 1) : "");
     const int col_step = number_step(p.cell_width, text_px(std::to_string(cols).size()) + 6);
     for (Eigen::Index c = 0; c < cols; ++c)
-      p.cols.push_back((c + 1) % col_step == 0 || c == 0 ? std::to_string(c + 1) : "");
+      p.cols.push_back(numbered(c, col_step) ? std::to_string(c + 1) : "");
     const bool same = !s.col_labels.empty() && s.row_labels == s.col_labels;
     if (same) {
       p.key = key_lines("tokens", s.row_labels);
@@ -339,8 +346,7 @@ std::string render_svg(const Trace& trace, std::span<const std::size_t> steps,
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" font-family=\"monospace\" font-size=\"12\" fill=\"#000000\" "
-      "xml:space=\"preserve\">\n",
+      "viewBox=\"0 0 {0} {1}\" font-family=\"monospace\" font-size=\"12\" fill=\"#000000\">\n",
       width, height);
   out += fmt::format("<title>{}</title>\n", xml_escape(lines[0]));
   out += "<defs>\n" + gradient("ramp-sequential", Ramp::kSequential) +
