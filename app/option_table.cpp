@@ -427,7 +427,8 @@ std::vector<OptionSpec> script_options() {
       "write one `.npy` per step, the whole tensor of each step that has several slices, and "
       "`manifest.json` there instead of printing the trace, as one set: all of it or, on any "
       "failure or interruption, nothing ([formats.md](formats.md#numpy---export-dir)); prints "
-      "the paths written";
+      "the paths written. With `--format svg` (the only `--format` it takes), each step's SVG "
+      "figure too ([formats.md](formats.md#svg-figures---format-svg))";
   scripts.push_back(flag(
       "--force", "With --export: replace an earlier export in the folder, as a whole",
       "replace an earlier export in DIR, as a whole: none of its files is kept. Only a folder "

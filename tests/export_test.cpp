@@ -299,6 +299,43 @@ TEST_CASE("write_export writes the bytes of export_files, whole tensors included
   for (const attn::ExportFile& f : files) CHECK(attn::read_file(dir / "out" / f.name) == f.bytes);
 }
 
+TEST_CASE("with figures: each slice's .svg beside its .npy, named in the manifest, one set") {
+  const TempDir dir;
+  const attn::Trace trace = split_batch_trace();
+  const attn::SvgOptions figures{2};
+  const std::vector<attn::ExportFile> files = attn::export_files(trace, figures);
+  const std::vector<attn::ExportEntry> plan = attn::export_plan(trace, true);
+  Names names, expected;
+  for (const attn::ExportFile& f : files) names.push_back(f.name);
+  for (const attn::ExportEntry& e : plan) {
+    expected.push_back(e.name);
+    if (e.steps.size() == 1) {
+      // A slice of one step has its figure: the same name, .svg.
+      CHECK(e.figure == e.name.substr(0, e.name.size() - 4) + ".svg");
+      expected.push_back(e.figure);
+      CHECK(files[expected.size() - 1].bytes ==
+            attn::render_svg(trace, std::vector<std::size_t>{e.steps[0]}, figures));
+    } else {
+      CHECK(e.figure.empty());  // a whole tensor of several slices: its slices draw it
+    }
+  }
+  expected.push_back("manifest.json");
+  CHECK(names == expected);
+  const nlohmann::json manifest = nlohmann::json::parse(files.back().bytes);
+  std::size_t named = 0;
+  for (const auto& f : manifest["files"]) named += f.contains("figure") ? 1 : 0;
+  CHECK(named == trace.steps.size());
+  // Written as one set; and replaced whole with force by an export without figures.
+  CHECK(attn::write_export(trace, dir / "out", false, figures) == names);
+  for (const attn::ExportFile& f : files) CHECK(attn::read_file(dir / "out" / f.name) == f.bytes);
+  const Names plain = attn::write_export(trace, dir / "out", true);
+  std::size_t on_disk = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir / "out")) ++on_disk;
+  CHECK(on_disk == plain.size());
+  // Without figures, no entry has the field.
+  CHECK(attn::export_files(trace).back().bytes.find("\"figure\"") == std::string::npos);
+}
+
 TEST_CASE("write_export replaces an earlier export with force only, and keeps none of its files") {
   const TempDir dir;
   const fs::path out = dir / "out";
