@@ -45,15 +45,23 @@ for name in attention_weights omega heads blocks hostile; do
   [ -s "$svg" ] || continue
   width=$(grep -o -m1 '<svg [^>]*' "$svg" | sed -n 's/.* width="\([0-9]*\)".*/\1/p')
   height=$(grep -o -m1 '<svg [^>]*' "$svg" | sed -n 's/.* height="\([0-9]*\)".*/\1/p')
-  # The cells' colours, the most frequent first: a few that every renderer must show.
+  # Three of the cells' fills that every renderer must show: the two farthest from white and the
+  # one nearest to it, leaving out any that the white page could pass for.
   mapfile -t colours < <(grep -o 'fill="#[0-9a-f]\{6\}"[^>]*class="cell"' "$svg" |
-    grep -o '#[0-9a-f]\{6\}' | grep -v '#ffffff' | sort | uniq -c | sort -k1,1nr -k2 | head -n 4 |
-    awk '{print $2}')
+    sed 's/^fill="\(#[0-9a-f]*\)".*/\1/' | sort -u |
+    while read -r c; do
+      echo "$((765 - 16#${c:1:2} - 16#${c:3:2} - 16#${c:5:2})) $c"
+    done | awk '$1 > 60' | sort -k1,1nr -k2 | awk '{print $2}' | sed -n '1,2p;$p' |
+    sort -u)
   [ ${#colours[@]} -gt 0 ] || { fail "$name: no coloured cells in the figure"; continue; }
   # A blocks figure's cells are small: fewer pixels each.
   min=40
   [ "$name" = blocks ] && min=15
 
+  # Well-formed XML, where xmllint is installed (libxml2-utils; rsvg-convert parses it anyway).
+  if command -v xmllint >/dev/null && ! xmllint --noout --nonet "$svg" 2>"$work/$name.xmllint.err"; then
+    fail "$name: not well-formed XML: $(head -n 3 "$work/$name.xmllint.err")"
+  fi
   if ! rsvg-convert -o "$work/$name.rsvg.png" "$svg" 2>"$work/$name.rsvg.err"; then
     fail "$name: rsvg-convert refused the figure: $(cat "$work/$name.rsvg.err")"
   elif ! "$png_colours" --min "$min" "$work/$name.rsvg.png" "${colours[@]}" >"$work/$name.rsvg.txt"; then
