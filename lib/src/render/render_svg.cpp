@@ -105,9 +105,16 @@ Panel panel_of(const Trace& trace, const Step& s, int precision) {
   if (!where.empty()) p.heading = where.substr(2, where.size() - 3);  // " (…)" without brackets
   if (p.blocks) {
     p.cell_width = p.cell_height = std::clamp(640 / static_cast<int>(std::max(rows, cols)), 3, 14);
-    const int row_step = number_step(p.cell_height, 14);
-    for (Eigen::Index r = 0; r < rows; ++r)
-      p.rows.push_back(numbered(r, row_step) ? std::to_string(r + 1) : "");
+    // Few rows of tokens (the columns made it large): each row's number and token.
+    const bool row_tokens = rows <= kSvgMaxValueCells && !s.row_labels.empty();
+    const int row_step = row_tokens ? 1 : number_step(p.cell_height, 14);
+    for (Eigen::Index r = 0; r < rows; ++r) {
+      const std::string number = numbered(r, row_step) ? std::to_string(r + 1) : "";
+      p.rows.push_back(row_tokens
+                           ? fmt::format("{} {}", number,
+                                         escape_controls(s.row_labels[static_cast<std::size_t>(r)]))
+                           : number);
+    }
     const int col_step = number_step(p.cell_width, text_px(std::to_string(cols).size()) + 6);
     for (Eigen::Index c = 0; c < cols; ++c)
       p.cols.push_back(numbered(c, col_step) ? std::to_string(c + 1) : "");
@@ -115,7 +122,9 @@ Panel panel_of(const Trace& trace, const Step& s, int precision) {
     if (same) {
       p.key = key_lines("tokens", s.row_labels);
     } else {
-      if (!s.row_labels.empty()) p.key = key_lines("queries", s.row_labels);
+      if (!s.row_labels.empty() && !row_tokens) {
+        p.key = key_lines(s.columns_are_keys ? "queries" : "tokens", s.row_labels);
+      }
       if (!s.col_labels.empty()) {
         std::vector<std::string> keys = key_lines("keys", s.col_labels);
         p.key.insert(p.key.end(), keys.begin(), keys.end());
@@ -153,7 +162,7 @@ Panel panel_of(const Trace& trace, const Step& s, int precision) {
 
 std::string draw_panel(const Panel& p, int precision) {
   std::string out;
-  const Matrix& m = p.step->values;
+  const Matrix& m = p.step->values;  // (rows, cols): one slice of the step
   int y = 0;
   if (!p.heading.empty()) {
     out += text_element(0, y + 12, p.heading, "font-weight=\"bold\"");
