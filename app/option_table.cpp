@@ -324,13 +324,16 @@ std::vector<OptionSpec> view_options() {
       "--format", "F", OutputFormat::kText,
       "Output: text (PyTorch's printing), json (every value exact), csv (a row per cell), "
       "markdown (tables for handouts), heatmap (the scores and weights as coloured grids), "
-      "summary (statistics and checksums per step) or overview (the pipeline's matrices and "
-      "shapes on one screen, nothing computed)",
+      "summary (statistics and checksums per step), overview (the pipeline's matrices and "
+      "shapes on one screen, nothing computed) or html (a self-contained lesson page: every step, "
+      "heatmaps, each weight worked out on hover, a projector mode)",
       "the output format ([formats.md](formats.md)); `heatmap` draws ω, the masked and scaled "
       "scores and the weights (or the `--steps` chosen) as coloured grids; `summary` gives "
       "statistics and checksums per step instead of the values; `overview` draws the pipeline "
       "of the chosen variant, each matrix's name and shape from the token ids to the output, "
-      "without computing it",
+      "without computing it; `html` writes one self-contained page (no network, prints to PDF) "
+      "with every step, its description and heatmap, each weight's working on hover or focus, the "
+      "attention as lines and a projector mode",
       [](Options& o) -> OutputFormat& { return o.format; }));
   shown.back().allowed += "; not with `--query` or `--explain`";
   shown.push_back(

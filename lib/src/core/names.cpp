@@ -25,14 +25,15 @@ constexpr std::array<EnumName<WeightInit>, 3> kWeightInits = {
      {WeightInit::kRandTransposed, "rand-transposed"},
      {WeightInit::kLinear, "linear"}}};
 
-constexpr std::array<EnumName<OutputFormat>, 7> kOutputFormats = {
+constexpr std::array<EnumName<OutputFormat>, 8> kOutputFormats = {
     {{OutputFormat::kText, "text"},
      {OutputFormat::kJson, "json"},
      {OutputFormat::kCsv, "csv"},
      {OutputFormat::kMarkdown, "markdown"},
      {OutputFormat::kHeatmap, "heatmap"},
      {OutputFormat::kSummary, "summary"},
-     {OutputFormat::kOverview, "overview"}}};
+     {OutputFormat::kOverview, "overview"},
+     {OutputFormat::kHtml, "html"}}};
 
 }  // namespace
 
@@ -49,6 +50,8 @@ double bytes_per_value(OutputFormat format) {
       return 14.0;
     case OutputFormat::kHeatmap:
       return 40.0;
+    case OutputFormat::kHtml:
+      return 30.0;
     case OutputFormat::kSummary:
     case OutputFormat::kOverview:
       return 0.0;
