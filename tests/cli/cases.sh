@@ -223,6 +223,23 @@ case_your_journey_labels_from_sentence() {
 }
 
 # --- the classroom view: heatmaps, one cell explained, the softmax's steps, a lesson ------------
+case_html_steps_and_precision() {
+  # The chosen steps at the precision asked; --describe is accepted (the page describes every step).
+  run --format html --precision 2 --describe --steps omega,attention_weights
+  [ "$(cat "$work/status")" = 0 ] || { echo "FAIL: exit code $(cat "$work/status")"; cat "$work/stderr"; return 1; }
+  grep -q '<section class="step" id="s1" data-id="attention_weights"' "$work/stdout" &&
+    ! grep -q 'id="s2"' "$work/stdout" && grep -q '>0.16</td>' "$work/stdout" &&
+    ! grep -Eq 'https?://' "$work/stdout" ||
+    { echo "FAIL: the page does not hold the two steps at 2 decimals"; return 1; }
+  "$binary" --format html --precision 2 --describe --steps omega,attention_weights | cmp -s - "$work/stdout" ||
+    { echo "FAIL: two runs wrote different pages"; return 1; }
+}
+case_html_refuses_colour() {
+  expect_error "--color colours heatmaps: it does not go with --format html" --format html --color 24bit
+}
+case_html_unknown_step() {
+  expect_error "no step 'nope' in this trace; its steps: embeddings, w_query, w_key, w_value, queries, keys, values, omega, scaled_scores, attention_weights, weight_sums, context_vectors" --format html --steps nope
+}
 case_heatmap_shaded() { expect_output heatmap_never --format heatmap --color never; }
 case_heatmap_256_colours() { expect_output heatmap_256 --format heatmap --color 256 --steps attention_weights; }
 case_heatmap_24bit_colour() { expect_output heatmap_24bit --format heatmap --color 24bit --steps attention_weights; }
@@ -611,7 +628,7 @@ case_error_unknown_step() {
 }
 case_error_force_without_export() { expect_error "--force goes with --export" --force; }
 case_error_unknown_format() {
-  expect_error "--format: yaml not in {text,json,csv,markdown,heatmap,summary,overview} (see attn-trace --help)" --format yaml
+  expect_error "--format: yaml not in {text,json,csv,markdown,heatmap,summary,overview,html} (see attn-trace --help)" --format yaml
 }
 case_error_tolerance() {
   expect_error "--atol: '-1' is not a tolerance; allowed: a number >= 0 (see attn-trace --help)" diff a b --atol -1

@@ -57,8 +57,7 @@ namespace {
 
 // A float32 for the data: a JSON number, or "nan", "inf", "-inf" as a string.
 std::string number_json(float v) {
-  const std::string t = float_text(v);
-  return std::isfinite(v) ? t : "\"" + t + "\"";
+  return float_text(v);  // nan, inf and -inf already quoted
 }
 
 std::string strings_json(const std::vector<std::string>& items) {
