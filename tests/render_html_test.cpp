@@ -126,5 +126,5 @@ TEST_CASE("render_html refuses a precision outside 0..8 and an unknown step") {
   CHECK_THROWS_WITH_AS(attn::render_html(trace, {9, {}}), "precision 9 is outside 0..8",
                        attn::Error);
   CHECK_THROWS_WITH_AS(attn::render_html(trace, {4, {"omega", "nope"}}),
-                       doctest::Contains("no step 'nope' in this trace"), attn::Error);
+                       doctest::Contains("step 'nope' is not in this trace"), attn::Error);
 }

@@ -238,7 +238,7 @@ case_html_refuses_colour() {
   expect_error "--color colours heatmaps: it does not go with --format html" --format html --color 24bit
 }
 case_html_unknown_step() {
-  expect_error "no step 'nope' in this trace; its steps: embeddings, w_query, w_key, w_value, queries, keys, values, omega, scaled_scores, attention_weights, weight_sums, context_vectors" --format html --steps nope
+  expect_error "step 'nope' is not in this trace: its steps are embeddings, w_query, w_key, w_value, queries, keys, values, omega, scaled_scores, attention_weights, context_vectors" --format html --steps nope
 }
 case_heatmap_shaded() { expect_output heatmap_never --format heatmap --color never; }
 case_heatmap_256_colours() { expect_output heatmap_256 --format heatmap --color 256 --steps attention_weights; }

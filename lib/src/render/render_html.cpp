@@ -177,7 +177,7 @@ std::string render_html(const Trace& trace, const HtmlOptions& options) {
         if (std::find(ids.begin(), ids.end(), s.id) == ids.end()) ids.push_back(s.id);
       }
       throw Error(
-          fmt::format("no step '{}' in this trace; its steps: {}", id, fmt::join(ids, ", ")));
+          fmt::format("step '{}' is not in this trace: its steps are {}", id, fmt::join(ids, ", ")));
     }
   }
   MatrixPool pool;
