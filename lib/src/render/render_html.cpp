@@ -13,6 +13,7 @@
 #include "attn/describe.hpp"
 #include "attn/error.hpp"
 #include "attn/render_heatmap.hpp"
+#include "attn/render_json.hpp"
 #include "attn/steps.hpp"
 #include "attn/version.hpp"
 #include "render_common.hpp"
@@ -56,6 +57,19 @@ std::string labels_json(const std::vector<std::string>& labels) {
   for (std::size_t i = 0; i < labels.size(); ++i)
     out += (i > 0 ? "," : "") + json_string(labels[i]);
   return out + "]";
+}
+
+// A cell's exact value and its colour, [v, r, g, b] (the first finite cell from the middle on), so
+// that the page's self-test can check that its script colours a value as ramp_rgb does.
+std::string probe_json(const Step& s, const heatmap_detail::Scale& scale) {
+  const Matrix& m = s.values;
+  for (Eigen::Index k = m.size() / 2; k < m.size(); ++k) {
+    const float v = m.data()[k];
+    if (!std::isfinite(v)) continue;
+    const Rgb c = ramp_rgb(scale.ramp, scale.t(v));
+    return fmt::format("[{},{},{},{}]", float_text(v), c.r, c.g, c.b);
+  }
+  return "null";
 }
 
 // The step's matrix as a table: a header row of column labels, a header cell per row.
@@ -176,8 +190,8 @@ std::string render_html(const Trace& trace, const HtmlOptions& options) {
       for (const Step& s : trace.steps) {
         if (std::find(ids.begin(), ids.end(), s.id) == ids.end()) ids.push_back(s.id);
       }
-      throw Error(
-          fmt::format("step '{}' is not in this trace: its steps are {}", id, fmt::join(ids, ", ")));
+      throw Error(fmt::format("step '{}' is not in this trace: its steps are {}", id,
+                              fmt::join(ids, ", ")));
     }
   }
   MatrixPool pool;
@@ -204,12 +218,13 @@ std::string render_html(const Trace& trace, const HtmlOptions& options) {
                        where.empty() ? "" : " · " + escape_html(where));
     steps_json += fmt::format(
         "{}{{\"id\":{},\"work\":{},\"mat\":{},\"ramp\":{},\"lo\":{},\"hi\":{},\"keys\":{},"
-        "\"rows\":{},\"cols\":{}}}",
+        "\"rows\":{},\"cols\":{},\"probe\":{}}}",
         index > 0 ? ",\n" : "", json_string(s.id), working, pool_index,
         scale.ramp == Ramp::kDiverging ? 1 : 0, fmt::format("{}", scale.lo),
         fmt::format("{}", scale.hi), s.columns_are_keys ? "true" : "false",
         big ? labels_json(labels_or_numbers(s.row_labels, s.values.rows())) : "null",
-        big ? labels_json(labels_or_numbers(s.col_labels, s.values.cols())) : "null");
+        big ? labels_json(labels_or_numbers(s.col_labels, s.values.cols())) : "null",
+        probe_json(s, scale));
     ++index;
   }
 

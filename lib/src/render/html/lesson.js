@@ -379,22 +379,15 @@
       out.push(document.getElementById('w' + n).textContent);
       out.push('end working');
     });
-    // The table colours are the C++ ramp's; the script's ramp (for canvases) draws the same.
-    let coloured = 0, same = 0;
-    D.steps.forEach((S, n) => {
-      const table = document.getElementById('t' + n);
-      if (!table) return;
-      const style = getComputedStyle(table.tBodies[0].rows[0].cells[1]).backgroundColor;
-      const mm = /rgb\((\d+), (\d+), (\d+)\)/.exec(style);
-      const text = table.tBodies[0].rows[0].cells[1].textContent;
-      if (!mm || text === '-inf') return;
-      ++coloured;
-      // The cell's value is only shown rounded; its colour is checked against the data where the
-      // step's matrix is in it, else against the rounded text's colour within one level.
-      const c = rampRgb(S.ramp, scaleT(S, parseFloat(text)));
-      if (Math.abs(c[0] - mm[1]) <= 2 && Math.abs(c[1] - mm[2]) <= 2 && Math.abs(c[2] - mm[3]) <= 2) ++same;
-    });
-    check(coloured === same, 'colours: ' + same + ' of ' + coloured + ' tables match the script\'s ramp');
+    // The script colours a value as the C++ ramp does (each step's probe: [v, r, g, b]).
+    let probes = 0, same = 0;
+    for (const S of D.steps) {
+      if (!S.probe) continue;
+      ++probes;
+      const c = rampRgb(S.ramp, scaleT(S, num(S.probe[0])));
+      if (c[0] === S.probe[1] && c[1] === S.probe[2] && c[2] === S.probe[3]) ++same;
+    }
+    check(probes > 0 && probes === same, 'colours: ' + same + ' of ' + probes + ' steps as C++ draws them');
     // The keys: p, →, →, ←, space, p.
     const key = (k) => document.dispatchEvent(new KeyboardEvent('keydown', { key: k, bubbles: true }));
     document.activeElement && document.activeElement.blur && document.activeElement.blur();
