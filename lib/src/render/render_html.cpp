@@ -54,8 +54,10 @@ std::vector<std::string> labels_or_numbers(const std::vector<std::string>& label
 
 std::string labels_json(const std::vector<std::string>& labels) {
   std::string out = "[";
-  for (std::size_t i = 0; i < labels.size(); ++i)
-    out += (i > 0 ? "," : "") + json_string(labels[i]);
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (i > 0) out += ",";
+    out += json_string(labels[i]);
+  }
   return out + "]";
 }
 
@@ -215,7 +217,7 @@ std::string render_html(const Trace& trace, const HtmlOptions& options) {
     append_step(body, trace, s, index, working, pool_index, p);
     const std::string where = where_of(trace, s);
     toc += fmt::format("<li><a href=\"#s{}\">{}{}</a></li>", index, escape_html(s.id),
-                       where.empty() ? "" : " · " + escape_html(where));
+                       where.empty() ? std::string() : fmt::format(" · {}", escape_html(where)));
     steps_json += fmt::format(
         "{}{{\"id\":{},\"work\":{},\"mat\":{},\"ramp\":{},\"lo\":{},\"hi\":{},\"keys\":{},"
         "\"rows\":{},\"cols\":{},\"probe\":{}}}",

@@ -163,7 +163,7 @@ Workings workings_json(const Trace& trace, MatrixPool& pool) {
           sentence_json(trace.inputs[b]), sentence_json(trace.key_sentence(static_cast<int>(b)))));
     }
   }
-  w.json = "[" + fmt::format("{}", fmt::join(items, ",\n")) + "]";
+  w.json = fmt::format("[{}]", fmt::join(items, ",\n"));
   return w;
 }
 
