@@ -109,7 +109,7 @@ void append_table(std::string& out, const Step& s, int index, int working, int p
 }
 
 // The legend: the ramp from lo to hi (0 in the middle of a diverging one), as the heatmap's.
-void append_legend(std::string& out, const Step& s, int precision) {
+void append_legend(std::string& out, const Step& s, int precision, bool canvas) {
   const heatmap_detail::Scale scale = heatmap_detail::scale_of(s);
   if (!scale.any_finite) return;
   std::string stops;
@@ -124,8 +124,9 @@ void append_legend(std::string& out, const Step& s, int precision) {
       heatmap_detail::fixed_text(static_cast<float>(scale.hi), precision),
       scale.ramp == Ramp::kDiverging ? "blue below 0, grey at 0, red above; "
                                      : "dark low, yellow high; ",
-      scale.all_finite ? "the value is printed in each cell"
-                       : "−inf cells (masked) are not coloured");
+      canvas             ? "hover, tap or the arrow keys give a cell's value"
+      : scale.all_finite ? "the value is printed in each cell"
+                         : "−inf cells (masked) are not coloured");
 }
 
 void append_step(std::string& out, const Trace& trace, const Step& s, int index, int working,
@@ -158,7 +159,7 @@ void append_step(std::string& out, const Trace& trace, const Step& s, int index,
   } else {
     append_table(out, s, index, working, precision);
   }
-  append_legend(out, s, precision);
+  append_legend(out, s, precision, pool_index >= 0);
   if (working >= 0 || pool_index >= 0) {
     out += fmt::format(
         "<div class=\"working\" id=\"w{}\" aria-live=\"polite\"><p class=\"hint\">{}</p></div>\n",
