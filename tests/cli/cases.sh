@@ -412,7 +412,7 @@ case_overview_follows_the_terminal_width() {
 case_error_overview_refuses_the_options_of_a_computation() {
   expect_error "--steps chooses the steps of a trace: it does not go with --format overview" \
     --format overview --steps omega &&
-    expect_error "--precision sets the decimals that text, markdown and heatmaps print: it does not go with --format overview" \
+    expect_error "--precision sets the decimals that text, markdown, heatmaps and HTML print: it does not go with --format overview" \
       --format overview --precision 6 &&
     expect_error "--color colours heatmaps: it does not go with --format overview" \
       --format overview --color never &&
@@ -422,7 +422,7 @@ case_error_overview_refuses_the_options_of_a_computation() {
       --format overview --timings &&
     expect_error "--expect compares a computed trace with a JSON trace: it does not go with --format overview" \
       --format overview --expect data/traces/walkthrough.json &&
-    expect_error "--describe adds notes to text, markdown, heatmaps, JSON, --query and --explain: it does not go with --format overview" \
+    expect_error "--describe adds notes to text, markdown, heatmaps, HTML, JSON, --query and --explain: it does not go with --format overview" \
       --format overview --describe
 }
 case_error_overview_checks_the_input() {
@@ -760,12 +760,12 @@ case_error_options_a_view_would_ignore() {
     --export "$work/e" --format json &&
     expect_error "--step pauses text and heatmaps after each step: it does not go with --format json" \
       --step --format json &&
-    expect_error "--describe adds notes to text, markdown, heatmaps, JSON, --query and --explain: it does not go with --format csv" \
+    expect_error "--describe adds notes to text, markdown, heatmaps, HTML, JSON, --query and --explain: it does not go with --format csv" \
       --describe --format csv &&
-    expect_error "--describe adds notes to text, markdown, heatmaps, JSON, --query and --explain: it does not go with --format summary" \
+    expect_error "--describe adds notes to text, markdown, heatmaps, HTML, JSON, --query and --explain: it does not go with --format summary" \
       --describe --format summary &&
     expect_error "--color colours heatmaps: it does not go with --format text" --color never &&
-    expect_error "--precision sets the decimals that text, markdown and heatmaps print: it does not go with --format json" \
+    expect_error "--precision sets the decimals that text, markdown, heatmaps and HTML print: it does not go with --format json" \
       --precision 2 --format json &&
     expect_error "--softmax-steps adds the softmax's steps to a trace: it does not go with --query" \
       --softmax-steps --query 2 &&
