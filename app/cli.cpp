@@ -19,6 +19,7 @@
 #include "attn/io.hpp"
 #include "attn/render_explain.hpp"
 #include "attn/render_heatmap.hpp"
+#include "attn/render_html.hpp"
 #include "attn/render_json.hpp"
 #include "attn/render_overview.hpp"
 #include "attn/render_summary.hpp"
@@ -363,6 +364,7 @@ void check_view_options(const Options& o) {
   const bool plain = !o.explain && !o.query && !o.export_dir;  // a view of --format
   const bool text = plain && o.format == OutputFormat::kText;
   const bool heatmap = plain && o.format == OutputFormat::kHeatmap;
+  const bool html = plain && o.format == OutputFormat::kHtml;  // describes every step anyway
   auto refuse = [&view](std::string_view option, std::string_view what) {
     throw Error(fmt::format("{} {}: it does not go with {}", option, what, view));
   };
@@ -381,16 +383,18 @@ void check_view_options(const Options& o) {
         o.steps.empty() ? "" : fmt::format(", not {}", o.steps.size())));
   }
   const bool notes =
-      text || heatmap || o.query || o.explain ||
+      text || heatmap || html || o.query || o.explain ||
       (plain && (o.format == OutputFormat::kMarkdown || o.format == OutputFormat::kJson));
   if (o.text.describe && !notes) {
-    refuse("--describe", "adds notes to text, markdown, heatmaps, JSON, --query and --explain");
+    refuse("--describe",
+           "adds notes to text, markdown, heatmaps, HTML, JSON, --query and --explain");
   }
   if (o.step && !text && !heatmap) refuse("--step", "pauses text and heatmaps after each step");
   if (given_option(o, "--precision") &&
-      !(text || heatmap || svg || svg_export || (plain && o.format == OutputFormat::kMarkdown) ||
-        o.query || o.explain)) {
-    refuse("--precision", "sets the decimals that text, markdown, heatmaps and SVG figures print");
+      !(text || heatmap || svg || svg_export || html ||
+        (plain && o.format == OutputFormat::kMarkdown) || o.query || o.explain)) {
+    refuse("--precision",
+           "sets the decimals that text, markdown, heatmaps, SVG figures and HTML print");
   }
   if (given_option(o, "--color") && !heatmap) {
     refuse("--color", "colours heatmaps");
@@ -523,7 +527,9 @@ Outcome run(Options& o) {
   Trace trace = run_trace(config);
   progress->finish();
   const auto computed = std::chrono::steady_clock::now();
-  if (!o.steps.empty()) select_steps(trace, o.steps);
+  // The HTML page shows the chosen steps itself: its workings need the whole trace.
+  const bool html = o.format == OutputFormat::kHtml && !o.explain && !o.query && !o.export_dir;
+  if (!o.steps.empty() && !html) select_steps(trace, o.steps);
 
   Outcome outcome;
   if (o.explain) {
@@ -536,6 +542,8 @@ Outcome run(Options& o) {
     outcome = write_export(trace, o);
   } else if (o.format == OutputFormat::kJson) {
     outcome.out = render_json(trace, o.text.describe);
+  } else if (html) {
+    outcome.out = render_html(trace, HtmlOptions{o.text.precision, o.steps});
   } else if (o.format == OutputFormat::kCsv) {
     outcome.out = render_csv(trace);
   } else if (o.format == OutputFormat::kMarkdown) {

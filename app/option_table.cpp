@@ -325,13 +325,18 @@ std::vector<OptionSpec> view_options() {
       "Output: text (PyTorch's printing), json (every value exact), csv (a row per cell), "
       "markdown (tables for handouts), heatmap (the scores and weights as coloured grids), "
       "summary (statistics and checksums per step), overview (the pipeline's matrices and "
-      "shapes on one screen, nothing computed) or svg (one step as a figure, with --steps)",
+      "shapes on one screen, nothing computed), svg (one step as a figure, with --steps) or "
+      "html (a self-contained lesson page: every step, heatmaps, each weight worked out on "
+      "hover, a projector mode)",
       "the output format ([formats.md](formats.md)); `heatmap` draws ω, the masked and scaled "
       "scores and the weights (or the `--steps` chosen) as coloured grids; `summary` gives "
       "statistics and checksums per step instead of the values; `overview` draws the pipeline "
       "of the chosen variant, each matrix's name and shape from the token ids to the output, "
       "without computing it; `svg` draws the one step that `--steps` chooses as a standalone "
-      "figure (with `--export`, a figure of every step beside its `.npy` file)",
+      "figure (with `--export`, a figure of every step beside its `.npy` file); "
+      "`html` writes one self-contained page (no network, prints to PDF) "
+      "with every step, its description and heatmap, each weight's working on hover or focus, the "
+      "attention as lines and a projector mode",
       [](Options& o) -> OutputFormat& { return o.format; }));
   shown.back().allowed += "; not with `--query` or `--explain`";
   shown.push_back(

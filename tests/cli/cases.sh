@@ -260,6 +260,23 @@ case_your_journey_labels_from_sentence() {
 }
 
 # --- the classroom view: heatmaps, one cell explained, the softmax's steps, a lesson ------------
+case_html_steps_and_precision() {
+  # The chosen steps at the precision asked; --describe is accepted (the page describes every step).
+  run --format html --precision 2 --describe --steps omega,attention_weights
+  [ "$(cat "$work/status")" = 0 ] || { echo "FAIL: exit code $(cat "$work/status")"; cat "$work/stderr"; return 1; }
+  grep -q '<section class="step" id="s1" data-id="attention_weights"' "$work/stdout" &&
+    ! grep -q 'id="s2"' "$work/stdout" && grep -q '>0.16</td>' "$work/stdout" &&
+    ! grep -Eq 'https?://' "$work/stdout" ||
+    { echo "FAIL: the page does not hold the two steps at 2 decimals"; return 1; }
+  "$binary" --format html --precision 2 --describe --steps omega,attention_weights | cmp -s - "$work/stdout" ||
+    { echo "FAIL: two runs wrote different pages"; return 1; }
+}
+case_html_refuses_colour() {
+  expect_error "--color colours heatmaps: it does not go with --format html" --format html --color 24bit
+}
+case_html_unknown_step() {
+  expect_error "step 'nope' is not in this trace: its steps are embeddings, w_query, w_key, w_value, queries, keys, values, omega, scaled_scores, attention_weights, context_vectors" --format html --steps nope
+}
 case_heatmap_shaded() { expect_output heatmap_never --format heatmap --color never; }
 case_heatmap_256_colours() { expect_output heatmap_256 --format heatmap --color 256 --steps attention_weights; }
 case_heatmap_24bit_colour() { expect_output heatmap_24bit --format heatmap --color 24bit --steps attention_weights; }
@@ -432,7 +449,7 @@ case_overview_follows_the_terminal_width() {
 case_error_overview_refuses_the_options_of_a_computation() {
   expect_error "--steps chooses the steps of a trace: it does not go with --format overview" \
     --format overview --steps omega &&
-    expect_error "--precision sets the decimals that text, markdown, heatmaps and SVG figures print: it does not go with --format overview" \
+    expect_error "--precision sets the decimals that text, markdown, heatmaps, SVG figures and HTML print: it does not go with --format overview" \
       --format overview --precision 6 &&
     expect_error "--color colours heatmaps: it does not go with --format overview" \
       --format overview --color never &&
@@ -442,7 +459,7 @@ case_error_overview_refuses_the_options_of_a_computation() {
       --format overview --timings &&
     expect_error "--expect compares a computed trace with a JSON trace: it does not go with --format overview" \
       --format overview --expect data/traces/walkthrough.json &&
-    expect_error "--describe adds notes to text, markdown, heatmaps, JSON, --query and --explain: it does not go with --format overview" \
+    expect_error "--describe adds notes to text, markdown, heatmaps, HTML, JSON, --query and --explain: it does not go with --format overview" \
       --format overview --describe
 }
 case_error_overview_checks_the_input() {
@@ -648,7 +665,7 @@ case_error_unknown_step() {
 }
 case_error_force_without_export() { expect_error "--force goes with --export" --force; }
 case_error_unknown_format() {
-  expect_error "--format: yaml not in {text,json,csv,markdown,heatmap,summary,overview,svg} (see attn-trace --help)" --format yaml
+  expect_error "--format: yaml not in {text,json,csv,markdown,heatmap,summary,overview,svg,html} (see attn-trace --help)" --format yaml
 }
 case_error_tolerance() {
   expect_error "--atol: '-1' is not a tolerance; allowed: a number >= 0 (see attn-trace --help)" diff a b --atol -1
@@ -780,12 +797,12 @@ case_error_options_a_view_would_ignore() {
     --export "$work/e" --format json &&
     expect_error "--step pauses text and heatmaps after each step: it does not go with --format json" \
       --step --format json &&
-    expect_error "--describe adds notes to text, markdown, heatmaps, JSON, --query and --explain: it does not go with --format csv" \
+    expect_error "--describe adds notes to text, markdown, heatmaps, HTML, JSON, --query and --explain: it does not go with --format csv" \
       --describe --format csv &&
-    expect_error "--describe adds notes to text, markdown, heatmaps, JSON, --query and --explain: it does not go with --format summary" \
+    expect_error "--describe adds notes to text, markdown, heatmaps, HTML, JSON, --query and --explain: it does not go with --format summary" \
       --describe --format summary &&
     expect_error "--color colours heatmaps: it does not go with --format text" --color never &&
-    expect_error "--precision sets the decimals that text, markdown, heatmaps and SVG figures print: it does not go with --format json" \
+    expect_error "--precision sets the decimals that text, markdown, heatmaps, SVG figures and HTML print: it does not go with --format json" \
       --precision 2 --format json &&
     expect_error "--softmax-steps adds the softmax's steps to a trace: it does not go with --query" \
       --softmax-steps --query 2 &&

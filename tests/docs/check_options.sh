@@ -43,7 +43,7 @@ complete_words() {  # the command line's words, the last being completed -> COMP
     _ "$generated/attn-trace.bash" "$@"
 }
 [ "$(complete_words attn-trace --form)" = "--format" ] || fail "bash: --form does not complete to --format"
-[ "$(complete_words attn-trace --format '' | tr '\n' ' ')" = "text json csv markdown heatmap summary overview svg " ] ||
+[ "$(complete_words attn-trace --format '' | tr '\n' ' ')" = "text json csv markdown heatmap summary overview svg html " ] ||
   fail "bash: --format's values: $(complete_words attn-trace --format '')"
 [ "$(complete_words attn-trace diff a.json --at)" = "--atol" ] || fail "bash: diff --at"
 offered=$(complete_words attn-trace --)

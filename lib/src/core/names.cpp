@@ -25,7 +25,7 @@ constexpr std::array<EnumName<WeightInit>, 3> kWeightInits = {
      {WeightInit::kRandTransposed, "rand-transposed"},
      {WeightInit::kLinear, "linear"}}};
 
-constexpr std::array<EnumName<OutputFormat>, 8> kOutputFormats = {
+constexpr std::array<EnumName<OutputFormat>, 9> kOutputFormats = {
     {{OutputFormat::kText, "text"},
      {OutputFormat::kJson, "json"},
      {OutputFormat::kCsv, "csv"},
@@ -33,7 +33,8 @@ constexpr std::array<EnumName<OutputFormat>, 8> kOutputFormats = {
      {OutputFormat::kHeatmap, "heatmap"},
      {OutputFormat::kSummary, "summary"},
      {OutputFormat::kOverview, "overview"},
-     {OutputFormat::kSvg, "svg"}}};
+     {OutputFormat::kSvg, "svg"},
+     {OutputFormat::kHtml, "html"}}};
 
 }  // namespace
 
@@ -52,6 +53,8 @@ double bytes_per_value(OutputFormat format) {
       return 40.0;
     case OutputFormat::kSvg:
       return 160.0;
+    case OutputFormat::kHtml:
+      return 30.0;
     case OutputFormat::kSummary:
     case OutputFormat::kOverview:
       return 0.0;
