@@ -301,3 +301,19 @@ TEST_CASE("a narrow screen: every line within the width, the legend's ends on li
   CHECK(attn::render_heatmaps(trace, o).find("  legend:\n  █▓▒░· 0 ·░▒▓█\n  from -") !=
         std::string::npos);
 }
+
+TEST_CASE("text on any cell colour contrasts at least 4.5:1 (WCAG AA), in both ramps") {
+  const attn::Rgb black{0, 0, 0}, white{255, 255, 255};
+  CHECK(attn::contrast_ratio(black, white) == doctest::Approx(21.0));
+  for (const attn::Ramp ramp : {attn::Ramp::kSequential, attn::Ramp::kDiverging}) {
+    for (int k = 0; k <= 1000; ++k) {
+      const attn::Rgb c = attn::ramp_rgb(ramp, k / 1000.0);
+      const double ratio = attn::contrast_ratio(c, attn::is_light(c) ? black : white);
+      CHECK_MESSAGE(ratio >= 4.5, k);
+    }
+    for (const int index : attn::ramp_xterm_levels(ramp)) {
+      const attn::Rgb c = attn::xterm_rgb(index);
+      CHECK(attn::contrast_ratio(c, attn::is_light(c) ? black : white) >= 4.5);
+    }
+  }
+}

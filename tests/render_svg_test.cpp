@@ -138,8 +138,12 @@ TEST_CASE("render_svg: the cells have the terminal's 24-bit colours, the text re
       const int r = std::stoi(fills[k].substr(1, 2), nullptr, 16);
       const int g = std::stoi(fills[k].substr(3, 2), nullptr, 16);
       const int b = std::stoi(fills[k].substr(5, 2), nullptr, 16);
-      const bool light = 0.299 * r + 0.587 * g + 0.114 * b > 140.0;
+      // The text that contrasts more (WCAG), at least 4.5:1.
+      const attn::Rgb cell{r, g, b};
+      const bool light = attn::is_light(cell);
       CHECK(text_fills[k] == (light ? "#000000" : "#ffffff"));
+      CHECK(attn::contrast_ratio(cell, light ? attn::Rgb{0, 0, 0} : attn::Rgb{255, 255, 255}) >=
+            4.5);
     }
     // The legend: the ends, and 0 in the middle of the diverging ramp.
     const std::vector<std::string> ends = captures(svg, "class=\"legend-end\">([^<]*)<");

@@ -11,7 +11,7 @@
 #                              the terminal's heatmap of the weights in its three colour modes
 #                              (--color never, 256, 24bit): run in tmux, captured with its escapes
 #                              (capture-pane -e), turned into HTML by aha, screenshot by Chromium
-#   page-light.png, page-dark.png
+#   page-light.png, page-dark.png      (--heads 2 --causal --steps attention_weights)
 #                              the --format html page in a light and a dark colour scheme; only
 #                              when the binary has --format html (skipped with a message if not)
 # The same binary gives the same SVG bytes; the PNGs depend on the fonts installed.
@@ -60,10 +60,12 @@ for mode in never 256 24bit; do
 done
 
 # 3. The HTML page, light and dark: only once the binary can write it.
-if "$binary" --format html >"$work/page.html" 2>"$work/page.err"; then
-  "$screenshot" "$work/page.html" "$out/page-light.png" 1100 900 \
+# The causal weights of two heads: the run's header, the steps' list and the first heatmap.
+if "$binary" --format html --heads 2 --causal --steps attention_weights >"$work/page.html" \
+  2>"$work/page.err"; then
+  "$screenshot" "$work/page.html" "$out/page-light.png" 1000 1150 \
     --blink-settings=preferredColorScheme=1
-  "$screenshot" "$work/page.html" "$out/page-dark.png" 1100 900 \
+  "$screenshot" "$work/page.html" "$out/page-dark.png" 1000 1150 \
     --force-dark-mode --blink-settings=preferredColorScheme=0
   echo "wrote docs/images/page-light.png, page-dark.png"
 else

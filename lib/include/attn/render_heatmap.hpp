@@ -79,6 +79,13 @@ enum class Ramp {
 // The ramp's colour at t in [0, 1] (clamped), for 24-bit colour: continuous. For the diverging
 // ramp t = 0.5 is 0.
 Rgb ramp_rgb(Ramp ramp, double t);
+// Whether text on this colour should be black (true) or white: whichever contrasts more with it
+// by WCAG's relative luminance, so the contrast is at least 4.58:1 on any colour (AA asks 4.5).
+// The terminal heatmap, the SVG figures and the HTML page choose a cell's text colour by it.
+bool is_light(const Rgb& c);
+
+// WCAG's contrast ratio of two colours, 1 to 21.
+double contrast_ratio(const Rgb& a, const Rgb& b);
 // The ramp's xterm-256 indices, low to high: chosen by hand so that neighbours differ (the
 // sequential ones also grow lighter), not rounded to the colour cube. The diverging ramp has an
 // odd count, its middle one the neutral colour.

@@ -48,8 +48,6 @@ std::string colour(const Scale& scale, double t, ColorMode mode, bool text) {
 
 }  // namespace
 
-bool is_light(const Rgb& c) { return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b > 140.0; }
-
 double Scale::t(float v) const {
   if (ramp == Ramp::kDiverging) return hi > 0.0 ? 0.5 + v / (2.0 * hi) : 0.5;
   return hi > lo ? (v - lo) / (hi - lo) : 0.5;

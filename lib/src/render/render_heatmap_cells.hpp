@@ -29,10 +29,6 @@ struct Scale {
 // The step's ramp (by its kind: step_info(kind).signed_values) and range.
 Scale scale_of(const Step& step);
 
-// Whether text on this colour should be black (true) or white: its luminance (Rec. 601). The
-// terminal heatmap and the SVG figures choose a cell's text colour by it.
-bool is_light(const Rgb& c);
-
 // A value in fixed notation at `precision` decimals: "0.1772", "-1.2", "nan", "-inf"; a value
 // that rounds to zero has no minus sign.
 std::string fixed_text(float v, int precision);

@@ -86,4 +86,26 @@ Rgb xterm_rgb(int index) {
           kLevels[static_cast<std::size_t>(i % 6)]};
 }
 
+namespace {
+
+// WCAG's relative luminance of an sRGB colour.
+double luminance(const Rgb& c) {
+  auto linear = [](int v) {
+    const double s = v / 255.0;
+    return s <= 0.04045 ? s / 12.92 : std::pow((s + 0.055) / 1.055, 2.4);
+  };
+  return 0.2126 * linear(c.r) + 0.7152 * linear(c.g) + 0.0722 * linear(c.b);
+}
+
+}  // namespace
+
+double contrast_ratio(const Rgb& a, const Rgb& b) {
+  const double x = luminance(a), y = luminance(b);
+  return (std::max(x, y) + 0.05) / (std::min(x, y) + 0.05);
+}
+
+bool is_light(const Rgb& c) {
+  return contrast_ratio(c, Rgb{0, 0, 0}) >= contrast_ratio(c, Rgb{255, 255, 255});
+}
+
 }  // namespace attn

@@ -26,17 +26,6 @@ using namespace html_detail;
 
 namespace {
 
-// The text colour that reads on a cell: black or white, whichever contrasts more with it (WCAG's
-// relative luminance).
-bool dark_text_on(const Rgb& c) {
-  auto linear = [](int v) {
-    const double s = v / 255.0;
-    return s <= 0.04045 ? s / 12.92 : std::pow((s + 0.055) / 1.055, 2.4);
-  };
-  const double l = 0.2126 * linear(c.r) + 0.7152 * linear(c.g) + 0.0722 * linear(c.b);
-  return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05);
-}
-
 std::string hex(const Rgb& c) { return fmt::format("#{:02x}{:02x}{:02x}", c.r, c.g, c.b); }
 
 // "head 2 of 4, sentence 1 of 3", or empty.
@@ -101,7 +90,7 @@ void append_table(std::string& out, const Step& s, int index, int working, int p
       }
       const Rgb c = ramp_rgb(scale.ramp, scale.t(v));
       out += fmt::format("<td class=\"{}\" style=\"background:{}\">{}</td>",
-                         dark_text_on(c) ? "k" : "l", hex(c), text);
+                         is_light(c) ? "k" : "l", hex(c), text);
     }
     out += "</tr>\n";
   }

@@ -21,7 +21,6 @@
 namespace attn {
 
 using heatmap_detail::fixed_text;
-using heatmap_detail::is_light;
 using heatmap_detail::Scale;
 using heatmap_detail::scale_of;
 
