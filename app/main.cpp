@@ -14,6 +14,7 @@
 #include <exception>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <system_error>
 
@@ -21,6 +22,8 @@
 #include "attn/export.hpp"
 #include "attn/matrix.hpp"
 #include "attn/memory.hpp"
+#include "attn/simd.hpp"
+#include "attn/tokenizer.hpp"
 #include "cli.hpp"
 #include "option_table.hpp"
 #include "step_pager.hpp"
@@ -120,6 +123,19 @@ int main(int argc, char** argv) {
     return printed(app.exit(e));
   } catch (const attn::Error& e) {
     return fail(e.what());
+  }
+
+  // ATTN_ISA=avx512|avx2|plain: the instruction set of the vectorised code, to measure each path
+  // on one CPU. Every path gives the same bits.
+  if (const char* isa = std::getenv("ATTN_ISA"); isa != nullptr && *isa != '\0') {
+    const std::string shown = attn::escape_controls(isa);
+    const std::optional<attn::Isa> chosen = attn::isa_named(isa);
+    if (!chosen) return fail("ATTN_ISA=" + shown + ": allowed avx512, avx2, plain");
+    if (*chosen > attn::cpu_isa()) {
+      return fail("ATTN_ISA=" + shown + ": this CPU has no " + shown + " (its best is " +
+                  std::string(attn::isa_name(attn::cpu_isa())) + ")");
+    }
+    attn::limit_isa(*chosen);
   }
 
   // What the terminal can do, read here: the library never reads the environment.

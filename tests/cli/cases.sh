@@ -505,13 +505,38 @@ case_error_unknown_progress_mode() {
     --progress sometimes
 }
 
+# ATTN_ISA forces the vectorised code's instruction set: every one this CPU has gives the same
+# bytes (the checksums of a blocked run, on 1 and 2 threads), and --timings says which ran.
+case_attn_isa_same_bits_on_every_path() {
+  local best words
+  best=$("$binary" --timings --steps omega 2>&1 >/dev/null | sed -n "s/.*this CPU's best: \([a-z0-9]*\))$/\1/p")
+  [ -n "$best" ] || { echo "FAIL: --timings names no ISA"; return 1; }
+  words=$(for i in $(seq 300); do printf 'w%d ' "$i"; done)
+  local isas="plain" expected=""
+  [ "$best" = avx2 ] && isas="plain avx2"
+  [ "$best" = avx512 ] && isas="plain avx2 avx512"
+  echo "this CPU's best: $best; comparing $isas"
+  for isa in $isas; do
+    for threads in 1 2; do
+      ATTN_ISA=$isa "$binary" "$words" --vocab-size 400 --d-in 48 --d-kq 40 --d-v 24 --heads 2 \
+        --matmul blocked --threads $threads --format summary --timings >"$work/out" 2>"$work/err" ||
+        { echo "FAIL: ATTN_ISA=$isa exit $?"; cat "$work/err"; return 1; }
+      head -n 1 "$work/err" | grep -q ", isa $isa (this CPU's best: $best)$" ||
+        { echo "FAIL: ATTN_ISA=$isa: --timings says"; head -n 1 "$work/err"; return 1; }
+      if [ -z "$expected" ]; then cp "$work/out" "$work/expected"; expected=1; fi
+      cmp -s "$work/expected" "$work/out" ||
+        { echo "FAIL: ATTN_ISA=$isa, $threads threads: other bits"; diff "$work/expected" "$work/out" | head; return 1; }
+    done
+  done
+}
+case_error_attn_isa_unknown() { ATTN_ISA=sse4 expect_error "ATTN_ISA=sse4: allowed avx512, avx2, plain"; }
 case_timings() {
   # Each step's wall time on stderr; stdout as without --timings.
   run --timings --format summary
   local ok=1
   [ "$(cat "$work/status")" = 0 ] || { echo "FAIL: exit code $(cat "$work/status")"; ok=0; }
   cmp -s "$golden_dir/summary.txt" "$work/stdout" || { echo "FAIL: stdout changed"; ok=0; }
-  head -n 1 "$work/stderr" | grep -Eq "^attn-trace: timings: [0-9]+ threads?, matmul auto, blocked kernel code (avx512|avx2|generic)$" ||
+  head -n 1 "$work/stderr" | grep -Eq "^attn-trace: timings: [0-9]+ threads?, matmul auto, isa (avx512|avx2|plain) \(this CPU's best: (avx512|avx2|plain)\)$" ||
     { echo "FAIL: no timings header:"; cat "$work/stderr"; ok=0; }
   for id in embeddings w_query queries omega scaled_scores attention_weights context_vectors \
     "matrix products" "all steps" output total; do

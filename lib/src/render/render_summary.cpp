@@ -7,6 +7,7 @@
 
 #include "attn/gemm.hpp"
 #include "attn/names.hpp"
+#include "attn/simd.hpp"
 #include "attn/statistics.hpp"
 #include "render_common.hpp"
 
@@ -78,10 +79,10 @@ std::string trimmed(std::string line) {
 std::string render_timings(const Trace& trace, double total_seconds, double output_seconds) {
   const TraceConfig& c = trace.config;
   std::string out = fmt::format(
-      "attn-trace: timings: {} thread{}, matmul {}, blocked kernel code {}\n{:<28} {:>14} {:>10} "
-      "{}\n",
-      c.threads, c.threads == 1 ? "" : "s", matmul_name(c.matmul), gemm_isa_name(), "step", "shape",
-      "ms", "GFLOP/s");
+      "attn-trace: timings: {} thread{}, matmul {}, isa {} (this CPU's best: {})\n{:<28} {:>14} "
+      "{:>10} {}\n",
+      c.threads, c.threads == 1 ? "" : "s", matmul_name(c.matmul), isa_name(active_isa()),
+      isa_name(cpu_isa()), "step", "shape", "ms", "GFLOP/s");
   auto rate = [](double gflops) {
     return gflops > 0.0 ? fmt::format("{:.1f}", gflops) : std::string();
   };

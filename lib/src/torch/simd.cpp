@@ -1,6 +1,8 @@
 #include "attn/simd.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <utility>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -12,6 +14,7 @@ namespace attn {
 namespace {
 
 std::atomic<bool> g_enabled{true};
+std::atomic<Isa> g_limit{Isa::kAvx512};  // the most the vectorised paths may use
 
 #if defined(__x86_64__)
 // What CPUID and XGETBV say, read once, on first use: three CPUID instructions, where
@@ -51,8 +54,36 @@ bool cpu_avx512() { return false; }
 
 }  // namespace
 
-bool use_avx2() { return cpu_avx2() && g_enabled.load(std::memory_order_relaxed); }
-bool use_avx512() { return cpu_avx512() && g_enabled.load(std::memory_order_relaxed); }
+bool use_avx2() { return active_isa() >= Isa::kAvx2; }
+bool use_avx512() { return active_isa() >= Isa::kAvx512; }
 void set_simd_enabled(bool on) { g_enabled.store(on, std::memory_order_relaxed); }
+
+Isa cpu_isa() { return cpu_avx512() ? Isa::kAvx512 : cpu_avx2() ? Isa::kAvx2 : Isa::kPlain; }
+
+void limit_isa(Isa isa) { g_limit.store(isa, std::memory_order_relaxed); }
+
+Isa active_isa() {
+  if (!g_enabled.load(std::memory_order_relaxed)) return Isa::kPlain;
+  return std::min(cpu_isa(), g_limit.load(std::memory_order_relaxed));
+}
+
+namespace {
+constexpr std::pair<Isa, std::string_view> kIsaNames[] = {
+    {Isa::kPlain, "plain"}, {Isa::kAvx2, "avx2"}, {Isa::kAvx512, "avx512"}};
+}  // namespace
+
+std::string_view isa_name(Isa isa) {
+  for (const auto& [value, name] : kIsaNames) {
+    if (value == isa) return name;
+  }
+  return "?";
+}
+
+std::optional<Isa> isa_named(std::string_view name) {
+  for (const auto& [value, n] : kIsaNames) {
+    if (n == name) return value;
+  }
+  return std::nullopt;
+}
 
 }  // namespace attn
