@@ -268,6 +268,8 @@ def section_long(binary, Ts, at_runs, peer_reps, tmp):
           ("OpenBLAS (LD_LIBRARY_PATH=%s)" % OPENBLAS_DIR if os.path.isdir(OPENBLAS_DIR)
            else "whatever libblas.so.3 is (OpenBLAS is NOT installed: apt-get install libopenblas0-pthread)"))
     d_in, dk, dv = 1024, 128, 128
+    isas = ["avx512", "avx2"] if "avx512f" in cpu_flags() else ["avx2"] if "avx2" in cpu_flags() else ["plain"]
+    print("ISA paths measured (ATTN_ISA): %s; CPU: %s" % (", ".join(isas), cpu_model()))
     rows, results = [], []
     for T in Ts:
         path = os.path.join(tmp, "sentence_%d.txt" % T)
@@ -275,25 +277,6 @@ def section_long(binary, Ts, at_runs, peer_reps, tmp):
             f.write(" ".join("w%d" % i for i in range(T)) + "\n")
         for heads in (1, 8):
             for threads in (1, 2):
-                env = thread_env(threads)
-                cmd = [binary, "--file", path, "--vocab-size", str(T), "--d-in", str(d_in), "--d-kq", str(dk),
-                       "--d-v", str(dv), "--heads", str(heads), "--threads", str(threads), "--format", "summary",
-                       "--max-memory", "64G", "--timings"]
-                subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
-                ts, computes, rates, rss = [], [], [], []
-                for _ in range(at_runs):
-                    with tempfile.NamedTemporaryFile("r", dir=tmp) as o:
-                        t0 = time.perf_counter()
-                        r = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", o.name] + cmd,
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True,
-                                           env=env, text=True)
-                        ts.append(time.perf_counter() - t0)
-                        rss.append(int(open(o.name).read().strip().splitlines()[-1]))
-                    attention, rate, _ = parse_timings(r.stderr)
-                    computes.append(attention)
-                    rates.append(rate)
-                at_t, at_c = statistics.median(ts), statistics.median(computes)
-                rate = statistics.median(rates)
                 peers = {}
                 for lib in ("torch", "numpy"):
                     out = subprocess.run([PY, "-c", PEER_PY, str(T), str(d_in), str(dk), str(dv), str(heads),
@@ -302,16 +285,42 @@ def section_long(binary, Ts, at_runs, peer_reps, tmp):
                     peers[lib] = float(out.strip().splitlines()[-1])
                 best = min(peers.values())
                 fl = attn_flops(T, d_in, dk, dv, heads)
-                res = {"T": T, "heads": heads, "threads": threads, "at": at_t, "compute": at_c,
-                       "torch": peers["torch"], "numpy": peers["numpy"], "flops": fl, "rss_kb": max(rss),
-                       "products_gflops": rate}
-                results.append(res)
-                rows.append([T, heads, threads, fmt_s(at_c), fmt_s(at_t), fmt_s(peers["torch"]),
-                             fmt_s(peers["numpy"]), "%.2f" % (best / at_c), "%.2f" % (best / at_t),
-                             "yes" if at_c < best else "no", "%.0f" % rate, "%.0f MB" % (max(rss) / 1024)])
-                print("  done T=%d heads=%d threads=%d" % (T, heads, threads), file=sys.stderr, flush=True)
+                # Each vectorised path this CPU has (ATTN_ISA): on an AVX-512 CPU, its AVX2 path too.
+                for isa in isas:
+                    env = thread_env(threads)
+                    env["ATTN_ISA"] = isa
+                    cmd = [binary, "--file", path, "--vocab-size", str(T), "--d-in", str(d_in), "--d-kq", str(dk),
+                           "--d-v", str(dv), "--heads", str(heads), "--threads", str(threads), "--format",
+                           "summary", "--max-memory", "64G", "--timings"]
+                    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
+                    ts, computes, rates, rss = [], [], [], []
+                    for _ in range(at_runs):
+                        with tempfile.NamedTemporaryFile("r", dir=tmp) as o:
+                            t0 = time.perf_counter()
+                            r = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", o.name] + cmd,
+                                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True,
+                                               env=env, text=True)
+                            ts.append(time.perf_counter() - t0)
+                            rss.append(int(open(o.name).read().strip().splitlines()[-1]))
+                        ran = r.stderr.splitlines()[0].split(", isa ")[1].split()[0]
+                        if ran != isa:
+                            sys.exit("bench.py: ATTN_ISA=%s but --timings says isa %s" % (isa, ran))
+                        attention, rate, _ = parse_timings(r.stderr)
+                        computes.append(attention)
+                        rates.append(rate)
+                    at_t, at_c = statistics.median(ts), statistics.median(computes)
+                    rate = statistics.median(rates)
+                    res = {"T": T, "heads": heads, "threads": threads, "isa": isa, "at": at_t, "compute": at_c,
+                           "torch": peers["torch"], "numpy": peers["numpy"], "flops": fl, "rss_kb": max(rss),
+                           "products_gflops": rate}
+                    results.append(res)
+                    rows.append([T, heads, threads, isa, fmt_s(at_c), fmt_s(at_t), fmt_s(peers["torch"]),
+                                 fmt_s(peers["numpy"]), "%.2f" % (best / at_c), "%.2f" % (best / at_t),
+                                 "yes" if at_c < best else "no", "%.0f" % rate, "%.0f MB" % (max(rss) / 1024)])
+                    print("  done T=%d heads=%d threads=%d isa=%s" % (T, heads, threads, isa), file=sys.stderr,
+                          flush=True)
     print()
-    print_table(["T", "heads", "thr", "at compute", "at process", "torch", "numpy", "best/compute",
+    print_table(["T", "heads", "thr", "isa", "at compute", "at process", "torch", "numpy", "best/compute",
                  "best/process", "compute faster", "products GFLOP/s", "at RSS"], rows)
     print("(best = the faster of PyTorch and NumPy; best/x > 1 means attn-trace is faster. 'products")
     print(" GFLOP/s' is attn-trace's own --timings rate over its matrix products.)")
@@ -372,6 +381,17 @@ def cpu_flags():
     except OSError:
         pass
     return set()
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
 
 
 def measure_fma_peak(tmp):
@@ -443,11 +463,16 @@ def section_peak(long_results, tmp, reps):
     rows = []
     for r in long_results:
         g = r["products_gflops"]
-        rows.append([r["T"], r["heads"], r["threads"], "%.1f" % g, "%.1f" % (g / r["threads"]),
-                     "%.0f%%" % (100 * g / r["threads"] / peak)])
+        # The peak of the path that ran: the AVX2 loop's for avx2, the AVX-512 loop's for avx512.
+        own = {"avx2": fma.get("AVX2 FMA (8 lanes)"), "avx512": fma.get("AVX-512 FMA (16 lanes)")}.get(
+            r["isa"]) if fma else None
+        own = own or peak
+        rows.append([r["T"], r["heads"], r["threads"], r["isa"], "%.1f" % g, "%.1f" % (g / r["threads"]),
+                     "%.0f%%" % (100 * g / r["threads"] / own)])
     print()
-    print("attn-trace's matrix products (its --timings rate: 2 m n k / wall time of each product step):")
-    print_table(["T", "heads", "thr", "GFLOP/s", "per thread", "of FMA peak per thread"], rows)
+    print("attn-trace's matrix products (its --timings rate: 2 m n k / wall time of each product step),")
+    print("against the FMA peak of the ISA path that ran:")
+    print_table(["T", "heads", "thr", "isa", "GFLOP/s", "per thread", "of FMA peak per thread"], rows)
     print("reference for 'of FMA peak': %s = %.1f GFLOP/s per core; target >= 75%%" % (peak_name, peak))
     return blas, fma, peak
 
