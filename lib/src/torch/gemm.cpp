@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <new>
 
 #include "attn/parallel.hpp"
@@ -15,6 +16,8 @@
 namespace attn {
 
 namespace {
+int g_exp = 0;  // EXPERIMENT
+int g_dist = 1;
 
 // The loops and the packing follow BLIS (van Zee and van de Geijn, 2015): B is copied once per
 // product, for each block of kGemmBlockK rows, into slivers of NR columns stored row by row, so
@@ -57,26 +60,61 @@ void kernel_generic(std::int64_t kc, SliverA a, const float* pb, float* c, std::
 }
 
 #ifdef ATTN_GEMM_X86
-__attribute__((target("avx2,fma"))) void kernel_avx2(std::int64_t kc, SliverA a, const float* pb,
-                                                     float* c, std::int64_t ldc, bool first) {
+// One step of the product: acc(r, :) += a(r, p) b(p, :) for the 6 rows, rows 0-2 at a0, a0 + rs,
+// a0 + 2 rs and rows 3-5 from a3.
+__attribute__((target("avx2,fma"), always_inline)) inline void avx2_step(__m256 (&acc)[6][2],
+                                                                       const float* a0,
+                                                                       const float* a3,
+                                                                       std::int64_t rs,
+                                                                       const float* pb) {
+  const __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8);
+  const float* rows[2] = {a0, a3};
+#pragma GCC unroll 6
+  for (int r = 0; r < 6; ++r) {
+    const __m256 av = _mm256_broadcast_ss(rows[r / 3] + (r % 3) * rs);
+    acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+    acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+  }
+}
+
+// kPacked: the A sliver is packed (rs = 1, cs = 6), so that its offsets are constants.
+template <bool kPacked>
+__attribute__((target("avx2,fma"))) void kernel_avx2_t(std::int64_t kc, SliverA a,
+                                                       const float* pb, float* c,
+                                                       std::int64_t ldc, bool first) {
   constexpr int kMr = 6, kNr = 16;
+  if (g_exp & 1) {
+#pragma GCC unroll 6
+    for (int r = 0; r < kMr; ++r) {
+      __builtin_prefetch(c + r * ldc, 1, 3);
+      __builtin_prefetch(c + r * ldc + kNr - 1, 1, 3);
+    }
+  }
   __m256 acc[kMr][2];
 #pragma GCC unroll 6
   for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   // Rows 0-2 and 3-5 from two pointers: a(r, p) at a_k[0], a_k[rs] and a_k[2 rs].
+  const std::int64_t rs = kPacked ? 1 : a.rs, cs = kPacked ? kMr : a.cs;
   const float* a0 = a.a;
-  const float* a3 = a.a + 3 * a.rs;
-  const std::int64_t rs = a.rs;
-  for (std::int64_t p = 0; p < kc; ++p, a0 += a.cs, a3 += a.cs, pb += kNr) {
-    const __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8);
-    const float* rows[2] = {a0, a3};
+  const float* a3 = a.a + 3 * rs;
+  std::int64_t p = 0;
+  if (!kPacked && (g_exp & 4)) {
+    // The next sliver's rows (6 rs on), the line at this column, one kernel call ahead.
+    for (; p + 16 <= kc; p += 16) {
 #pragma GCC unroll 6
-    for (int r = 0; r < kMr; ++r) {
-      const __m256 av = _mm256_broadcast_ss(rows[r / 3] + (r % 3) * rs);
-      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+      for (int r = 0; r < kMr; ++r) {
+        if (g_exp & 8) {
+          __builtin_prefetch(a0 + (g_dist * kMr + r) * rs, 0, 2);
+        } else {
+          __builtin_prefetch(a0 + (g_dist * kMr + r) * rs, 0, 3);
+        }
+      }
+#pragma GCC unroll 16
+      for (int q = 0; q < 16; ++q, a0 += cs, a3 += cs, pb += kNr) avx2_step(acc, a0, a3, rs, pb);
     }
   }
+#pragma GCC unroll 4
+  for (; p < kc; ++p, a0 += cs, a3 += cs, pb += kNr) avx2_step(acc, a0, a3, rs, pb);
   if (first) {
 #pragma GCC unroll 6
     for (int r = 0; r < kMr; ++r) {
@@ -89,6 +127,14 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(std::int64_t kc, SliverA a,
       _mm256_storeu_ps(c + r * ldc, _mm256_add_ps(_mm256_loadu_ps(c + r * ldc), acc[r][0]));
       _mm256_storeu_ps(c + r * ldc + 8, _mm256_add_ps(_mm256_loadu_ps(c + r * ldc + 8), acc[r][1]));
     }
+  }
+}
+void kernel_avx2(std::int64_t kc, SliverA a, const float* pb, float* c, std::int64_t ldc,
+                 bool first) {
+  if (a.rs == 1 && a.cs == 6) {
+    kernel_avx2_t<true>(kc, a, pb, c, ldc, first);
+  } else {
+    kernel_avx2_t<false>(kc, a, pb, c, ldc, first);
   }
 }
 
@@ -190,6 +236,23 @@ void pack_a_edge(const StridedMatrix& a, std::int64_t i0, std::int64_t rows, std
   }
 }
 
+// Rows [i0, i0 + mc) and columns [p0, p0 + kc) of a, as slivers of mr rows (rs = 1, cs = mr), the
+// rows past mc zero; sliver s at out + s * kc * mr.
+void pack_a(const StridedMatrix& a, std::int64_t i0, std::int64_t mc, std::int64_t p0,
+            std::int64_t kc, int mr, float* out) {
+  for (std::int64_t ir = 0; ir < mc; ir += mr, out += kc * mr) {
+    const std::int64_t rows = std::min<std::int64_t>(mr, mc - ir);
+    if (rows < mr || a.col_stride != 1) {
+      pack_a_edge(a, i0 + ir, rows, p0, kc, mr, out);
+      continue;
+    }
+    for (int r = 0; r < mr; ++r) {
+      const float* row = a.data + (i0 + ir + r) * a.row_stride + p0;
+      for (std::int64_t p = 0; p < kc; ++p) out[p * mr + r] = row[p];
+    }
+  }
+}
+
 // Rows [p0, p0 + kc) and columns [j0, j0 + nc) of b, as slivers of nr columns.
 void pack_b(const StridedMatrix& b, std::int64_t p0, std::int64_t kc, std::int64_t j0,
             std::int64_t nc, int nr, float* out) {
@@ -236,7 +299,8 @@ void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const PackedB& pb,
   const std::int64_t k = pb.k_end;
   const std::int64_t mc_max = std::min(ks.mc, round_up(r1 - r0, ks.mr));
   const std::int64_t nc_max = std::min(ks.nc, round_up(n, ks.nr));
-  AlignedFloats pa(ks.mr * kGemmBlockK), tile(ks.mr * ks.nr);
+  const bool packs_a = (g_exp & 2) != 0 && ks.mr == 6;
+  AlignedFloats pa((packs_a ? mc_max : ks.mr) * kGemmBlockK), tile(ks.mr * ks.nr);
   for (std::int64_t jc = 0; jc < n; jc += nc_max) {
     const std::int64_t nc = std::min(nc_max, n - jc);
     for (std::int64_t pc = pb.k_begin; pc < k; pc += kGemmBlockK) {
@@ -246,14 +310,19 @@ void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const PackedB& pb,
         const std::int64_t mc = std::min(mc_max, r1 - ic);
         // The last sliver of A, when it has fewer than mr rows, is packed with zero rows.
         const std::int64_t full = mc / ks.mr * ks.mr;
-        if (full < mc) pack_a_edge(a, ic + full, mc - full, pc, kc, ks.mr, pa.data);
+        if (packs_a) {
+          pack_a(a, ic, mc, pc, kc, ks.mr, pa.data);
+        } else if (full < mc) {
+          pack_a_edge(a, ic + full, mc - full, pc, kc, ks.mr, pa.data);
+        }
         for (std::int64_t jr = 0; jr < nc; jr += ks.nr) {
           const std::int64_t cols = std::min<std::int64_t>(ks.nr, nc - jr);
           const float* b_sliver = pb.sliver(pc, kc, jc + jr, ks.nr);
           for (std::int64_t ir = 0; ir < mc; ir += ks.mr) {
             const std::int64_t rows = std::min<std::int64_t>(ks.mr, mc - ir);
             const SliverA sliver =
-                rows == ks.mr ? SliverA{a.data + (ic + ir) * a.row_stride + pc * a.col_stride,
+                packs_a         ? SliverA{pa.data + ir * kc, 1, ks.mr}
+                : rows == ks.mr ? SliverA{a.data + (ic + ir) * a.row_stride + pc * a.col_stride,
                                         a.row_stride, a.col_stride}
                               : SliverA{pa.data, 1, ks.mr};
             float* out_tile = c + (ic + ir) * ldc + jc + jr;
@@ -297,7 +366,14 @@ std::string_view gemm_isa_name() {
 
 void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std::int64_t ldc,
                   int threads, GemmIsa isa) {
-  const KernelShape& ks = shape_for(isa);
+  static const bool init = [] {
+    if (const char* e = std::getenv("GEMM_EXP")) g_exp = std::atoi(e);
+    if (const char* e = std::getenv("GEMM_DIST")) g_dist = std::atoi(e);
+    return true;
+  }();
+  (void)init;
+  KernelShape ks = shape_for(isa);
+  if (const char* e = std::getenv("GEMM_MC")) ks.mc = std::atoi(e);
   const std::int64_t m = a.rows, n = b.cols, k = a.cols;
   if (k == 0) {
     for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
