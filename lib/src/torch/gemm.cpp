@@ -90,6 +90,13 @@ __attribute__((target("avx2,fma"))) void kernel_avx2_t(std::int64_t kc, SliverA 
       __builtin_prefetch(c + r * ldc + kNr - 1, 1, 3);
     }
   }
+  if (g_exp & 16) {
+#pragma GCC unroll 6
+    for (int r = kMr; r < 2 * kMr; ++r) {
+      __builtin_prefetch(c + r * ldc, 1, 2);
+      __builtin_prefetch(c + r * ldc + kNr - 1, 1, 2);
+    }
+  }
   __m256 acc[kMr][2];
 #pragma GCC unroll 6
   for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
@@ -150,7 +157,19 @@ __attribute__((target("avx512f"))) void kernel_avx512(std::int64_t kc, SliverA a
   const float* a3 = a.a + 3 * rs;
   const float* a6 = a.a + 6 * rs;
   const float* a9 = a.a + 9 * rs;
+  if (g_exp & 1) {
+#pragma GCC unroll 12
+    for (int r = 0; r < kMr; ++r) {
+      __builtin_prefetch(c + r * ldc, 1, 3);
+      __builtin_prefetch(c + r * ldc + kNr - 1, 1, 3);
+    }
+  }
+  const bool in_place = !(a.rs == 1 && a.cs == kMr);
   for (std::int64_t p = 0; p < kc; ++p, a0 += a.cs, a3 += a.cs, a6 += a.cs, a9 += a.cs, pb += kNr) {
+    if ((g_exp & 4) && in_place && (p & 15) == 0) {
+#pragma GCC unroll 12
+      for (int r = 0; r < kMr; ++r) __builtin_prefetch(a0 + (kMr + r) * rs, 0, 2);
+    }
     const __m512 b0 = _mm512_loadu_ps(pb), b1 = _mm512_loadu_ps(pb + 16);
     const float* rows[4] = {a0, a3, a6, a9};
 #pragma GCC unroll 12
@@ -315,33 +334,40 @@ void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const PackedB& pb,
         } else if (full < mc) {
           pack_a_edge(a, ic + full, mc - full, pc, kc, ks.mr, pa.data);
         }
-        for (std::int64_t jr = 0; jr < nc; jr += ks.nr) {
+        const auto run_tile = [&](std::int64_t jr, std::int64_t ir) {
           const std::int64_t cols = std::min<std::int64_t>(ks.nr, nc - jr);
           const float* b_sliver = pb.sliver(pc, kc, jc + jr, ks.nr);
-          for (std::int64_t ir = 0; ir < mc; ir += ks.mr) {
-            const std::int64_t rows = std::min<std::int64_t>(ks.mr, mc - ir);
-            const SliverA sliver =
-                packs_a         ? SliverA{pa.data + ir * kc, 1, ks.mr}
-                : rows == ks.mr ? SliverA{a.data + (ic + ir) * a.row_stride + pc * a.col_stride,
+          const std::int64_t rows = std::min<std::int64_t>(ks.mr, mc - ir);
+          const SliverA sliver =
+              packs_a         ? SliverA{pa.data + ir * kc, 1, ks.mr}
+              : rows == ks.mr ? SliverA{a.data + (ic + ir) * a.row_stride + pc * a.col_stride,
                                         a.row_stride, a.col_stride}
                               : SliverA{pa.data, 1, ks.mr};
-            float* out_tile = c + (ic + ir) * ldc + jc + jr;
-            if (rows == ks.mr && cols == ks.nr) {
-              ks.run(kc, sliver, b_sliver, out_tile, ldc, first);
-              continue;
+          float* out_tile = c + (ic + ir) * ldc + jc + jr;
+          if (rows == ks.mr && cols == ks.nr) {
+            ks.run(kc, sliver, b_sliver, out_tile, ldc, first);
+            return;
+          }
+          // An edge tile: computed whole into `tile`, then its cells inside c merged the same
+          // way: c = s_0 for the first block of k, then c = c + s_b for each later one.
+          ks.run(kc, sliver, b_sliver, tile.data, ks.nr, true);
+          for (std::int64_t r = 0; r < rows; ++r) {
+            float* out = out_tile + r * ldc;
+            const float* s = tile.data + r * ks.nr;
+            if (first) {
+              for (std::int64_t j = 0; j < cols; ++j) out[j] = s[j];
+            } else {
+              for (std::int64_t j = 0; j < cols; ++j) out[j] = out[j] + s[j];
             }
-            // An edge tile: computed whole into `tile`, then its cells inside c merged the same
-            // way: c = s_0 for the first block of k, then c = c + s_b for each later one.
-            ks.run(kc, sliver, b_sliver, tile.data, ks.nr, true);
-            for (std::int64_t r = 0; r < rows; ++r) {
-              float* out = out_tile + r * ldc;
-              const float* s = tile.data + r * ks.nr;
-              if (first) {
-                for (std::int64_t j = 0; j < cols; ++j) out[j] = s[j];
-              } else {
-                for (std::int64_t j = 0; j < cols; ++j) out[j] = out[j] + s[j];
-              }
-            }
+          }
+        };
+        if (g_exp & 32) {
+          for (std::int64_t ir = 0; ir < mc; ir += ks.mr) {
+            for (std::int64_t jr = 0; jr < nc; jr += ks.nr) run_tile(jr, ir);
+          }
+        } else {
+          for (std::int64_t jr = 0; jr < nc; jr += ks.nr) {
+            for (std::int64_t ir = 0; ir < mc; ir += ks.mr) run_tile(jr, ir);
           }
         }
       }
@@ -374,6 +400,7 @@ void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std:
   (void)init;
   KernelShape ks = shape_for(isa);
   if (const char* e = std::getenv("GEMM_MC")) ks.mc = std::atoi(e);
+  if (const char* e = std::getenv("GEMM_NC")) ks.nc = std::atoi(e);
   const std::int64_t m = a.rows, n = b.cols, k = a.cols;
   if (k == 0) {
     for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
