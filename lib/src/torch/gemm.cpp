@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <new>
 
 #include "attn/parallel.hpp"
@@ -16,16 +15,16 @@
 namespace attn {
 
 namespace {
-int g_exp = 0;  // EXPERIMENT
-int g_dist = 1;
 
 // The loops and the packing follow BLIS (van Zee and van de Geijn, 2015): B is copied once per
 // product, for each block of kGemmBlockK rows, into slivers of NR columns stored row by row, so
 // that the micro-kernel reads it with unit stride (cells past the matrix edge are zero); the
 // threads share it. A is read in place, MR rows at a time (copying it cost a third of the time
 // when B is only 128 wide), except a last sliver of fewer than MR rows, which is copied with zero
-// rows below it. The loops walk C in blocks of mc rows and nc columns, so that the A rows and the
-// B slivers in use stay in the L2 and L3 caches.
+// rows below it. The loops walk C in blocks of mc rows and nc columns; within a block, each A
+// sliver (in L1) meets the block's B slivers in turn (in L2, or L3 when B is wide). The order of
+// the loops over cells does not change any cell's arithmetic: for each cell, the blocks of k are
+// still summed in order, each by one call of the micro-kernel.
 
 // A micro-kernel: s (MR x NR) = an A sliver @ the packed B sliver, each cell a chain of fmas over
 // the kc products in order, starting from 0; then c = s (first) or c = c + s, for the MR x NR
@@ -60,13 +59,10 @@ void kernel_generic(std::int64_t kc, SliverA a, const float* pb, float* c, std::
 }
 
 #ifdef ATTN_GEMM_X86
-// One step of the product: acc(r, :) += a(r, p) b(p, :) for the 6 rows, rows 0-2 at a0, a0 + rs,
-// a0 + 2 rs and rows 3-5 from a3.
-__attribute__((target("avx2,fma"), always_inline)) inline void avx2_step(__m256 (&acc)[6][2],
-                                                                       const float* a0,
-                                                                       const float* a3,
-                                                                       std::int64_t rs,
-                                                                       const float* pb) {
+// One step of the 6 x 16 product: acc(r, :) = fma(a(r, p), b(p, :), acc(r, :)) for the 6 rows;
+// rows 0-2 at a0, a0 + rs, a0 + 2 rs, rows 3-5 the same from a3; b(p, :) at pb.
+__attribute__((target("avx2,fma"), always_inline)) inline void avx2_step(
+    __m256 (&acc)[6][2], const float* a0, const float* a3, std::int64_t rs, const float* pb) {
   const __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8);
   const float* rows[2] = {a0, a3};
 #pragma GCC unroll 6
@@ -77,45 +73,31 @@ __attribute__((target("avx2,fma"), always_inline)) inline void avx2_step(__m256 
   }
 }
 
-// kPacked: the A sliver is packed (rs = 1, cs = 6), so that its offsets are constants.
-template <bool kPacked>
-__attribute__((target("avx2,fma"))) void kernel_avx2_t(std::int64_t kc, SliverA a,
-                                                       const float* pb, float* c,
-                                                       std::int64_t ldc, bool first) {
+// Prefetches, measured (docs/design.md, Performance): C's tile is fetched for writing before the
+// products, so that its cache misses overlap them (Q Kᵀ writes a T x T matrix once, A V re-reads
+// its C once per block of k); and an A sliver read in place fetches the next sliver's rows (mr
+// rows down), a line per row every 16 steps, into L2 (locality 2), so that the first pass over
+// new rows of A does not wait for memory (into L1 it evicted the B sliver and did not pay).
+__attribute__((target("avx2,fma"))) void kernel_avx2(std::int64_t kc, SliverA a, const float* pb,
+                                                     float* c, std::int64_t ldc, bool first) {
   constexpr int kMr = 6, kNr = 16;
-  if (g_exp & 1) {
 #pragma GCC unroll 6
-    for (int r = 0; r < kMr; ++r) {
-      __builtin_prefetch(c + r * ldc, 1, 3);
-      __builtin_prefetch(c + r * ldc + kNr - 1, 1, 3);
-    }
-  }
-  if (g_exp & 16) {
-#pragma GCC unroll 6
-    for (int r = kMr; r < 2 * kMr; ++r) {
-      __builtin_prefetch(c + r * ldc, 1, 2);
-      __builtin_prefetch(c + r * ldc + kNr - 1, 1, 2);
-    }
+  for (int r = 0; r < kMr; ++r) {
+    __builtin_prefetch(c + r * ldc, 1, 3);
+    __builtin_prefetch(c + r * ldc + kNr - 1, 1, 3);
   }
   __m256 acc[kMr][2];
 #pragma GCC unroll 6
   for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  // Rows 0-2 and 3-5 from two pointers: a(r, p) at a_k[0], a_k[rs] and a_k[2 rs].
-  const std::int64_t rs = kPacked ? 1 : a.rs, cs = kPacked ? kMr : a.cs;
+  const std::int64_t rs = a.rs, cs = a.cs;
   const float* a0 = a.a;
   const float* a3 = a.a + 3 * rs;
+  // The steps p = 0, 1, ..., kc - 1 in order: each cell's chain of fmas is the header's.
   std::int64_t p = 0;
-  if (!kPacked && (g_exp & 4)) {
-    // The next sliver's rows (6 rs on), the line at this column, one kernel call ahead.
+  if (cs != kMr) {  // in place
     for (; p + 16 <= kc; p += 16) {
 #pragma GCC unroll 6
-      for (int r = 0; r < kMr; ++r) {
-        if (g_exp & 8) {
-          __builtin_prefetch(a0 + (g_dist * kMr + r) * rs, 0, 2);
-        } else {
-          __builtin_prefetch(a0 + (g_dist * kMr + r) * rs, 0, 3);
-        }
-      }
+      for (int r = 0; r < kMr; ++r) __builtin_prefetch(a0 + (kMr + r) * rs, 0, 2);
 #pragma GCC unroll 16
       for (int q = 0; q < 16; ++q, a0 += cs, a3 += cs, pb += kNr) avx2_step(acc, a0, a3, rs, pb);
     }
@@ -136,14 +118,6 @@ __attribute__((target("avx2,fma"))) void kernel_avx2_t(std::int64_t kc, SliverA 
     }
   }
 }
-void kernel_avx2(std::int64_t kc, SliverA a, const float* pb, float* c, std::int64_t ldc,
-                 bool first) {
-  if (a.rs == 1 && a.cs == 6) {
-    kernel_avx2_t<true>(kc, a, pb, c, ldc, first);
-  } else {
-    kernel_avx2_t<false>(kc, a, pb, c, ldc, first);
-  }
-}
 
 __attribute__((target("avx512f"))) void kernel_avx512(std::int64_t kc, SliverA a, const float* pb,
                                                       float* c, std::int64_t ldc, bool first) {
@@ -157,16 +131,15 @@ __attribute__((target("avx512f"))) void kernel_avx512(std::int64_t kc, SliverA a
   const float* a3 = a.a + 3 * rs;
   const float* a6 = a.a + 6 * rs;
   const float* a9 = a.a + 9 * rs;
-  if (g_exp & 1) {
+  // The prefetches of kernel_avx2, for 12 rows.
 #pragma GCC unroll 12
-    for (int r = 0; r < kMr; ++r) {
-      __builtin_prefetch(c + r * ldc, 1, 3);
-      __builtin_prefetch(c + r * ldc + kNr - 1, 1, 3);
-    }
+  for (int r = 0; r < kMr; ++r) {
+    __builtin_prefetch(c + r * ldc, 1, 3);
+    __builtin_prefetch(c + r * ldc + kNr - 1, 1, 3);
   }
-  const bool in_place = !(a.rs == 1 && a.cs == kMr);
+  const bool in_place = a.cs != kMr;
   for (std::int64_t p = 0; p < kc; ++p, a0 += a.cs, a3 += a.cs, a6 += a.cs, a9 += a.cs, pb += kNr) {
-    if ((g_exp & 4) && in_place && (p & 15) == 0) {
+    if (in_place && (p & 15) == 0) {
 #pragma GCC unroll 12
       for (int r = 0; r < kMr; ++r) __builtin_prefetch(a0 + (kMr + r) * rs, 0, 2);
     }
@@ -255,23 +228,6 @@ void pack_a_edge(const StridedMatrix& a, std::int64_t i0, std::int64_t rows, std
   }
 }
 
-// Rows [i0, i0 + mc) and columns [p0, p0 + kc) of a, as slivers of mr rows (rs = 1, cs = mr), the
-// rows past mc zero; sliver s at out + s * kc * mr.
-void pack_a(const StridedMatrix& a, std::int64_t i0, std::int64_t mc, std::int64_t p0,
-            std::int64_t kc, int mr, float* out) {
-  for (std::int64_t ir = 0; ir < mc; ir += mr, out += kc * mr) {
-    const std::int64_t rows = std::min<std::int64_t>(mr, mc - ir);
-    if (rows < mr || a.col_stride != 1) {
-      pack_a_edge(a, i0 + ir, rows, p0, kc, mr, out);
-      continue;
-    }
-    for (int r = 0; r < mr; ++r) {
-      const float* row = a.data + (i0 + ir + r) * a.row_stride + p0;
-      for (std::int64_t p = 0; p < kc; ++p) out[p * mr + r] = row[p];
-    }
-  }
-}
-
 // Rows [p0, p0 + kc) and columns [j0, j0 + nc) of b, as slivers of nr columns.
 void pack_b(const StridedMatrix& b, std::int64_t p0, std::int64_t kc, std::int64_t j0,
             std::int64_t nc, int nr, float* out) {
@@ -318,8 +274,7 @@ void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const PackedB& pb,
   const std::int64_t k = pb.k_end;
   const std::int64_t mc_max = std::min(ks.mc, round_up(r1 - r0, ks.mr));
   const std::int64_t nc_max = std::min(ks.nc, round_up(n, ks.nr));
-  const bool packs_a = (g_exp & 2) != 0 && ks.mr == 6;
-  AlignedFloats pa((packs_a ? mc_max : ks.mr) * kGemmBlockK), tile(ks.mr * ks.nr);
+  AlignedFloats pa(ks.mr * kGemmBlockK), tile(ks.mr * ks.nr);
   for (std::int64_t jc = 0; jc < n; jc += nc_max) {
     const std::int64_t nc = std::min(nc_max, n - jc);
     for (std::int64_t pc = pb.k_begin; pc < k; pc += kGemmBlockK) {
@@ -329,20 +284,15 @@ void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const PackedB& pb,
         const std::int64_t mc = std::min(mc_max, r1 - ic);
         // The last sliver of A, when it has fewer than mr rows, is packed with zero rows.
         const std::int64_t full = mc / ks.mr * ks.mr;
-        if (packs_a) {
-          pack_a(a, ic, mc, pc, kc, ks.mr, pa.data);
-        } else if (full < mc) {
-          pack_a_edge(a, ic + full, mc - full, pc, kc, ks.mr, pa.data);
-        }
+        if (full < mc) pack_a_edge(a, ic + full, mc - full, pc, kc, ks.mr, pa.data);
         const auto run_tile = [&](std::int64_t jr, std::int64_t ir) {
           const std::int64_t cols = std::min<std::int64_t>(ks.nr, nc - jr);
           const float* b_sliver = pb.sliver(pc, kc, jc + jr, ks.nr);
           const std::int64_t rows = std::min<std::int64_t>(ks.mr, mc - ir);
           const SliverA sliver =
-              packs_a         ? SliverA{pa.data + ir * kc, 1, ks.mr}
-              : rows == ks.mr ? SliverA{a.data + (ic + ir) * a.row_stride + pc * a.col_stride,
-                                        a.row_stride, a.col_stride}
-                              : SliverA{pa.data, 1, ks.mr};
+              rows == ks.mr ? SliverA{a.data + (ic + ir) * a.row_stride + pc * a.col_stride,
+                                      a.row_stride, a.col_stride}
+                            : SliverA{pa.data, 1, ks.mr};
           float* out_tile = c + (ic + ir) * ldc + jc + jr;
           if (rows == ks.mr && cols == ks.nr) {
             ks.run(kc, sliver, b_sliver, out_tile, ldc, first);
@@ -361,14 +311,12 @@ void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const PackedB& pb,
             }
           }
         };
-        if (g_exp & 32) {
-          for (std::int64_t ir = 0; ir < mc; ir += ks.mr) {
-            for (std::int64_t jr = 0; jr < nc; jr += ks.nr) run_tile(jr, ir);
-          }
-        } else {
-          for (std::int64_t jr = 0; jr < nc; jr += ks.nr) {
-            for (std::int64_t ir = 0; ir < mc; ir += ks.mr) run_tile(jr, ir);
-          }
+        // An A sliver (in L1) against each B sliver of the block in turn (from L2, or L3 when
+        // B is wide): C is written along rows, where jr inside ir wrote it down columns of
+        // tiles, a miss per row (measured: Q Kᵀ, whose T x T output is written once, 3-7 points
+        // of the peak faster; the other shapes the same within the noise).
+        for (std::int64_t ir = 0; ir < mc; ir += ks.mr) {
+          for (std::int64_t jr = 0; jr < nc; jr += ks.nr) run_tile(jr, ir);
         }
       }
     }
@@ -392,15 +340,7 @@ std::string_view gemm_isa_name() {
 
 void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std::int64_t ldc,
                   int threads, GemmIsa isa) {
-  static const bool init = [] {
-    if (const char* e = std::getenv("GEMM_EXP")) g_exp = std::atoi(e);
-    if (const char* e = std::getenv("GEMM_DIST")) g_dist = std::atoi(e);
-    return true;
-  }();
-  (void)init;
-  KernelShape ks = shape_for(isa);
-  if (const char* e = std::getenv("GEMM_MC")) ks.mc = std::atoi(e);
-  if (const char* e = std::getenv("GEMM_NC")) ks.nc = std::atoi(e);
+  const KernelShape& ks = shape_for(isa);
   const std::int64_t m = a.rows, n = b.cols, k = a.cols;
   if (k == 0) {
     for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
