@@ -478,7 +478,9 @@ def section_peak(long_results, tmp, reps):
 
 
 def section_kernel(binary, Ts, peak):
-    """The blocked product alone on the attention's shapes, in steady state (attn_gemm_bench)."""
+    """The blocked product alone on the attention's shapes, in steady state (attn_gemm_bench), on
+    each ISA the CPU runs (AVX-512 and AVX2), each against its own vector width's FMA peak, which
+    the bench measures itself (`peak` is not used)."""
     bench = os.path.join(os.path.dirname(os.path.dirname(binary)), "tests", "attn_gemm_bench")
     print("\n== 5. The blocked matrix product alone, steady state (%s) ==" % os.path.relpath(bench, REPO))
     if not os.access(bench, os.X_OK):
@@ -488,12 +490,19 @@ def section_kernel(binary, Ts, peak):
     for threads in (1, 2):
         out = subprocess.run([bench, str(threads)] + [str(t) for t in Ts], stdout=subprocess.PIPE,
                              check=True, text=True, env=thread_env(threads)).stdout
-        for line in out.splitlines()[1:]:
+        lines = out.splitlines()
+        if threads == 1:
+            print(lines[0])  # the FMA peak per core of each ISA the bench measured
+        # "avx2 T=512 X W_q (...): 0.123 ms 120.0 GFLOP/s 88.8 % of peak (min 118.1 max 121.3 GFLOP/s)"
+        for line in lines[2:]:
             head, rate = line.rsplit(": ", 1)
-            g = float(rate.split()[-2])
-            fractions.append(g / threads / peak)
-            rows.append([head, threads, "%.1f" % g, "%.0f%%" % (100 * g / threads / peak)])
-    print_table(["product", "thr", "GFLOP/s", "of FMA peak per thread"], rows)
+            words = rate.split()
+            g, frac = float(words[2]), float(words[4]) / 100
+            if threads == 1:
+                fractions.append(frac)  # the target is for one thread
+            rows.append([head, threads, "%.1f" % g, "%.0f%%" % (100 * frac),
+                         " ".join(words[8:12]).lstrip("(")])
+    print_table(["isa, product", "thr", "GFLOP/s", "of its ISA's FMA peak per thread", "spread (GFLOP/s)"], rows)
     print("(each product repeated 22 times on the same inputs, median of the last 21: warm caches,")
     print(" an output matrix already in memory, the worker threads awake)")
     return fractions
@@ -586,8 +595,8 @@ def main():
           % (100 * max(fr), 100 * min(fr), "measured FMA peak" if fma else "BLAS throughput, not a peak",
              verdict(min(fr) >= 0.75)))
     if kernel:
-        print("the blocked product alone >= 75%% of FMA peak per thread: %d of %d shapes (best %.0f%%, worst %.0f%%)"
-              % (sum(f >= 0.75 for f in kernel), len(kernel), 100 * max(kernel), 100 * min(kernel)))
+        print("the blocked product alone >= 85%% of its ISA's FMA peak on one thread: %d of %d (best %.0f%%, worst %.0f%%)"
+              % (sum(f >= 0.85 for f in kernel), len(kernel), 100 * max(kernel), 100 * min(kernel)))
 
 if __name__ == "__main__":
     main()

@@ -22,7 +22,9 @@ namespace {
 // threads share it. A is read in place, MR rows at a time (copying it cost a third of the time
 // when B is only 128 wide), except a last sliver of fewer than MR rows, which is copied with zero
 // rows below it. The loops walk C in blocks of mc rows and nc columns, so that the A rows and the
-// B slivers in use stay in the L2 and L3 caches.
+// B slivers in use stay in the L2 and L3 caches. The order of the loops over cells does not change
+// any cell's arithmetic: for each cell, the blocks of k are still summed in order, each by one
+// call of the micro-kernel.
 
 // A micro-kernel: s (MR x NR) = an A sliver @ the packed B sliver, each cell a chain of fmas over
 // the kc products in order, starting from 0; then c = s (first) or c = c + s, for the MR x NR
@@ -57,26 +59,51 @@ void kernel_generic(std::int64_t kc, SliverA a, const float* pb, float* c, std::
 }
 
 #ifdef ATTN_GEMM_X86
+// One step of the 6 x 16 product: acc(r, :) = fma(a(r, p), b(p, :), acc(r, :)) for the 6 rows;
+// rows 0-2 at a0, a0 + rs, a0 + 2 rs, rows 3-5 the same from a3; b(p, :) at pb.
+__attribute__((target("avx2,fma"), always_inline)) inline void avx2_step(
+    __m256 (&acc)[6][2], const float* a0, const float* a3, std::int64_t rs, const float* pb) {
+  const __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8);
+  const float* rows[2] = {a0, a3};
+#pragma GCC unroll 6
+  for (int r = 0; r < 6; ++r) {
+    const __m256 av = _mm256_broadcast_ss(rows[r / 3] + (r % 3) * rs);
+    acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+    acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+  }
+}
+
+// Prefetches, measured (docs/design.md, Performance): C's tile is fetched for writing before the
+// products, so that its cache misses overlap them (Q Kᵀ writes a T x T matrix once, A V re-reads
+// its C once per block of k); and an A sliver read in place fetches the next sliver's rows (mr
+// rows down), a line per row every 16 steps, into L2 (locality 2), so that the first pass over
+// new rows of A does not wait for memory (into L1 it evicted the B sliver and did not pay).
 __attribute__((target("avx2,fma"))) void kernel_avx2(std::int64_t kc, SliverA a, const float* pb,
                                                      float* c, std::int64_t ldc, bool first) {
   constexpr int kMr = 6, kNr = 16;
+#pragma GCC unroll 6
+  for (int r = 0; r < kMr; ++r) {
+    __builtin_prefetch(c + r * ldc, 1, 3);
+    __builtin_prefetch(c + r * ldc + kNr - 1, 1, 3);
+  }
   __m256 acc[kMr][2];
 #pragma GCC unroll 6
   for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  // Rows 0-2 and 3-5 from two pointers: a(r, p) at a_k[0], a_k[rs] and a_k[2 rs].
+  const std::int64_t rs = a.rs, cs = a.cs;
   const float* a0 = a.a;
-  const float* a3 = a.a + 3 * a.rs;
-  const std::int64_t rs = a.rs;
-  for (std::int64_t p = 0; p < kc; ++p, a0 += a.cs, a3 += a.cs, pb += kNr) {
-    const __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8);
-    const float* rows[2] = {a0, a3};
+  const float* a3 = a.a + 3 * rs;
+  // The steps p = 0, 1, ..., kc - 1 in order: each cell's chain of fmas is the header's.
+  std::int64_t p = 0;
+  if (cs != kMr) {  // in place
+    for (; p + 16 <= kc; p += 16) {
 #pragma GCC unroll 6
-    for (int r = 0; r < kMr; ++r) {
-      const __m256 av = _mm256_broadcast_ss(rows[r / 3] + (r % 3) * rs);
-      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+      for (int r = 0; r < kMr; ++r) __builtin_prefetch(a0 + (kMr + r) * rs, 0, 2);
+#pragma GCC unroll 16
+      for (int q = 0; q < 16; ++q, a0 += cs, a3 += cs, pb += kNr) avx2_step(acc, a0, a3, rs, pb);
     }
   }
+#pragma GCC unroll 4
+  for (; p < kc; ++p, a0 += cs, a3 += cs, pb += kNr) avx2_step(acc, a0, a3, rs, pb);
   if (first) {
 #pragma GCC unroll 6
     for (int r = 0; r < kMr; ++r) {
@@ -104,7 +131,18 @@ __attribute__((target("avx512f"))) void kernel_avx512(std::int64_t kc, SliverA a
   const float* a3 = a.a + 3 * rs;
   const float* a6 = a.a + 6 * rs;
   const float* a9 = a.a + 9 * rs;
+  // The prefetches of kernel_avx2, for 12 rows.
+#pragma GCC unroll 12
+  for (int r = 0; r < kMr; ++r) {
+    __builtin_prefetch(c + r * ldc, 1, 3);
+    __builtin_prefetch(c + r * ldc + kNr - 1, 1, 3);
+  }
+  const bool in_place = a.cs != kMr;
   for (std::int64_t p = 0; p < kc; ++p, a0 += a.cs, a3 += a.cs, a6 += a.cs, a9 += a.cs, pb += kNr) {
+    if (in_place && (p & 15) == 0) {
+#pragma GCC unroll 12
+      for (int r = 0; r < kMr; ++r) __builtin_prefetch(a0 + (kMr + r) * rs, 0, 2);
+    }
     const __m512 b0 = _mm512_loadu_ps(pb), b1 = _mm512_loadu_ps(pb + 16);
     const float* rows[4] = {a0, a3, a6, a9};
 #pragma GCC unroll 12
@@ -247,32 +285,45 @@ void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const PackedB& pb,
         // The last sliver of A, when it has fewer than mr rows, is packed with zero rows.
         const std::int64_t full = mc / ks.mr * ks.mr;
         if (full < mc) pack_a_edge(a, ic + full, mc - full, pc, kc, ks.mr, pa.data);
-        for (std::int64_t jr = 0; jr < nc; jr += ks.nr) {
+        const auto run_tile = [&](std::int64_t jr, std::int64_t ir) {
           const std::int64_t cols = std::min<std::int64_t>(ks.nr, nc - jr);
           const float* b_sliver = pb.sliver(pc, kc, jc + jr, ks.nr);
+          const std::int64_t rows = std::min<std::int64_t>(ks.mr, mc - ir);
+          const SliverA sliver =
+              rows == ks.mr ? SliverA{a.data + (ic + ir) * a.row_stride + pc * a.col_stride,
+                                      a.row_stride, a.col_stride}
+                            : SliverA{pa.data, 1, ks.mr};
+          float* out_tile = c + (ic + ir) * ldc + jc + jr;
+          if (rows == ks.mr && cols == ks.nr) {
+            ks.run(kc, sliver, b_sliver, out_tile, ldc, first);
+            return;
+          }
+          // An edge tile: computed whole into `tile`, then its cells inside c merged the same
+          // way: c = s_0 for the first block of k, then c = c + s_b for each later one.
+          ks.run(kc, sliver, b_sliver, tile.data, ks.nr, true);
+          for (std::int64_t r = 0; r < rows; ++r) {
+            float* out = out_tile + r * ldc;
+            const float* s = tile.data + r * ks.nr;
+            if (first) {
+              for (std::int64_t j = 0; j < cols; ++j) out[j] = s[j];
+            } else {
+              for (std::int64_t j = 0; j < cols; ++j) out[j] = out[j] + s[j];
+            }
+          }
+        };
+        if (k <= kGemmBlockK) {
+          // One block of k, so each tile of C is written once (Q Kᵀ, T x T): an A sliver (in
+          // L1) against the block's B slivers in turn (from L2 or L3), so that C is written
+          // along rows. Measured 3-15 points of the peak faster on Q Kᵀ than the order below,
+          // which writes C down columns of tiles, a miss per row; but 2 points slower on
+          // X W_q, where it reads the larger B sliver (kc x NR) from L2 for each tile.
           for (std::int64_t ir = 0; ir < mc; ir += ks.mr) {
-            const std::int64_t rows = std::min<std::int64_t>(ks.mr, mc - ir);
-            const SliverA sliver =
-                rows == ks.mr ? SliverA{a.data + (ic + ir) * a.row_stride + pc * a.col_stride,
-                                        a.row_stride, a.col_stride}
-                              : SliverA{pa.data, 1, ks.mr};
-            float* out_tile = c + (ic + ir) * ldc + jc + jr;
-            if (rows == ks.mr && cols == ks.nr) {
-              ks.run(kc, sliver, b_sliver, out_tile, ldc, first);
-              continue;
-            }
-            // An edge tile: computed whole into `tile`, then its cells inside c merged the same
-            // way: c = s_0 for the first block of k, then c = c + s_b for each later one.
-            ks.run(kc, sliver, b_sliver, tile.data, ks.nr, true);
-            for (std::int64_t r = 0; r < rows; ++r) {
-              float* out = out_tile + r * ldc;
-              const float* s = tile.data + r * ks.nr;
-              if (first) {
-                for (std::int64_t j = 0; j < cols; ++j) out[j] = s[j];
-              } else {
-                for (std::int64_t j = 0; j < cols; ++j) out[j] = out[j] + s[j];
-              }
-            }
+            for (std::int64_t jr = 0; jr < nc; jr += ks.nr) run_tile(jr, ir);
+          }
+        } else {
+          // A B sliver (in L1) against the block's A slivers in turn (from L2), as in BLIS.
+          for (std::int64_t jr = 0; jr < nc; jr += ks.nr) {
+            for (std::int64_t ir = 0; ir < mc; ir += ks.mr) run_tile(jr, ir);
           }
         }
       }
