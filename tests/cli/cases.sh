@@ -170,6 +170,12 @@ case_expect_equal() {
   [ "$(cat "$work/status")" = 0 ] && cmp -s "$golden_dir/csv_context.txt" "$work/stdout" &&
     [ "$(cat "$work/stderr")" = "equal: 1 step, 24 cells, all within atol 1e-08, rtol 1e-05" ]
 }
+# --expect compares only the chosen steps, with the HTML page too (whose trace keeps every step).
+case_expect_html_chosen_steps() {
+  run --expect data/traces/walkthrough.json --steps omega --format html
+  [ "$(cat "$work/status")" = 0 ] && [ "$(cat "$work/stderr")" = "equal: 1 step, 36 cells, all within atol 1e-08, rtol 1e-05" ] ||
+    { echo "FAIL: exit $(cat "$work/status")"; cat "$work/stderr"; return 1; }
+}
 case_expect_different() {
   run --expect data/traces/walkthrough.json --torch-kernel default --atol 0 --rtol 0
   [ "$(cat "$work/status")" = 1 ] && cmp -s "$work/stdout" "$golden_dir/kernel_default.txt" &&
