@@ -9,34 +9,13 @@
 
 #include "attn/explain.hpp"
 #include "attn/render_json.hpp"
+#include "attn/render_svg.hpp"
 #include "render_common.hpp"
 #include "render_html_detail.hpp"
 
 namespace attn::html_detail {
 
-std::string escape_html(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (const char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string escape_html(std::string_view s) { return xml_escape(s); }
 
 std::string json_string(std::string_view s) {
   const std::string quoted =

@@ -21,7 +21,7 @@ std::string_view lesson_html();
 std::string_view lesson_css();
 std::string_view lesson_js();
 
-// Text for HTML: & < > " escaped.
+// Text for HTML: & < > " ' escaped, as the SVG figures escape it (xml_escape).
 std::string escape_html(std::string_view s);
 // A JSON string literal, with "</" written "<\/" so that it cannot end a <script>.
 std::string json_string(std::string_view s);
