@@ -5,6 +5,7 @@
 # closing fence, must be exactly its output (stdout, then stderr).
 # ATTN_UPDATE_DOCS=1 rewrites the samples in place from the binary instead of comparing.
 set -uo pipefail
+unset COLUMNS  # the samples are as printed into a pipe: 80 columns (a sample sets COLUMNS itself)
 bindir=$(cd "$(dirname "$1")" && pwd)
 shift
 root=$(cd "$(dirname "$0")/../.." && pwd)

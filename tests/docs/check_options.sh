@@ -6,6 +6,7 @@
 # Usage: check_options.sh ATTN_TRACE_DOCS GENERATED_DIR CLI_MD
 # ATTN_UPDATE_DOCS=1 rewrites the table in docs/cli.md instead of comparing.
 set -uo pipefail
+unset COLUMNS  # the help is as printed into a pipe: 80 columns
 docs_tool=$1 generated=$2 cli_md=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
