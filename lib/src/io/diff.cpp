@@ -263,10 +263,10 @@ DiffResult diff_traces(const TraceDocument& a, const TraceDocument& b, const Dif
     result.report += fmt::format("equal: {}, {}, all within {}\n", count(a.steps.size(), "step"),
                                  count(cells, "cell"), tolerance);
   } else {
-    result.report += fmt::format(
-        "different: {} of {} differ, in {} of {}; {} in only one trace ({})\n", differing_cells,
-        count(cells, "cell"), differing_steps, count(a.steps.size(), "step"),
-        count(missing, "step"), tolerance);
+    result.report +=
+        fmt::format("different: {} of {} differ, in {} of {}; {} in only one trace ({})\n",
+                    differing_cells, count(cells, "cell"), differing_steps,
+                    count(a.steps.size(), "step"), count(missing, "step"), tolerance);
   }
   return result;
 }

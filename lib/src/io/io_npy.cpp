@@ -201,7 +201,7 @@ std::string npy_bytes(const Matrix& m, bool vector) {
     throw Error(fmt::format("npy_bytes: a vector is one row; the matrix has {} rows", m.rows()));
   }
   std::string out = npy_header(vector ? std::vector<std::int64_t>{m.cols()}
-                                       : std::vector<std::int64_t>{m.rows(), m.cols()});
+                                      : std::vector<std::int64_t>{m.rows(), m.cols()});
   out.reserve(out.size() + 4 * static_cast<std::size_t>(m.size()));
   for (Eigen::Index i = 0; i < m.size(); ++i) {
     store_le(out, std::bit_cast<std::uint32_t>(m.data()[i]));

@@ -89,6 +89,25 @@ std::string render_text(const Trace& trace, const TextOptions& options) {
   return out;
 }
 
+namespace {
+
+// q_i · k_j written out, "0.5667 × 0.1920 + 1.8269 × 0.6467", the first 8 products and a count
+// of the rest, broken between products at 80 columns.
+std::string dot_product_terms(const Matrix& q, const Matrix& k, Eigen::Index qi, Eigen::Index ki,
+                              int precision) {
+  std::vector<std::string> terms;
+  constexpr Eigen::Index kMaxTerms = 8;
+  for (Eigen::Index j = 0; j < std::min(q.cols(), kMaxTerms); ++j) {
+    terms.push_back(number(q(qi, j), precision) + " × " + number(k(ki, j), precision));
+  }
+  if (q.cols() > kMaxTerms) {
+    terms.push_back(fmt::format("⋯ ({} more terms)", q.cols() - kMaxTerms));
+  }
+  return wrap_items("", terms, " + ", "  ");
+}
+
+}  // namespace
+
 std::int64_t default_path_key(const Trace& trace) {
   const auto t_k = static_cast<std::int64_t>(trace.key_sentence(0).words.size());
   return std::min<std::int64_t>(5, t_k);
@@ -177,14 +196,6 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
       if (!split) projections(head, "");
       // One dot product written out, as the walkthrough does for its omega_24.
       const Matrix& omega = trace.step(StepKind::kOmega, head, batch).values;
-      std::vector<std::string> terms;
-      constexpr Eigen::Index kMaxTerms = 8;
-      for (Eigen::Index j = 0; j < std::min(q.cols(), kMaxTerms); ++j) {
-        terms.push_back(number(q(qi, j), p) + " × " + number(k(ki, j), p));
-      }
-      if (q.cols() > kMaxTerms) {
-        terms.push_back(fmt::format("⋯ ({} more terms)", q.cols() - kMaxTerms));
-      }
       // The walkthrough counts tokens from 1 but indexes keys from 0: its omega_24 is
       // query_2.dot(keys[4]), the key of the 5th token.
       out += '\n';
@@ -194,7 +205,7 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
           sub2("ω", query, key), q_q, sup("k", key), split ? " (this head's columns)" : "", key,
           python_str_repr(ks.words[ki]), q_index, k_index,
           walkthrough && key == 5 ? " (the walkthrough's omega_24 = query_2.dot(keys[4]))" : ""));
-      out += wrap_items("", terms, " + ", "  ") +
+      out += dot_product_terms(q, k, qi, ki, p) +
              fmt::format(" = {}\n", number(omega(qi, ki), p, false));
       item(with_keys(
                fmt::format("ω{} = {} Kᵀ: its score for every key{}", w_sub, q_q, named("omega_2"))),
