@@ -470,8 +470,11 @@ class Progress {
     std::string where;
     if (s.batch) where += fmt::format("sentence {}, ", *s.batch + 1);
     if (s.head) where += fmt::format("head {}/{}, ", *s.head + 1, heads_);
-    std::fprintf(stderr, "\r\x1b[Kattn-trace: %s%s done (%.1f s)", where.c_str(), s.id.c_str(),
-                 elapsed);
+    const std::int64_t rows = s.shape.size() >= 2 ? s.shape[s.shape.size() - 2] : 0;
+    const std::string done = s.rows_done < rows ? fmt::format("rows {}/{}", s.rows_done, rows)
+                                                : std::string("done");
+    std::fprintf(stderr, "\r\x1b[Kattn-trace: %s%s %s (%.1f s)", where.c_str(), s.id.c_str(),
+                 done.c_str(), elapsed);
     std::fflush(stderr);
     printed_ = true;
   }
@@ -516,12 +519,13 @@ Outcome run(Options& o) {
   std::string lines, attention;
   if (stream_summary) {
     config.release_scores = true;
+    config.stream_scores = true;
     config.on_step = [&](const Step& s) {
       if (!o.steps.empty() && std::find(o.steps.begin(), o.steps.end(), s.id) == o.steps.end()) {
         return;
       }
       lines += summary_step_line(s, config.threads);
-      attention += summary_attention(s, 5, config.threads);
+      attention += summary_attention(s, kSummaryQueries, config.threads);
     };
   }
   Trace trace = run_trace(config);
@@ -550,7 +554,7 @@ Outcome run(Options& o) {
     outcome.out = render_markdown(trace, o.text);
   } else if (o.format == OutputFormat::kSummary) {
     outcome.out = stream_summary ? summary_head(trace) + lines + attention
-                                 : render_summary(trace, 5, config.threads);
+                                 : render_summary(trace, kSummaryQueries, config.threads);
   } else if (o.format == OutputFormat::kSvg) {
     outcome.out = render_svg(trace, SvgOptions{o.text.precision});
   } else if (o.format == OutputFormat::kHeatmap) {

@@ -126,3 +126,61 @@ TEST_CASE("auto takes the blocked kernel from 2^20 multiply-adds") {
         MatmulKernel::kReference);
   CHECK(attn::matmul_kernel_for(MatmulKernel::kBlocked, 1, 1, 1) == MatmulKernel::kBlocked);
 }
+
+TEST_CASE("B packed once gives every block of rows the bits of the whole product") {
+  // A head's keys packed once, its queries a block of rows at a time: each block's cells are the
+  // whole product's, on every ISA, for blocks that do not divide the rows, and with B transposed.
+  const std::vector<std::array<Eigen::Index, 3>> shapes = {
+      {1, 1, 1}, {13, 33, 257}, {50, 70, 128}, {31, 17, 600}, {4, 9, 0}};
+  std::uint32_t seed = 40;
+  for (const auto& [m, n, k] : shapes) {
+    const Matrix a = random_matrix(m, k, seed++), b = random_matrix(k, n, seed++);
+    const Matrix b_rows_t = b.transpose();  // (n, k): read as bᵀ in place
+    for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
+      if (!attn::gemm_isa_supported(isa)) continue;
+      const Matrix want = run(a, b, 1, isa);
+      const attn::GemmPackedB packed({b.data(), k, n, n, 1}, 2, isa);
+      const attn::GemmPackedB packed_t({b_rows_t.data(), k, n, 1, k}, 1, isa);
+      CHECK(packed.rows() == k);
+      CHECK(packed.cols() == n);
+      for (Eigen::Index rows : {Eigen::Index{1}, Eigen::Index{5}, Eigen::Index{7}, m}) {
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(k);
+        CAPTURE(static_cast<int>(isa));
+        CAPTURE(rows);
+        Matrix c(m, n), c_t(m, n);
+        for (Eigen::Index first = 0; first < m; first += rows) {
+          const Eigen::Index count = std::min(rows, m - first);
+          const StridedMatrix block{a.data() + first * k, count, k, k, 1};
+          attn::gemm_blocked(block, packed, c.data() + first * n, n, 2);
+          attn::gemm_blocked(block, packed_t, c_t.data() + first * n, n, 1);
+        }
+        CHECK(same_bits(c, want));
+        CHECK(same_bits(c_t, want));
+      }
+    }
+  }
+}
+
+TEST_CASE("a product prepared for blocks of rows keeps the whole product's kernel and bits") {
+  using attn::MatmulKernel;
+  const Matrix q = random_matrix(300, 64, 51), k = random_matrix(280, 64, 52);
+  const Matrix v = random_matrix(280, 48, 53);
+  for (MatmulKernel kernel : {MatmulKernel::kAuto, MatmulKernel::kReference, MatmulKernel::kBlocked}) {
+    CAPTURE(static_cast<int>(kernel));
+    const Matrix omega = attn::omega_scores(q, k, 2, kernel);
+    const attn::RowBlockProduct keys(k, /*transposed=*/true, q.rows(), kernel, 2);
+    const attn::RowBlockProduct values(v, /*transposed=*/false, q.rows(), kernel, 2);
+    // auto decides by the whole product (300 x 64 by 64 x 280 is over 2^20), not by a block's.
+    CHECK(keys.kernel() == attn::matmul_kernel_for(kernel, 300, 280, 64));
+    Matrix blocks(300, 280), z(300, 48);
+    for (Eigen::Index first = 0; first < 300; first += 7) {
+      const Eigen::Index count = std::min<Eigen::Index>(7, 300 - first);
+      blocks.middleRows(first, count) = keys.rows(q, first, count, 2);
+      z.middleRows(first, count) = values.rows(omega, first, count, 1);
+    }
+    CHECK(same_bits(blocks, omega));
+    CHECK(same_bits(z, attn::context_vectors(omega, v, 1, kernel)));
+  }
+}

@@ -67,6 +67,73 @@ TEST_CASE("the summary of a run that frees its scores head by head is the same t
   }
 }
 
+TEST_CASE("a summary computed a block of query rows at a time is the same text and the same bits") {
+  // --format summary of a long input: the (T, T_k) steps are never held whole, each keeps its
+  // digest; every other step is assembled row by row. Blocks of 1, 5 and 7 rows (which do not
+  // divide T) and the automatic size.
+  std::vector<attn::TraceConfig> configs(9);
+  configs[1].causal = true;
+  configs[2].softmax_steps = true;
+  configs[3].sentences = {"Life is short, eat dessert first", "a b c"};  // padded: masked
+  configs[3].heads = 2;
+  configs[4].heads = 3;
+  configs[4].multihead = attn::MultiheadForm::kSplit;
+  configs[4].d_kq = configs[4].d_v = 6;
+  configs[5].cross = "dessert comes first";
+  configs[5].causal = true;
+  configs[6].sentences = {"a b c d e f g", "x y"};
+  configs[6].causal = true;
+  configs[6].softmax_steps = true;
+  configs[6].masked_rows = attn::MaskedRows::kZero;
+  std::string words;
+  for (int i = 0; i < 300; ++i) words += fmt::format("w{} ", i);
+  for (std::size_t i : {7u, 8u}) {
+    configs[i].sentences = {words};
+    configs[i].vocab_size = 300;
+    configs[i].d_in = 64;
+    configs[i].d_kq = configs[i].d_v = 64;  // every product is blocked
+    configs[i].threads = 2;
+  }
+  configs[8].causal = true;
+  configs[8].heads = 2;
+  configs[8].init = attn::WeightInit::kLinear;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const attn::Trace whole = attn::run_trace(configs[i]);
+    for (std::int64_t rows : {0, 1, 5, 7}) {
+      CAPTURE(i);
+      CAPTURE(rows);
+      attn::TraceConfig streamed = configs[i];
+      std::string lines, attention;
+      streamed.release_scores = true;
+      streamed.stream_scores = true;
+      streamed.score_block_rows = rows;
+      streamed.on_step = [&](const attn::Step& s) {
+        lines += attn::summary_step_line(s, 2);
+        attention += attn::summary_attention(s, 5, 2);
+      };
+      const attn::Trace blocked = attn::run_trace(streamed);
+      CHECK(attn::summary_head(blocked) + lines + attention == attn::render_summary(whole));
+      CHECK(attn::render_summary(blocked) == attn::render_summary(whole));
+      REQUIRE(blocked.steps.size() == whole.steps.size());
+      for (std::size_t k = 0; k < whole.steps.size(); ++k) {
+        const attn::Step &a = blocked.steps[k], &b = whole.steps[k];
+        CAPTURE(b.id);
+        CHECK(a.shape == b.shape);
+        CHECK(a.row_labels == b.row_labels);
+        CHECK(a.note == b.note);
+        if (b.columns_are_keys) {
+          CHECK(a.values.size() == 0);
+          REQUIRE(a.digest != nullptr);
+          CHECK(a.digest->statistics.checksum == attn::xxh3_64(b.values));
+        } else {
+          CHECK(a.digest == nullptr);
+          CHECK(attn::xxh3_64(a.values) == attn::xxh3_64(b.values));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("the most-attended keys name labels from a file escaped") {
   const std::string out = attn::render_summary(attn::test::hostile_trace(), 2);
   CHECK_FALSE(attn::test::has_raw_control(out));

@@ -11,6 +11,7 @@
 // docs/design.md for the bound and the test).
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 namespace attn {
@@ -44,5 +45,32 @@ std::string_view gemm_isa_name();
 // the split nor on the isa.
 void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std::int64_t ldc,
                   int threads, GemmIsa isa = GemmIsa::kBest);
+
+// B packed once, for many products a @ b whose a differ: a head's keys or values against its
+// queries' rows, block by block. gemm_blocked packs B anew for each product, which for a block of
+// a few rows costs as much as the block's arithmetic.
+class GemmPackedB {
+ public:
+  // Copies b (every block of its rows) for the code `isa` picks; on up to `threads` threads.
+  // Requires: `isa` is supported.
+  GemmPackedB(const StridedMatrix& b, int threads, GemmIsa isa = GemmIsa::kBest);
+  ~GemmPackedB();
+  GemmPackedB(GemmPackedB&&) noexcept;
+  GemmPackedB& operator=(GemmPackedB&&) noexcept;
+
+  std::int64_t rows() const;
+  std::int64_t cols() const;
+
+  struct Packed;  // the slivers, and the code they are packed for
+  const Packed& packed() const { return *packed_; }
+
+ private:
+  std::unique_ptr<Packed> packed_;
+};
+
+// c = a @ b for a packed b: the same bits as gemm_blocked with b itself.
+// Requires: a.cols == b.rows(); c as for gemm_blocked.
+void gemm_blocked(const StridedMatrix& a, const GemmPackedB& b, float* c, std::int64_t ldc,
+                  int threads);
 
 }  // namespace attn

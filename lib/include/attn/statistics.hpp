@@ -4,6 +4,8 @@
 // most-attended keys, and each step's time and rate. Computed here; the renderers only format.
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,34 @@ struct AttentionGlance {
   std::vector<Query> queries;
 };
 AttentionGlance attention_glance(const Matrix& weights, std::int64_t queries, int threads = 1);
+
+// The queries whose most-attended keys the summary lists.
+inline constexpr std::int64_t kSummaryQueries = 5;
+
+// What a step computed rows at a time keeps of its values instead of them (Step::digest): the
+// same numbers that matrix_statistics and, for attention weights, attention_glance give of the
+// whole matrix.
+struct StepDigest {
+  Eigen::Index rows = 0, cols = 0;
+  MatrixStatistics statistics;
+  std::optional<AttentionGlance> glance;  // for attention_weights
+};
+
+// Digests a matrix given a block of rows at a time, top to bottom.
+class RowDigester {
+ public:
+  // `glance_queries`: the first queries whose most-attended keys are kept; none without a glance.
+  explicit RowDigester(std::optional<std::int64_t> glance_queries = std::nullopt);
+  ~RowDigester();
+  RowDigester(RowDigester&&) noexcept;
+  // The next rows; the same number of columns each time. Rows on up to `threads` threads.
+  void add(const Matrix& rows, int threads = 1);
+  StepDigest finish() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // Each step's wall time and, for a matrix product, its rate; then the totals.
 struct StepTiming {

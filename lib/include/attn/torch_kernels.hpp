@@ -5,6 +5,7 @@
 // reference BLAS's matrix product. attention.cpp writes the lesson's math with these.
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "attn/matrix.hpp"
@@ -47,6 +48,32 @@ Matrix matmul(const Matrix& a, const Matrix& b, int threads = 1,
 // a @ bᵀ, reading b in place for the blocked kernel: (m, k) and (n, k) -> (m, n).
 Matrix matmul_transposed(const Matrix& a, const Matrix& b, int threads = 1,
                          MatmulKernel kernel = MatmulKernel::kReference);
+
+// A right-hand side prepared for products whose left-hand side comes in blocks of rows: a head's
+// keys against its queries, its values against its weights, on a long input. The kernel is the
+// one `kernel` means for the whole product of `rows` rows, and for the blocked kernel b is packed
+// once. Each block's product is the same bits as the same rows of the whole product.
+class RowBlockProduct {
+ public:
+  // b (k, n); or, `transposed`, b (n, k) standing for bᵀ. b is read until the object goes.
+  RowBlockProduct(const Matrix& b, bool transposed, Eigen::Index rows, MatmulKernel kernel,
+                  int threads);
+  ~RowBlockProduct();
+  RowBlockProduct(RowBlockProduct&&) noexcept;
+
+  // Rows [first, first + count) of a, times b (or bᵀ): (count, n).
+  // Requires: a.cols() is b's k; the rows lie inside a.
+  Matrix rows(const Matrix& a, Eigen::Index first, Eigen::Index count, int threads) const;
+  // The kernel that computes it: kReference or kBlocked.
+  MatmulKernel kernel() const { return kernel_; }
+
+ private:
+  const Matrix& b_;
+  bool transposed_;
+  MatmulKernel kernel_;
+  struct Packed;
+  std::unique_ptr<Packed> packed_;  // for kBlocked
+};
 
 // torch.exp on one float: SLEEF's expf_u10 (as PyTorch's AVX2 kernels vectorise it) for kAvx2,
 // the C library's expf for kDefault.

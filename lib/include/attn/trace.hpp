@@ -52,6 +52,7 @@ std::string_view matmul_name(MatmulKernel kernel);     // "auto", "reference", "
 MatmulKernel parse_matmul(std::string_view name);      // throws Error for any other name
 
 struct Step;
+struct StepDigest;  // statistics.hpp
 
 // A matrix the user gives instead of one the trace would compute or draw.
 struct GivenMatrix {
@@ -93,6 +94,13 @@ struct TraceConfig {
   // numbers (--format summary).
   std::function<void(const Step&)> on_step;
   bool release_scores = false;
+  // With release_scores: a head's steps are computed a block of query rows at a time, and its
+  // (T, T_k) steps are never held whole: each keeps its digest (Step::digest: statistics,
+  // checksum and, for the weights, their glance, the same numbers as of the whole matrix) and no
+  // values; the head's other steps are assembled row by row. `score_block_rows` rows a block;
+  // 0 chooses about 4 MiB of scores a block.
+  bool stream_scores = false;
+  std::int64_t score_block_rows = 0;
   // Called as each step is recorded, its values still in use: for a progress display.
   std::function<void(const Step&)> on_record;
   // Called with estimate_bytes() once the sentences' lengths are known, before anything large
@@ -135,6 +143,11 @@ struct Step {
   double seconds = 0.0;
   // For a matrix product (queries, keys, values, omega, context_vectors, output): m · n · k.
   double multiply_adds = 0.0;
+  // A step computed rows at a time (TraceConfig::stream_scores) whose values were never held
+  // whole: what is known of them. Its values are then 0 x 0.
+  std::shared_ptr<const StepDigest> digest;
+  // The rows computed so far: rows of the step, until it is complete (for a progress display).
+  std::int64_t rows_done = 0;
 };
 
 // One sentence of the input, as tokens and ids.
@@ -183,6 +196,10 @@ struct PlannedStep {
 // the plan.
 std::vector<PlannedStep> plan_steps(const TraceConfig& config, std::int64_t t_q, std::int64_t t_k,
                                     std::int64_t batch, bool padded);
+
+// The query rows of a block when a head's scores are computed rows at a time
+// (stream_scores): score_block_rows, or 0 for about 4 MiB of scores a block, a multiple of 48.
+std::int64_t score_block_rows(const TraceConfig& config, std::int64_t t_k);
 
 // The bytes a run of this plan holds: every planned step's float32 values (one head's scores
 // at a time with release_scores), times (4 + output_bytes_per_value).

@@ -5,10 +5,12 @@
 // layers. Internal to the library.
 
 #include <chrono>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "attn/statistics.hpp"
 #include "attn/steps.hpp"
 #include "attn/trace.hpp"
 
@@ -20,6 +22,9 @@ struct Labels {
   std::vector<std::string> cols = {};  // one per column, or none
   std::string note = {};
   std::string title = {};
+  // A note that reports the largest of some measure of the rows: `note` holds "{0:.1e}" where
+  // it goes. Rows at a time, the note gets the largest of every block's.
+  std::optional<float> largest = {};
 };
 
 // Records steps into a trace, adding the batch and head dimensions to their shapes where they
@@ -36,8 +41,16 @@ class Recorder {
                     Labels labels = {});
 
   // The last step is the product (m, k) @ (k, n): its size, for --timings, and its note when
-  // the blocked kernel computed it.
+  // the blocked kernel computed it. Rows at a time, m is the block's rows.
   void mark_product(Eigen::Index m, Eigen::Index n, Eigen::Index k);
+
+  // Rows at a time (TraceConfig::stream_scores): between begin_rows and end_rows, add() records
+  // rows [first, first + count) of the next steps, the same steps in the same order for every
+  // block, and returns the block's values. A step whose columns are keys keeps only its digest;
+  // any other is assembled row by row. The steps are complete, and flush() hands them on, after
+  // the last block (first + count == total).
+  void begin_rows(Eigen::Index first, Eigen::Index count, Eigen::Index total);
+  void end_rows();
 
   // Hands every step recorded since the last flush to config.on_step, in order; with
   // config.release_scores, then frees the values of those whose columns are keys (the (T, T)
@@ -49,6 +62,8 @@ class Recorder {
   Matrix flush_take() { return hand_on(true); }
 
   const TraceConfig& config() const { return trace_.config; }
+  // The last step recorded.
+  const Step& last() const { return trace_.steps.back(); }
 
   // The steps to record from here on, in order: add() refuses (as a bug) a step that is not the
   // next one planned, so the plan that the memory estimate adds up is the one that allocates.
@@ -56,6 +71,19 @@ class Recorder {
 
  private:
   Matrix hand_on(bool take_last);
+  const Matrix& add_rows(Step& s, Matrix values, const Labels& labels);
+
+  // The block being recorded (begin_rows): its rows, and the steps it adds to, in order.
+  struct Block {
+    Eigen::Index first = 0, count = 0, total = 0;
+    std::size_t next = 0;            // the position of the next add() in the block
+    std::vector<std::size_t> steps;  // indices in trace_.steps
+    std::vector<RowDigester> digesters;
+    std::vector<std::string> notes;          // a `largest` note's text, before formatting
+    std::vector<std::optional<float>> largest;
+    std::deque<Matrix> values;               // this block's values, as add() returned them
+  };
+  std::optional<Block> block_;
 
   Trace& trace_;
   std::int64_t batch_size_;
@@ -66,8 +94,9 @@ class Recorder {
 };
 
 // Refuses a matrix with an inf or nan, naming `what`: given numbers can be so large that a
-// product overflows float32, and the overflow is reported where it happens.
-const Matrix& require_finite(const Matrix& m, const char* what);
+// product overflows float32, and the overflow is reported where it happens. `first_row`: the
+// row of the whole that is m's first (m a block of rows).
+const Matrix& require_finite(const Matrix& m, const char* what, Eigen::Index first_row = 0);
 
 // --- tokenize and embed (lesson_inputs.cpp) ---------------------------------------------------
 
@@ -101,9 +130,17 @@ Weights draw_weights(Recorder& rec);
 // The mask of one batch item: causal, padding, or both.
 struct Mask {
   bool masked = false;  // a mask step is recorded
-  Matrix values;        // (T, T_k), 1 = masked; 0 x 0 when nothing is masked
+  // (T, T_k), 1 = masked; 0 x 0 when nothing is masked, or when the rows are computed a block
+  // at a time (then, in a block's Item, the block's rows).
+  Matrix values;
   std::string equation, note;
   std::vector<std::string> fully_masked;  // 1-based numbers of the rows that mask every key
+  // The rule: key j after query i (causal), or a padded query or key (i >= query_length or
+  // j >= key_length).
+  bool causal = false;
+  Eigen::Index t_q = 0, t_k = 0, query_length = 0, key_length = 0;
+  // Rows [first, first + count) of the (T, T_k) mask.
+  Matrix rows(Eigen::Index first, Eigen::Index count) const;
 };
 
 // One batch item: its tokens, its X, and its mask.

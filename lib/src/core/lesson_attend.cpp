@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "attn/attention.hpp"
@@ -33,19 +34,28 @@ struct Scores {
   const Matrix& scores;
 };
 
+// A head's inputs: Q, K, V, and which rows of Q this call attends. Rows at a time, the products
+// with K and V are prepared once for every block.
+struct HeadRows {
+  const Matrix &q, &k, &v;
+  Eigen::Index first, count;
+  const RowBlockProduct* omega = nullptr;    // Q_rows Kᵀ
+  const RowBlockProduct* context = nullptr;  // A_rows V
+};
+
 // ω = Q Kᵀ; then, when there is a mask, the mask and the masked scores.
-Scores score(Recorder& rec, const Item& item, const Matrix& q, const Matrix& k,
-             std::optional<int> head) {
+Scores score(Recorder& rec, const Item& item, const HeadRows& h, std::optional<int> head) {
   const TraceConfig& c = rec.config();
   const Symbols s = symbols(c);
   const std::vector<std::string>& rows = item.queries.words;
   const std::vector<std::string>& cols = item.keys.words;
-  const Matrix& omega =
-      require_finite(rec.add(StepKind::kOmega, fmt::format("ω = {} {}ᵀ", s.q, s.k), {"T", t_k(c)},
-                             omega_scores(q, k, c.threads, c.matmul), item.index, head,
-                             {.rows = rows, .cols = cols}),
-                     "the scores ω");
-  rec.mark_product(q.rows(), k.rows(), q.cols());
+  const Matrix& omega = require_finite(
+      rec.add(StepKind::kOmega, fmt::format("ω = {} {}ᵀ", s.q, s.k), {"T", t_k(c)},
+              h.omega ? h.omega->rows(h.q, h.first, h.count, c.threads)
+                      : omega_scores(h.q, h.k, c.threads, c.matmul),
+              item.index, head, {.rows = rows, .cols = cols}),
+      "the scores ω", h.first);
+  rec.mark_product(h.count, h.k.rows(), h.q.cols());
   if (!item.mask.masked) return {omega, omega};
   rec.add(StepKind::kMask, item.mask.equation, {"T", t_k(c)}, item.mask.values, item.index, head,
           {.rows = rows, .cols = cols, .note = item.mask.note});
@@ -103,7 +113,8 @@ void record_weight_sums(Recorder& rec, const Item& item, const Matrix& a, std::o
           check, item.index, head,
           {.rows = item.queries.words,
            .cols = {"sum", "sum − 1"},
-           .note = fmt::format("the largest |sum − 1| is {:.1e}: float32 rounding", worst)});
+           .note = "the largest |sum − 1| is {0:.1e}: float32 rounding",
+           .largest = worst});
 }
 
 // The walkthrough's other way to mask: softmax without the mask, zero the masked weights, and
@@ -128,20 +139,31 @@ void causal_lesson(Recorder& rec, const Item& item, const Matrix& omega, const M
     if (std::isfinite(d)) worst = std::max(worst, d);
   }
   Labels note = labels;
-  note.note = fmt::format(
-      "the same weights as attention_weights: the largest difference is {:.1e}, float32 "
-      "rounding{}",
-      worst,
-      item.mask.fully_masked.empty()
-          ? std::string()
-          : fmt::format("; rows {} are all 0 after the mask, and 0 / 0 is nan",
-                        fmt::join(item.mask.fully_masked, ", ")));
+  note.note =
+      "the same weights as attention_weights: the largest difference is {0:.1e}, float32 "
+      "rounding" +
+      (item.mask.fully_masked.empty()
+           ? std::string()
+           : fmt::format("; rows {} are all 0 after the mask, and 0 / 0 is nan",
+                         fmt::join(item.mask.fully_masked, ", ")));
+  note.largest = worst;
   rec.add(StepKind::kRenormalizedWeights,
           std::string(step_info(StepKind::kRenormalizedWeights).equation), {"T", t_k(c)},
           renormalized, item.index, head, std::move(note));
 }
 
 }  // namespace
+
+Matrix Mask::rows(Eigen::Index first, Eigen::Index count) const {
+  Matrix m(count, t_k);  // rows of (T, T_k)
+  for (Eigen::Index r = 0; r < count; ++r) {
+    const Eigen::Index i = first + r;
+    for (Eigen::Index j = 0; j < t_k; ++j) {
+      m(r, j) = (causal && j > i) || i >= query_length || j >= key_length ? 1.0f : 0.0f;
+    }
+  }
+  return m;
+}
 
 Mask make_mask(const Trace& trace, const TokenizedSentence& queries,
                const TokenizedSentence& keys) {
@@ -151,15 +173,12 @@ Mask make_mask(const Trace& trace, const TokenizedSentence& queries,
   Mask m;
   m.masked = c.causal || trace.pad_id.has_value();
   if (!m.masked) return m;
-  m.values = c.causal ? causal_mask(t_q, t_kv) : Matrix(Matrix::Zero(t_q, t_kv));
-  if (trace.pad_id) {
-    // Padding: every pair whose query or key is the padding token.
-    for (Eigen::Index i = 0; i < t_q; ++i) {
-      for (Eigen::Index j = 0; j < t_kv; ++j) {
-        if (i >= queries.length || j >= keys.length) m.values(i, j) = 1.0f;
-      }
-    }
-  }
+  m.causal = c.causal;
+  m.t_q = t_q, m.t_k = t_kv;
+  // Padding: every pair whose query or key is the padding token.
+  m.query_length = trace.pad_id ? queries.length : t_q;
+  m.key_length = trace.pad_id ? keys.length : t_kv;
+  if (!c.stream_scores) m.values = m.rows(0, t_q);
   if (c.causal && trace.pad_id) {
     m.equation = "M = triu(ones(T, T), diagonal=1) | padding";
     m.note = "1 = masked: a key after the query, or a '<pad>' query or key";
@@ -171,10 +190,11 @@ Mask make_mask(const Trace& trace, const TokenizedSentence& queries,
     m.note = queries.length < t_q ? "1 = masked: every pair with a '<pad>' query or key"
                                   : "nothing is masked: this sentence has no padding";
   }
+  // A row masks every key when no key is both before it (causal) and a word (padding).
   for (Eigen::Index i = 0; i < t_q; ++i) {
-    if (t_kv > 0 && m.values.row(i).minCoeff() == 1.0f) {
-      m.fully_masked.push_back(std::to_string(i + 1));
-    }
+    const Eigen::Index before = m.causal ? std::min(i + 1, t_kv) : t_kv;
+    const Eigen::Index visible = i < m.query_length ? std::min(before, m.key_length) : 0;
+    if (t_kv > 0 && visible == 0) m.fully_masked.push_back(std::to_string(i + 1));
   }
   return m;
 }
@@ -205,14 +225,19 @@ Qkv project(Recorder& rec, const Item& item, const HeadWeights& w, std::optional
               "the values V")};
 }
 
-const Matrix& attend(Recorder& rec, const Item& item, const Matrix& q, const Matrix& k,
-                     const Matrix& v, std::int64_t d_k, std::optional<int> head) {
+namespace {
+
+// One head's attention over rows [h.first, h.first + h.count) of Q (item's queries are those
+// rows): ω, the mask, the scaling, the softmax (and its steps), the causal lesson's other way,
+// and the context vectors, whose values it returns.
+const Matrix& attend_rows(Recorder& rec, const Item& item, const HeadRows& h, std::int64_t d_k,
+                          std::optional<int> head) {
   const TraceConfig& c = rec.config();
   const Symbols s = symbols(c);
   const Labels labels{.rows = item.queries.words, .cols = item.keys.words};
   const std::string scores_name = item.mask.masked ? "masked ω" : "ω";
   // The steps live in a deque, so these references stay valid as later steps are added.
-  const Scores scores = score(rec, item, q, k, head);
+  const Scores scores = score(rec, item, h, head);
   // With release_scores and no causal lesson (which reads ω again), each step of the head's
   // scores is handed on as soon as the next one is computed, in its memory: one (T, T) matrix
   // per head instead of three.
@@ -237,12 +262,50 @@ const Matrix& attend(Recorder& rec, const Item& item, const Matrix& q, const Mat
               {"T", t_k(c)}, std::move(parts.weights), item.index, head, std::move(weight_labels));
   if (c.softmax_steps) record_weight_sums(rec, item, a, head);
   if (c.causal) causal_lesson(rec, item, scores.omega, a, d_k, head);
-  const Matrix& z =
-      rec.add(StepKind::kContextVectors, fmt::format("{} = A {}", s.z, s.v),
-              {"T", split_form(c) ? "d_head" : "d_v"}, context_vectors(a, v, c.threads, c.matmul),
-              item.index, head, {.rows = item.queries.words});
-  rec.mark_product(a.rows(), v.cols(), a.cols());
+  const Matrix& z = rec.add(
+      StepKind::kContextVectors, fmt::format("{} = A {}", s.z, s.v),
+      {"T", split_form(c) ? "d_head" : "d_v"},
+      h.context ? h.context->rows(a, 0, a.rows(), c.threads)
+                : context_vectors(a, h.v, c.threads, c.matmul),
+      item.index, head, {.rows = item.queries.words});
+  rec.mark_product(a.rows(), h.v.cols(), a.cols());
   return z;
+}
+
+// Words [first, first + count) of a sentence, and how many of them are words, not padding.
+TokenizedSentence sentence_rows(const TokenizedSentence& s, Eigen::Index first,
+                                Eigen::Index count) {
+  TokenizedSentence part;
+  part.words.assign(s.words.begin() + first, s.words.begin() + first + count);
+  if (s.ids.size() == s.words.size()) {  // a given X has labels and no ids
+    part.ids.assign(s.ids.begin() + first, s.ids.begin() + first + count);
+  }
+  part.length = std::clamp<std::int64_t>(s.length - first, 0, count);
+  return part;
+}
+
+}  // namespace
+
+const Matrix& attend(Recorder& rec, const Item& item, const Matrix& q, const Matrix& k,
+                     const Matrix& v, std::int64_t d_k, std::optional<int> head) {
+  const TraceConfig& c = rec.config();
+  const Eigen::Index t = q.rows();
+  if (!c.stream_scores) return attend_rows(rec, item, HeadRows{q, k, v, 0, t}, d_k, head);
+  // Rows at a time: K and V packed once, then each block of queries attends every key.
+  const RowBlockProduct omega(k, /*transposed=*/true, t, c.matmul, c.threads);
+  const RowBlockProduct context(v, /*transposed=*/false, t, c.matmul, c.threads);
+  const Eigen::Index rows = score_block_rows(c, k.rows());
+  for (Eigen::Index first = 0; first < t; first += rows) {
+    const Eigen::Index count = std::min(rows, t - first);
+    const TokenizedSentence queries = sentence_rows(item.queries, first, count);
+    Mask mask = item.mask;
+    if (mask.masked) mask.values = mask.rows(first, count);
+    const Item block{item.index, queries, item.keys, item.x, item.x_kv, std::move(mask)};
+    rec.begin_rows(first, count, t);
+    attend_rows(rec, block, HeadRows{q, k, v, first, count, &omega, &context}, d_k, head);
+    rec.end_rows();
+  }
+  return rec.last().values;
 }
 
 }  // namespace attn::lesson

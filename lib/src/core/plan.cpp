@@ -1,6 +1,7 @@
 // The plan of a run: every step it will record, in order, with its shape. run_trace records
 // exactly these (the Recorder checks each step against it), and the memory estimate adds them up.
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "attn/trace.hpp"
@@ -80,6 +81,12 @@ std::vector<PlannedStep> plan_steps(const TraceConfig& c, std::int64_t t_q, std:
   return plan;
 }
 
+std::int64_t score_block_rows(const TraceConfig& c, std::int64_t t_k) {
+  if (c.score_block_rows > 0) return c.score_block_rows;
+  const std::int64_t rows = (std::int64_t{1} << 20) / std::max<std::int64_t>(t_k, 1) / 48 * 48;
+  return std::max<std::int64_t>(rows, 48);
+}
+
 double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
                       bool padded) {
   double values = 0.0, squares = 0.0;
@@ -89,7 +96,13 @@ double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, 
     // The (T, T_k) steps, whose columns are keys: release_scores frees them head by head.
     if (step_info(s.kind).scores) squares += n;
   }
-  if (c.release_scores) {
+  if (c.release_scores && c.stream_scores) {
+    // A block of rows of one head's (T, T_k) steps at a time, and its K and V packed once.
+    const double per_row = squares / static_cast<double>(batch * c.heads * t_q);
+    const auto rows = static_cast<double>(std::min(score_block_rows(c, t_k), t_q));
+    values += per_row * rows + static_cast<double>(t_k) * static_cast<double>(c.d_kq + c.d_v) -
+              squares;
+  } else if (c.release_scores) {
     // One head's (T, T_k) steps are held at a time; without the causal lesson and the
     // softmax's steps, they are computed in one matrix (and a masked run has its mask).
     const double one = static_cast<double>(t_q) * static_cast<double>(t_k);

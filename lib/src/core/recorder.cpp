@@ -34,11 +34,21 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
                             Matrix values, std::optional<int> batch, std::optional<int> head,
                             Labels labels) {
   const StepInfo& info = step_info(kind);
+  if (block_ && block_->first > 0) {
+    // A later block: the step its first block created.
+    if (block_->next >= block_->steps.size() ||
+        trace_.steps[block_->steps[block_->next]].kind != kind) {
+      throw std::logic_error(fmt::format("step {} of a block of rows is not its first block's",
+                                         info.id));
+    }
+    return add_rows(trace_.steps[block_->steps[block_->next]], std::move(values), labels);
+  }
+  const Eigen::Index rows = block_ ? block_->total : values.rows();
   if (recorded_ >= plan_.size() || plan_[recorded_].kind != kind ||
-      plan_[recorded_].rows != values.rows() || plan_[recorded_].cols != values.cols()) {
+      plan_[recorded_].rows != rows || plan_[recorded_].cols != values.cols()) {
     throw std::logic_error(
         fmt::format("step {} ({}, {} x {}) is not the one planned: the plan and the trace disagree",
-                    recorded_ + 1, info.id, values.rows(), values.cols()));
+                    recorded_ + 1, info.id, rows, values.cols()));
   }
   ++recorded_;
   Step s;
@@ -59,15 +69,28 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
     }
   }
   s.shape_names.insert(s.shape_names.end(), dims.begin(), dims.end());
-  s.shape.push_back(values.rows());
+  s.shape.push_back(rows);
   s.shape.push_back(values.cols());
   if (dims.size() == 1) s.shape.erase(s.shape.end() - 2);  // a vector, stored as one row
   s.columns_are_keys = !labels.cols.empty() &&
                        labels.cols.size() == static_cast<std::size_t>(values.cols()) &&
                        dims.size() == 2 && dims[1].starts_with("T");
-  s.row_labels = std::move(labels.rows);
   s.col_labels = std::move(labels.cols);
-  s.note = std::move(labels.note);
+  if (block_) {
+    trace_.steps.push_back(std::move(s));
+    Block& b = *block_;
+    b.steps.push_back(trace_.steps.size() - 1);
+    b.digesters.emplace_back(kind == StepKind::kAttentionWeights
+                                 ? std::optional<std::int64_t>(kSummaryQueries)
+                                 : std::nullopt);
+    b.notes.push_back(std::move(labels.note));
+    b.largest.emplace_back();
+    return add_rows(trace_.steps.back(), std::move(values), labels);
+  }
+  s.row_labels = std::move(labels.rows);
+  s.note = labels.largest ? fmt::format(fmt::runtime(labels.note), *labels.largest)
+                          : std::move(labels.note);
+  s.rows_done = rows;
   s.values = std::move(values);
   const auto now = std::chrono::steady_clock::now();
   s.seconds = std::chrono::duration<double>(now - last_).count();
@@ -77,13 +100,80 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
   return trace_.steps.back().values;
 }
 
+const Matrix& Recorder::add_rows(Step& s, Matrix values, const Labels& labels) {
+  Block& b = *block_;
+  const std::size_t i = b.next++;
+  if (values.rows() != b.count) {
+    throw std::logic_error(fmt::format("step {} has {} rows in a block of {}", s.id,
+                                       values.rows(), b.count));
+  }
+  s.row_labels.insert(s.row_labels.end(), labels.rows.begin(), labels.rows.end());
+  if (labels.largest) {
+    b.largest[i] = b.largest[i] ? std::max(*b.largest[i], *labels.largest) : *labels.largest;
+  }
+  if (s.columns_are_keys) {
+    b.digesters[i].add(values, trace_.config.threads);
+  } else {
+    if (b.first == 0) s.values = uninitialized_matrix(b.total, values.cols());
+    s.values.middleRows(b.first, b.count) = values;
+  }
+  s.rows_done = b.first + b.count;
+  const auto now = std::chrono::steady_clock::now();
+  s.seconds += std::chrono::duration<double>(now - last_).count();
+  last_ = now;
+  if (trace_.config.on_record) trace_.config.on_record(s);
+  b.values.push_back(std::move(values));
+  return b.values.back();
+}
+
+void Recorder::begin_rows(Eigen::Index first, Eigen::Index count, Eigen::Index total) {
+  if (!block_) {
+    if (first != 0) throw std::logic_error("the first block of rows must start at row 0");
+    block_.emplace();
+  } else if (first != block_->first + block_->count) {
+    throw std::logic_error("blocks of rows must follow each other");
+  }
+  block_->first = first, block_->count = count, block_->total = total;
+  block_->next = 0;
+  block_->values.clear();
+}
+
+void Recorder::end_rows() {
+  Block& b = *block_;
+  if (b.next != b.steps.size()) {
+    throw std::logic_error("a block of rows recorded other steps than the first block");
+  }
+  b.values.clear();
+  if (b.first + b.count < b.total) return;
+  for (std::size_t i = 0; i < b.steps.size(); ++i) {
+    Step& s = trace_.steps[b.steps[i]];
+    if (s.columns_are_keys) s.digest = std::make_shared<StepDigest>(b.digesters[i].finish());
+    s.note = b.largest[i] ? fmt::format(fmt::runtime(b.notes[i]), *b.largest[i])
+                          : std::move(b.notes[i]);
+  }
+  block_.reset();
+}
+
 void Recorder::mark_product(Eigen::Index m, Eigen::Index n, Eigen::Index k) {
-  Step& s = trace_.steps.back();
-  s.multiply_adds = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  s.note = product_note(trace_.config.matmul, m, n, k);
+  Step& s = block_ ? trace_.steps[block_->steps.at(block_->next - 1)] : trace_.steps.back();
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (!block_) {
+    s.multiply_adds = work;
+    s.note = product_note(trace_.config.matmul, m, n, k);
+    return;
+  }
+  s.multiply_adds = block_->first == 0 ? work : s.multiply_adds + work;
+  block_->notes.at(block_->next - 1) = product_note(trace_.config.matmul, block_->total, n, k);
 }
 
 Matrix Recorder::hand_on(bool take_last) {
+  if (block_) {
+    // The block's steps are not complete: nothing is handed on; the last step's block of values
+    // may be taken for the next one's.
+    Matrix taken;
+    if (take_last) taken = std::move(block_->values.back());
+    return taken;
+  }
   const TraceConfig& c = trace_.config;
   Matrix taken;
   for (; flushed_ < trace_.steps.size(); ++flushed_) {
@@ -100,7 +190,7 @@ Matrix Recorder::hand_on(bool take_last) {
   return taken;
 }
 
-const Matrix& require_finite(const Matrix& m, const char* what) {
+const Matrix& require_finite(const Matrix& m, const char* what, Eigen::Index first_row) {
   // A value is finite unless its exponent bits are all ones, and then (and only then) adding 1
   // to the exponent carries into the sign bit: integer and, add and or, which the compiler
   // vectorises.
@@ -115,7 +205,7 @@ const Matrix& require_finite(const Matrix& m, const char* what) {
         throw Error(
             fmt::format("{} overflow float32 at row {}, column {} ({}): the given numbers "
                         "are too large; scale them down",
-                        what, i + 1, j + 1, m(i, j)));
+                        what, first_row + i + 1, j + 1, m(i, j)));
       }
     }
   }

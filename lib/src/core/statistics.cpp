@@ -113,8 +113,8 @@ Stats row_stats(const float* v, Eigen::Index n) {
   return st;
 }
 
-// The whole matrix: rows on up to `threads` threads, combined in row order.
-Stats matrix_stats(const Matrix& m, int threads) {
+// Adds the rows of m to st: rows on up to `threads` threads, combined in row order.
+void add_rows(const Matrix& m, int threads, Stats& st) {
   std::vector<Stats> rows(static_cast<std::size_t>(m.rows()));
   parallel_for(m.rows(), threads, static_cast<double>(m.size()),
                [&](std::int64_t begin, std::int64_t end) {
@@ -122,40 +122,45 @@ Stats matrix_stats(const Matrix& m, int threads) {
                    rows[static_cast<std::size_t>(i)] = row_stats(&m(i, 0), m.cols());
                  }
                });
-  Stats st;
   for (const Stats& r : rows) {
     st.lo = std::min(st.lo, r.lo), st.hi = std::max(st.hi, r.hi);
     st.sum += r.sum, st.finite += r.finite;
   }
-  return st;
 }
 
-}  // namespace
-
-MatrixStatistics matrix_statistics(const Matrix& m, int threads) {
-  const Stats st = matrix_stats(m, threads);
+MatrixStatistics statistics_of(const Stats& st, std::int64_t size, std::uint64_t checksum) {
   MatrixStatistics out;
   out.min = st.lo;
   out.max = st.hi;
   out.finite = st.finite;
   out.mean = st.finite ? st.sum / static_cast<double>(st.finite) : 0.0;
-  out.nonfinite = m.size() - st.finite;
-  out.checksum = xxh3_64(m);
+  out.nonfinite = size - st.finite;
+  out.checksum = checksum;
   return out;
 }
 
-AttentionGlance attention_glance(const Matrix& weights, std::int64_t queries, int threads) {
-  AttentionGlance g;
+}  // namespace
+
+MatrixStatistics matrix_statistics(const Matrix& m, int threads) {
+  Stats st;
+  add_rows(m, threads, st);
+  return statistics_of(st, m.size(), xxh3_64(m));
+}
+
+namespace {
+
+// The glance's part of one block of rows, the first of which is row `first` of the whole.
+void glance_rows(const Matrix& weights, Eigen::Index first, std::int64_t queries, int threads,
+                 AttentionGlance& g) {
   const Matrix sums = row_sums(weights, threads);
   for (Eigen::Index i = 0; i < sums.rows(); ++i) {
     if (std::isfinite(sums(i, 0))) {
       g.largest_residual = std::max(g.largest_residual, std::fabs(sums(i, 0) - 1.0));
     }
   }
-  const Eigen::Index n = std::min<Eigen::Index>(queries, weights.rows());
-  for (Eigen::Index i = 0; i < n; ++i) {
+  for (Eigen::Index i = 0; i < weights.rows() && first + i < queries; ++i) {
     AttentionGlance::Query q;
-    q.row = i;
+    q.row = first + i;
     if (weights.row(i).allFinite()) {
       // Only keys the query attends to: a masked key's weight is 0, and so is no answer.
       std::vector<Eigen::Index> order;
@@ -173,7 +178,49 @@ AttentionGlance attention_glance(const Matrix& weights, std::int64_t queries, in
     q.masked = q.top.empty();
     g.queries.push_back(std::move(q));
   }
+}
+
+}  // namespace
+
+AttentionGlance attention_glance(const Matrix& weights, std::int64_t queries, int threads) {
+  AttentionGlance g;
+  glance_rows(weights, 0, queries, threads, g);
   return g;
+}
+
+struct RowDigester::State {
+  Stats stats;
+  XXH3_state_t hash;
+  Eigen::Index rows = 0, cols = 0;
+  std::optional<std::int64_t> glance_queries;
+  AttentionGlance glance;
+};
+
+RowDigester::RowDigester(std::optional<std::int64_t> glance_queries)
+    : state_(std::make_unique<State>()) {
+  XXH3_64bits_reset(&state_->hash);
+  state_->glance_queries = glance_queries;
+}
+RowDigester::~RowDigester() = default;
+RowDigester::RowDigester(RowDigester&&) noexcept = default;
+
+void RowDigester::add(const Matrix& rows, int threads) {
+  State& st = *state_;
+  add_rows(rows, threads, st.stats);
+  XXH3_64bits_update(&st.hash, rows.data(), static_cast<std::size_t>(rows.size()) * sizeof(float));
+  if (st.glance_queries) glance_rows(rows, st.rows, *st.glance_queries, threads, st.glance);
+  st.rows += rows.rows();
+  st.cols = rows.cols();
+}
+
+StepDigest RowDigester::finish() const {
+  const State& st = *state_;
+  StepDigest d;
+  d.rows = st.rows;
+  d.cols = st.cols;
+  d.statistics = statistics_of(st.stats, st.rows * st.cols, XXH3_64bits_digest(&st.hash));
+  if (st.glance_queries) d.glance = st.glance;
+  return d;
 }
 
 Timings step_timings(const Trace& trace) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "attn/gemm.hpp"
@@ -38,16 +39,28 @@ std::string summary_head(const Trace& trace) {
 }
 
 std::string summary_step_line(const Step& s, int threads) {
-  const MatrixStatistics st = matrix_statistics(s.values, threads);
+  // A step computed rows at a time has its statistics instead of its values.
+  const MatrixStatistics st =
+      s.digest ? s.digest->statistics : matrix_statistics(s.values, threads);
+  const Eigen::Index rows = s.digest ? s.digest->rows : s.values.rows();
+  const Eigen::Index cols = s.digest ? s.digest->cols : s.values.cols();
   return fmt::format("{:<28} {:>12} {:>12} {:>12} {:>12} {:>8}  {:016x}\n", s.id + where(s),
-                     fmt::format("[{}, {}]", s.values.rows(), s.values.cols()), g(st.min),
+                     fmt::format("[{}, {}]", rows, cols), g(st.min),
                      g(st.max), st.finite ? g(st.mean) : std::string("-"), st.nonfinite,
                      st.checksum);
 }
 
 std::string summary_attention(const Step& s, std::int64_t queries, int threads) {
   if (s.kind != StepKind::kAttentionWeights) return {};
-  const AttentionGlance glance = attention_glance(s.values, queries, threads);
+  AttentionGlance glance;
+  if (s.digest && s.digest->glance) {
+    glance = *s.digest->glance;  // the first kSummaryQueries queries
+    if (std::cmp_less(queries, glance.queries.size())) {
+      glance.queries.resize(static_cast<std::size_t>(queries));
+    }
+  } else {
+    glance = attention_glance(s.values, queries, threads);
+  }
   std::string out = fmt::format("\nattention_weights{}: largest |row sum − 1| = {:.1e}\n", where(s),
                                 glance.largest_residual);
   for (const AttentionGlance::Query& q : glance.queries) {

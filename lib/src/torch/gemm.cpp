@@ -346,17 +346,41 @@ std::string_view gemm_isa_name() {
   }
 }
 
+namespace {
+
+// Packs rows [pb.k_begin, pb.k_end) of b into pb's memory: each block's slivers, split across
+// the threads.
+void pack_blocks(const KernelShape& ks, const StridedMatrix& b, const PackedB& pb, float* out,
+                 int threads) {
+  const std::int64_t n = b.cols, k = pb.k_end, slivers = pb.n_r / ks.nr;
+  const std::int64_t group = (pb.k_end - pb.k_begin + kGemmBlockK - 1) / kGemmBlockK;
+  parallel_for(group * slivers, threads,
+               static_cast<double>(pb.k_end - pb.k_begin) * static_cast<double>(pb.n_r),
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t i = begin; i < end; ++i) {
+                   const std::int64_t pc = pb.k_begin + i / slivers * kGemmBlockK;
+                   const std::int64_t col = i % slivers * ks.nr;
+                   const std::int64_t kc = std::min(kGemmBlockK, k - pc);
+                   pack_b(b, pc, kc, col, std::min<std::int64_t>(ks.nr, n - col), ks.nr,
+                          out + (pc - pb.k_begin) * pb.n_r + col / ks.nr * kc * ks.nr);
+                 }
+               });
+}
+
+void zero_rows(float* c, std::int64_t ldc, std::int64_t m, std::int64_t n) {
+  for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+}
+
+}  // namespace
+
 void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std::int64_t ldc,
                   int threads, GemmIsa isa) {
   const KernelShape& ks = shape_for(isa);
   const std::int64_t m = a.rows, n = b.cols, k = a.cols;
-  if (k == 0) {
-    for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
-    return;
-  }
+  if (k == 0) return zero_rows(c, ldc, m, n);
   // B packed once, its slivers split across the threads, then shared by all of them; in groups of
   // blocks of at most 32 MiB, so that a wide weight matrix is not copied whole.
-  const std::int64_t n_r = round_up(n, ks.nr), slivers = n_r / ks.nr;
+  const std::int64_t n_r = round_up(n, ks.nr);
   const std::int64_t block_floats = kGemmBlockK * n_r;
   const std::int64_t group_blocks = std::max<std::int64_t>(
       1, (std::int64_t{32} << 20) / static_cast<std::int64_t>(sizeof(float)) / block_floats);
@@ -366,22 +390,46 @@ void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std:
   for (std::int64_t g = 0; g < blocks; g += group_blocks) {
     const PackedB pb{packed.data, n_r, g * kGemmBlockK,
                      std::min(k, (g + group_blocks) * kGemmBlockK)};
-    const std::int64_t group = (pb.k_end - pb.k_begin + kGemmBlockK - 1) / kGemmBlockK;
-    parallel_for(group * slivers, threads,
-                 static_cast<double>(pb.k_end - pb.k_begin) * static_cast<double>(n_r),
-                 [&](std::int64_t begin, std::int64_t end) {
-                   for (std::int64_t i = begin; i < end; ++i) {
-                     const std::int64_t pc = pb.k_begin + i / slivers * kGemmBlockK;
-                     const std::int64_t col = i % slivers * ks.nr;
-                     const std::int64_t kc = std::min(kGemmBlockK, k - pc);
-                     pack_b(b, pc, kc, col, std::min<std::int64_t>(ks.nr, n - col), ks.nr,
-                            packed.data + (pc - pb.k_begin) * n_r + col / ks.nr * kc * ks.nr);
-                   }
-                 });
+    pack_blocks(ks, b, pb, packed.data, threads);
     parallel_for(m, threads, work, [&](std::int64_t begin, std::int64_t end) {
       gemm_rows(ks, a, pb, n, c, ldc, begin, end);
     });
   }
+}
+
+struct GemmPackedB::Packed {
+  const KernelShape* ks;
+  std::int64_t rows, cols;
+  AlignedFloats data;
+};
+
+GemmPackedB::GemmPackedB(const StridedMatrix& b, int threads, GemmIsa isa) {
+  const KernelShape& ks = shape_for(isa);
+  const std::int64_t n_r = round_up(b.cols, ks.nr);
+  // Block pc's slivers start at pc * n_r: k * n_r floats in all.
+  packed_.reset(
+      new Packed{&ks, b.rows, b.cols, AlignedFloats(std::max<std::int64_t>(1, b.rows * n_r))});
+  if (b.rows > 0) {
+    pack_blocks(ks, b, PackedB{packed_->data.data, n_r, 0, b.rows}, packed_->data.data, threads);
+  }
+}
+GemmPackedB::~GemmPackedB() = default;
+GemmPackedB::GemmPackedB(GemmPackedB&&) noexcept = default;
+GemmPackedB& GemmPackedB::operator=(GemmPackedB&&) noexcept = default;
+std::int64_t GemmPackedB::rows() const { return packed_->rows; }
+std::int64_t GemmPackedB::cols() const { return packed_->cols; }
+
+void gemm_blocked(const StridedMatrix& a, const GemmPackedB& b, float* c, std::int64_t ldc,
+                  int threads) {
+  const GemmPackedB::Packed& p = b.packed();
+  const KernelShape& ks = *p.ks;
+  const std::int64_t m = a.rows, n = p.cols, k = a.cols;
+  if (k == 0) return zero_rows(c, ldc, m, n);
+  const PackedB pb{p.data.data, round_up(n, ks.nr), 0, k};
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  parallel_for(m, threads, work, [&](std::int64_t begin, std::int64_t end) {
+    gemm_rows(ks, a, pb, n, c, ldc, begin, end);
+  });
 }
 
 }  // namespace attn

@@ -289,6 +289,53 @@ Matrix matmul_transposed(const Matrix& a, const Matrix& b, int threads, MatmulKe
   return matmul(a, b_t, threads, MatmulKernel::kReference);
 }
 
+struct RowBlockProduct::Packed {
+  GemmPackedB b;
+};
+
+RowBlockProduct::RowBlockProduct(const Matrix& b, bool transposed, Eigen::Index rows,
+                                 MatmulKernel kernel, int threads)
+    : b_(b), transposed_(transposed) {
+  const Eigen::Index k = transposed ? b.cols() : b.rows(), n = transposed ? b.rows() : b.cols();
+  kernel_ = matmul_kernel_for(kernel, rows, n, k);
+  if (kernel_ == MatmulKernel::kBlocked) {
+    packed_ = std::make_unique<Packed>(
+        Packed{GemmPackedB(transposed ? strided_transpose(b) : strided(b), threads)});
+  }
+}
+RowBlockProduct::~RowBlockProduct() = default;
+RowBlockProduct::RowBlockProduct(RowBlockProduct&&) noexcept = default;
+
+Matrix RowBlockProduct::rows(const Matrix& a, Eigen::Index first, Eigen::Index count,
+                             int threads) const {
+  const Eigen::Index k = transposed_ ? b_.cols() : b_.rows();
+  const Eigen::Index n = transposed_ ? b_.rows() : b_.cols();
+  require_inner(a, b_, a.cols(), k, "a block of rows @ b");
+  Matrix c = uninitialized_matrix(count, n);  // (count, N)
+  const float* a_rows = a.data() + first * a.cols();
+  if (kernel_ == MatmulKernel::kBlocked) {
+    gemm_blocked(StridedMatrix{a_rows, count, a.cols(), a.cols(), 1}, packed_->b, c.data(), n,
+                 threads);
+    return c;
+  }
+  // The reference order, as matmul: each cell the same left-to-right sum.
+  const double work =
+      static_cast<double>(count) * static_cast<double>(n) * static_cast<double>(k);
+  parallel_for(count, threads, work, [&](std::int64_t begin, std::int64_t end) {
+    for (Eigen::Index i = begin; i < end; ++i) {
+      const float* ai = a_rows + i * a.cols();
+      for (Eigen::Index j = 0; j < n; ++j) {
+        float acc = 0.0f;
+        for (Eigen::Index p = 0; p < k; ++p) {
+          acc = acc + ai[p] * (transposed_ ? b_(j, p) : b_(p, j));
+        }
+        c(i, j) = acc;
+      }
+    }
+  });
+  return c;
+}
+
 float torch_row_max(const float* s, Eigen::Index n, TorchKernel kernel) {
 #ifdef ATTN_X86
   if (kernel == TorchKernel::kAvx2 && use_avx2()) return row_max_avx2(s, n);
