@@ -636,3 +636,19 @@ TEST_CASE("a second tokenizer plugs into the trace through the Tokenizer interfa
   CHECK(trace.inputs[0].ids == std::vector<std::int64_t>{0, 1, 2, 0});
   CHECK(trace.step(attn::StepKind::kAttentionWeights).values.rows() == 4);
 }
+
+TEST_CASE("rows at a time, a long input's estimate holds a block of scores, not a head's") {
+  // T = 16,384, d_in 1024, 8 heads of 128: one head's (T, T) scores alone are 1 GiB.
+  attn::TraceConfig c;
+  c.d_in = 1024, c.d_kq = c.d_v = 128, c.heads = 8, c.vocab_size = 16384;
+  c.release_scores = true;
+  const double held = attn::estimate_bytes(attn::resolve(c), 16384, 16384, 1, false);
+  c.stream_scores = true;
+  const double streamed = attn::estimate_bytes(attn::resolve(c), 16384, 16384, 1, false);
+  CHECK(held > 1024.0 * 1024 * 1024);
+  CHECK(streamed < 512.0 * 1024 * 1024);
+  CHECK(attn::score_block_rows(c, 16384) == 96);  // 8 MiB of scores, whole slivers
+  CHECK(attn::score_block_rows(c, 6) == 349488);
+  c.score_block_rows = 5;
+  CHECK(attn::score_block_rows(c, 16384) == 5);
+}
