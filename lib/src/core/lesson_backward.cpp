@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <map>
 
 #include "attn/backward.hpp"
@@ -157,7 +158,7 @@ HeadGrads attend_backward(Recorder& rec, const Trace& trace, const Mask& mask, c
   bool any_full = false;
   for (Eigen::Index i = 0; mask.masked && i < a.rows(); ++i) {
     if (a.cols() > 0 && mask.values.row(i).minCoeff() == 1.0f) {
-      soft.row(i).setConstant(std::numeric_limits<float>::quiet_NaN());
+      soft.row(i).setConstant(std::bit_cast<float>(0xffc00000u));  // x86's nan, as the softmax makes it
       if (c.masked_rows == MaskedRows::kZero) da.row(i).setZero();
       any_full = true;
     }
