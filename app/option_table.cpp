@@ -556,22 +556,22 @@ std::vector<OptionSpec> gradient_options() {
                        [](Options& o) -> bool& { return o.config.backward; }));
   grads.push_back(choice("--loss", "L", Loss::kSum,
                          "With --backward: sum (L = the sum of the final output) or mse "
-                         "(L = mean((out − target)²), with --target)",
+                         "(L = mean((out - target)^2), with --target)",
                          "the loss: `sum` adds every element of the final output (Z for one "
                          "head, the heads' Z side by side for the wrapper, the output projection "
                          "with b_o for the split form); `mse` is `((out − target)**2).mean()`",
                          [](Options& o) -> Loss& { return o.config.loss; }));
   grads.back().allowed += "; needs `--backward`";
   grads.push_back(file_option("--target",
-                              "With --loss mse: the target output (T × d_out; a batch's rows one "
+                              "With --loss mse: the target output (T x d_out; a batch's rows one "
                               "sentence after another)",
                               "`.npy`, `.csv`, `.json` of the final output's shape; needs "
                               "`--loss mse`",
                               &Options::target));
   grads.push_back(number(
       "--lr", "", "a number > 0; needs `--backward`",
-      "With --backward: one step of gradient descent, W − η·dL/dW for every weight, and the "
-      "loss after it",
+      "With --backward: one step of gradient descent, W - ETA * dL/dW for every weight, and "
+      "the loss after it",
       "one step of gradient descent with learning rate η: each weight `W − η·dL/dW`, then the "
       "forward pass again and the loss after the step",
       [](Options & o) -> auto& { return o.config.learning_rate; }, learning_rate()));
@@ -581,8 +581,8 @@ std::vector<OptionSpec> gradient_options() {
        "I,J",
        "",
        "1 .. T, 1 .. T_k; needs `--backward`; not with `--query`, `--explain` or `--format`",
-       "With --backward: work out dL/dω (I, J) by hand: dL/dA's dot product, the softmax's "
-       "row sum, its backward, the scaling",
+       "With --backward: work out the gradient of score (I, J) by hand: dL/dA's dot product, "
+       "the softmax's row sum, its backward, the scaling",
        "work out the gradient of score (I, J) term by term: dL/dA_IJ = dL/dZ_I · v_J, the row's "
        "r_I = Σ_j dL/dA_Ij A_Ij, dL/dS_IJ = A_IJ (dL/dA_IJ − r_I), and dL/dω_IJ = dL/dS_IJ / √d_k "
        "(0 when masked)",
