@@ -1145,6 +1145,25 @@ case_backward_causal_heatmap() {
 }
 case_backward_json() { expect_output backward_json --backward --format json --steps loss,grad_omega; }
 case_backward_overview() { expect_output backward_overview --backward --format overview --heads 2; }
+case_backward_csv() { expect_output backward_csv --backward --format csv --steps grad_values,grad_embedding_table -s "the cat the dog" -s "a cat"; }
+case_backward_diff() {
+  "$binary" --backward --format json >"$work/a.json" &&
+    "$binary" --backward --format json --seed 1 >"$work/b.json" || return 1
+  "$binary" diff "$work/a.json" "$work/a.json" >"$work/same.txt" || return 1
+  "$binary" diff "$work/a.json" "$work/b.json" >"$work/diff.txt"
+  [ $? = 1 ] && grep -q "^grad_omega: " "$work/diff.txt" && grep -q "^grad_embedding_table: " "$work/diff.txt" ||
+    { echo "FAIL: diff does not report the gradient steps"; cat "$work/diff.txt"; return 1; }
+}
+case_backward_export() {
+  "$binary" --backward --heads 2 --export "$work/out" >/dev/null &&
+    [ -f "$work/out/manifest.json" ] && ls "$work/out" | grep -q "_grad_w_query_head1.npy$" &&
+    ls "$work/out" | grep -q "_grad_embedding_table.npy$" ||
+    { echo "FAIL: the export has no gradient steps"; ls "$work/out"; return 1; }
+}
+case_backward_html() {
+  "$binary" --backward --format html >"$work/page.html" && grep -q "grad_omega" "$work/page.html" ||
+    { echo "FAIL: the HTML page has no gradient steps"; return 1; }
+}
 case_explain_grad() { expect_output explain_grad_2_5 --backward --explain-grad 2,5; }
 case_explain_grad_masked() { expect_output explain_grad_causal_2_5 --backward --causal --explain-grad 2,5; }
 case_backward_mse_lr() {

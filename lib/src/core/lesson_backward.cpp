@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <cmath>
 #include <map>
 
 #include "attn/backward.hpp"
@@ -47,6 +48,19 @@ const Matrix& final_output(const Trace& trace, std::optional<int> batch) {
 
 namespace {
 
+// What the loss step says: the mse loss's target; why a loss is nan.
+std::string loss_note(const TraceConfig& c, float loss) {
+  std::string note;
+  if (c.loss == Loss::kMse) note = fmt::format("the target is {}", c.target->source);
+  if (std::isnan(loss)) {
+    note += fmt::format(
+        "{}nan: a row whose every key is masked has nan weights (torch.softmax's), and every "
+        "gradient that reads them is nan too; the masked-rows rule zero gives 0 there",
+        note.empty() ? "" : "; ");
+  }
+  return note;
+}
+
 // The loss of every item's output, and its gradient at each item's output.
 std::vector<Matrix> record_loss(Recorder& rec, const Trace& trace, std::int64_t batch) {
   const TraceConfig& c = rec.config();
@@ -72,8 +86,7 @@ std::vector<Matrix> record_loss(Recorder& rec, const Trace& trace, std::int64_t 
   l(0, 0) = loss_value(out, c.loss, target);
   rec.add(StepKind::kLoss, equation, {"1"}, l, std::nullopt, std::nullopt,
           {.cols = {"L"},
-           .note = c.loss == Loss::kMse ? fmt::format("the target is {}", c.target->source)
-                                        : std::string()});
+           .note = loss_note(c, l(0, 0))});
   const Matrix grad = loss_gradient(out, c.loss, target);
   std::vector<Matrix> grads;
   for (std::int64_t b = 0; b < batch; ++b) {

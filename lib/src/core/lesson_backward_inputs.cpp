@@ -182,7 +182,8 @@ void table_grad(Recorder& rec, const Trace& trace, const std::vector<Matrix>& dx
            .note = fmt::format(
                "the rows of ids {} of the {} x {} table; every other row's gradient is 0{}", ids,
                c.vocab_size, c.d_in,
-               trace.pad_id ? fmt::format(", and so is '{}''s (padding_idx)", kPadToken) : "")});
+               trace.pad_id ? fmt::format(", and so is the row of '{}' (padding_idx)", kPadToken)
+                            : "")});
 }
 
 // W − η dL/dW for every weight, and the loss of the forward pass with them.
