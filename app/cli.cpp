@@ -18,6 +18,7 @@
 #include "attn/export.hpp"
 #include "attn/io.hpp"
 #include "attn/render_explain.hpp"
+#include "attn/render_explain_grad.hpp"
 #include "attn/render_heatmap.hpp"
 #include "attn/render_html.hpp"
 #include "attn/render_json.hpp"
@@ -276,7 +277,8 @@ Outcome write_export(const Trace& trace, const Options& o) {
 }
 
 // "I,J" -> (I, J), both >= 1.
-std::pair<std::int64_t, std::int64_t> parse_cell(const std::string& text) {
+std::pair<std::int64_t, std::int64_t> parse_cell(const std::string& text,
+                                                 std::string_view option = "--explain") {
   const std::size_t comma = text.find(',');
   std::int64_t i = 0, j = 0;
   auto parse = [](std::string_view part, std::int64_t& v) {
@@ -286,9 +288,9 @@ std::pair<std::int64_t, std::int64_t> parse_cell(const std::string& text) {
   if (comma == std::string::npos || !parse(std::string_view(text).substr(0, comma), i) ||
       !parse(std::string_view(text).substr(comma + 1), j)) {
     throw Error(
-        fmt::format("--explain '{}' is not a cell: give I,J, the query's and the key's "
-                    "token numbers from 1, like --explain 2,5",
-                    text));
+        fmt::format("{0} '{1}' is not a cell: give I,J, the query's and the key's "
+                    "token numbers from 1, like {0} 2,5",
+                    option, text));
   }
   return {i, j};
 }
@@ -352,16 +354,45 @@ std::vector<std::string> read_sentences(const Options& o) {
 
 // What this run shows: the text trace, or another view that the option names.
 std::string view_of(const Options& o) {
+  if (o.explain_grad) return "--explain-grad";
   if (o.explain) return "--explain";
   if (o.query) return "--query";
   if (o.export_dir) return "--export";
   return fmt::format("--format {}", name_of(o.format));
 }
 
+// The backward pass's options: each needs the one it belongs to, and the views that show one
+// path or one cell of the forward pass do not show the gradients.
+void check_backward_options(const Options& o) {
+  const bool backward = o.config.backward;
+  if (given_option(o, "--loss") && !backward) {
+    throw Error("--loss chooses the backward pass's loss: it needs --backward");
+  }
+  if (o.target && o.config.loss != Loss::kMse) {
+    throw Error("--target is the target of the mse loss: it needs --loss mse");
+  }
+  if (o.config.loss == Loss::kMse && !o.target) {
+    throw Error("--loss mse needs --target FILE: the values the final output should have");
+  }
+  if (o.config.learning_rate && !backward) {
+    throw Error("--lr takes a step against the gradients: it needs --backward");
+  }
+  if (o.explain_grad && !backward) {
+    throw Error("--explain-grad works out a gradient of the backward pass: it needs --backward");
+  }
+  if (backward && (o.query || o.explain)) {
+    throw Error(fmt::format(
+        "--backward adds the gradient steps to a trace: it does not go with {}; "
+        "--explain-grad I,J works out a gradient",
+        o.query ? "--query" : "--explain"));
+  }
+}
+
 // Refuses an option that this run's view would ignore: nothing given is silently dropped.
 void check_view_options(const Options& o) {
   const std::string view = view_of(o);
-  const bool plain = !o.explain && !o.query && !o.export_dir;  // a view of --format
+  const bool plain =
+      !o.explain && !o.query && !o.export_dir && !o.explain_grad;  // a view of --format
   const bool text = plain && o.format == OutputFormat::kText;
   const bool heatmap = plain && o.format == OutputFormat::kHeatmap;
   const bool html = plain && o.format == OutputFormat::kHtml;  // describes every step anyway
@@ -392,7 +423,8 @@ void check_view_options(const Options& o) {
   if (o.step && !text && !heatmap) refuse("--step", "pauses text and heatmaps after each step");
   if (given_option(o, "--precision") &&
       !(text || heatmap || svg || svg_export || html ||
-        (plain && o.format == OutputFormat::kMarkdown) || o.query || o.explain)) {
+        (plain && o.format == OutputFormat::kMarkdown) || o.query || o.explain ||
+        o.explain_grad)) {
     refuse("--precision",
            "sets the decimals that text, markdown, heatmaps, SVG figures and HTML print");
   }
@@ -402,7 +434,8 @@ void check_view_options(const Options& o) {
   if (given_option(o, "--heatmap-form") && !heatmap) {
     refuse("--heatmap-form", "chooses how heatmaps draw their cells");
   }
-  if ((o.query || o.explain) && o.config.softmax_steps) {
+  check_backward_options(o);
+  if ((o.query || o.explain || o.explain_grad) && o.config.softmax_steps) {
     refuse("--softmax-steps", "adds the softmax's steps to a trace");
   }
   if (o.explain && !o.steps.empty()) refuse("--steps", "chooses the steps of a trace");
@@ -433,6 +466,7 @@ TraceConfig make_config(Options& o) {
   o.config.w_value = given(o.w_value);
   o.config.w_out = given(o.w_out);
   o.config.b_out = given(o.b_out);
+  o.config.target = given(o.target);
   if (o.config.x && !o.sentences.empty()) {
     // The sentence labels X's rows.
     if (o.sentences.size() > 1)
@@ -453,6 +487,7 @@ TraceConfig make_config(Options& o) {
   // What the chosen output writes per value, for the memory estimate.
   o.config.output_bytes_per_value = o.export_dir ? 0.0 : bytes_per_value(o.format);
   if (o.explain) parse_cell(*o.explain);
+  if (o.explain_grad) parse_cell(*o.explain_grad, "--explain-grad");
   return o.config;
 }
 
@@ -515,7 +550,8 @@ Outcome run(Options& o) {
   // The summary of a plain run reduces each step to a line as soon as it is final, and frees the
   // (T, T) scores head by head: a long input needs one head's scores in memory, not all.
   const bool stream_summary =
-      o.format == OutputFormat::kSummary && !o.expect && !o.export_dir && !o.explain && !o.query;
+      o.format == OutputFormat::kSummary && !o.expect && !o.export_dir && !o.explain && !o.query &&
+      !config.backward;
   std::string lines, attention;
   if (stream_summary) {
     config.release_scores = true;
@@ -532,11 +568,15 @@ Outcome run(Options& o) {
   progress->finish();
   const auto computed = std::chrono::steady_clock::now();
   // The HTML page shows the chosen steps itself: its workings need the whole trace.
-  const bool html = o.format == OutputFormat::kHtml && !o.explain && !o.query && !o.export_dir;
+  const bool html = o.format == OutputFormat::kHtml && !o.explain && !o.query && !o.export_dir &&
+                    !o.explain_grad;
   if (!o.steps.empty() && !html) select_steps(trace, o.steps);
 
   Outcome outcome;
-  if (o.explain) {
+  if (o.explain_grad) {
+    const auto [i, j] = parse_cell(*o.explain_grad, "--explain-grad");
+    outcome.out = render_explain_grad(trace, i, j, o.text);
+  } else if (o.explain) {
     const auto [i, j] = parse_cell(*o.explain);
     outcome.out = render_explain(trace, i, j, o.text);
   } else if (o.query) {

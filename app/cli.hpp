@@ -66,6 +66,8 @@ struct Options {
   std::vector<std::string> given;  // the long names of the options given (set by parse)
   // Bring your own numbers: matrix files.
   std::optional<std::string> x, embedding, w_query, w_key, w_value, w_out, b_out;
+  // The backward pass: the mse loss's target file; one cell of dL/dω explained ("I,J").
+  std::optional<std::string> target, explain_grad;
 };
 
 // `attn-trace diff A.json B.json`.

@@ -529,10 +529,76 @@ std::vector<OptionSpec> speed_options() {
   return speed;
 }
 
+// A learning rate: a finite number > 0.
+CLI::Validator learning_rate() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || ptr != text.data() + text.size() || !(v > 0) ||
+            !std::isfinite(v)) {
+          return fmt::format("'{}' is not a learning rate; allowed: a number > 0", text);
+        }
+        return {};
+      },
+      "NUMBER > 0");
+}
+
+std::vector<OptionSpec> gradient_options() {
+  std::vector<OptionSpec> grads;
+  grads.push_back(flag("--backward",
+                       "After the forward trace, the gradients of the loss step by step back to "
+                       "the weights, X and the embedding table, as torch.autograd computes them",
+                       "after the forward steps, the loss and its gradient step by step in "
+                       "reverse: dL/d out, dL/dZ, dL/dA and dL/dV, the softmax's backward, "
+                       "dL/dω, dL/dQ and dL/dK, each weight's gradient in its layout, dL/dX and "
+                       "the embedding table's rows ([tutorial](tutorial.md#20-the-backward-pass))",
+                       [](Options& o) -> bool& { return o.config.backward; }));
+  grads.push_back(choice("--loss", "L", Loss::kSum,
+                         "With --backward: sum (L = the sum of the final output) or mse "
+                         "(L = mean((out - target)^2), with --target)",
+                         "the loss: `sum` adds every element of the final output (Z for one "
+                         "head, the heads' Z side by side for the wrapper, the output projection "
+                         "with b_o for the split form); `mse` is `((out − target)**2).mean()`",
+                         [](Options& o) -> Loss& { return o.config.loss; }));
+  grads.back().allowed += "; needs `--backward`";
+  grads.push_back(file_option("--target",
+                              "With --loss mse: the target output (T x d_out; a batch's rows one "
+                              "sentence after another)",
+                              "`.npy`, `.csv`, `.json` of the final output's shape; needs "
+                              "`--loss mse`",
+                              &Options::target));
+  grads.push_back(number(
+      "--lr", "", "a number > 0; needs `--backward`",
+      "With --backward: one step of gradient descent, W - ETA * dL/dW for every weight, and "
+      "the loss after it",
+      "one step of gradient descent with learning rate η: each weight `W − η·dL/dW`, then the "
+      "forward pass again and the loss after the step",
+      [](Options & o) -> auto& { return o.config.learning_rate; }, learning_rate()));
+  grads.back().value = "ETA";
+  grads.push_back(
+      {"--explain-grad",
+       "I,J",
+       "",
+       "1 .. T, 1 .. T_k; needs `--backward`; not with `--query`, `--explain` or `--format`",
+       "With --backward: work out the gradient of score (I, J) by hand: dL/dA's dot product, "
+       "the softmax's row sum, its backward, the scaling",
+       "work out the gradient of score (I, J) term by term: dL/dA_IJ = dL/dZ_I · v_J, the row's "
+       "r_I = Σ_j dL/dA_Ij A_Ij, dL/dS_IJ = A_IJ (dL/dA_IJ − r_I), and dL/dω_IJ = dL/dS_IJ / √d_k "
+       "(0 when masked)",
+       {},
+       false,
+       [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+         return app.add_option("--explain-grad", o.explain_grad, help);
+       }});
+  return grads;
+}
+
 std::vector<OptionSection> make_table() {
   return {{"The sentence", sentence_options()},       {"The model", model_options()},
           {"What is shown", view_options()},          {"Scripts", script_options()},
-          {"Your own numbers", own_number_options()}, {"Speed and memory", speed_options()}};
+          {"Your own numbers", own_number_options()}, {"Speed and memory", speed_options()},
+          {"The backward pass", gradient_options()}};
 }
 
 }  // namespace
@@ -621,6 +687,9 @@ const std::vector<std::pair<std::string, std::string>>& exclusive_options() {
       {"--w-query", "--d-out"},  {"--w-key", "--d-kq"},
       {"--w-key", "--d-out"},    {"--w-value", "--d-v"},
       {"--w-value", "--d-out"},
+      {"--explain-grad", "--query"}, {"--explain-grad", "--explain"},
+      {"--explain-grad", "--format"}, {"--explain-grad", "--export"},
+      {"--explain-grad", "--steps"},
   };
   return pairs;
 }

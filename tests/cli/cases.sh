@@ -1133,4 +1133,69 @@ print("ok")
 PY
 }
 
+# --- the backward pass ----------------------------------------------------------------------------
+case_backward() { expect_output backward --backward; }
+case_backward_split_lr() {
+  expect_output backward_split_lr --backward --heads 2 --multihead split --d-out 4 --init linear \
+    --lr 0.1 --steps loss,grad_output,grad_w_out,grad_b_out,step_b_out,loss_after_step
+}
+case_backward_causal_heatmap() {
+  expect_output backward_causal_heatmap --backward --causal --format heatmap --color never \
+    --steps grad_attention_weights,grad_omega
+}
+case_backward_json() { expect_output backward_json --backward --format json --steps loss,grad_omega; }
+case_backward_overview() { expect_output backward_overview --backward --format overview --heads 2; }
+case_backward_csv() { expect_output backward_csv --backward --format csv --steps grad_values,grad_embedding_table -s "the cat the dog" -s "a cat"; }
+case_backward_diff() {
+  "$binary" --backward --format json >"$work/a.json" &&
+    "$binary" --backward --format json --seed 1 >"$work/b.json" || return 1
+  "$binary" diff "$work/a.json" "$work/a.json" >"$work/same.txt" || return 1
+  "$binary" diff "$work/a.json" "$work/b.json" >"$work/diff.txt"
+  [ $? = 1 ] && grep -q "^grad_omega: " "$work/diff.txt" && grep -q "^grad_embedding_table: " "$work/diff.txt" ||
+    { echo "FAIL: diff does not report the gradient steps"; cat "$work/diff.txt"; return 1; }
+}
+case_backward_export() {
+  "$binary" --backward --heads 2 --export "$work/out" >/dev/null &&
+    [ -f "$work/out/manifest.json" ] && ls "$work/out" | grep -q "_grad_w_query_head1.npy$" &&
+    ls "$work/out" | grep -q "_grad_embedding_table.npy$" ||
+    { echo "FAIL: the export has no gradient steps"; ls "$work/out"; return 1; }
+}
+case_backward_html() {
+  "$binary" --backward --format html >"$work/page.html" && grep -q "grad_omega" "$work/page.html" ||
+    { echo "FAIL: the HTML page has no gradient steps"; return 1; }
+}
+case_explain_grad() { expect_output explain_grad_2_5 --backward --explain-grad 2,5; }
+case_explain_grad_masked() { expect_output explain_grad_causal_2_5 --backward --causal --explain-grad 2,5; }
+case_backward_mse_lr() {
+  printf '0,1,0,1\n1,0,1,0\n0,0,1,1\n1,1,0,0\n0,1,1,0\n1,0,0,1\n' >"$work/target.csv"
+  "$binary" --backward --loss mse --target "$work/target.csv" --lr 0.5 --format json \
+    --steps loss,loss_after_step >"$work/out.json" || return 1
+  /usr/bin/python3 - "$work/out.json" <<'PY'
+import json, sys
+steps = {s["id"]: s for s in json.load(open(sys.argv[1]))["steps"]}
+before, after = steps["loss"]["values"][0][0], steps["loss_after_step"]["values"][0][0]
+assert after < before, (before, after)
+print("ok")
+PY
+}
+case_backward_errors() {
+  printf '1,2\n3,4\n' >"$work/t2.csv"
+  expect_error "--loss chooses the backward pass's loss: it needs --backward" --loss mse &&
+    expect_error "--lr takes a step against the gradients: it needs --backward" --lr 0.1 &&
+    expect_error "--explain-grad works out a gradient of the backward pass: it needs --backward" \
+      --explain-grad 2,5 &&
+    expect_error "--loss mse needs --target FILE: the values the final output should have" \
+      --backward --loss mse &&
+    expect_error "--target is the target of the mse loss: it needs --loss mse" \
+      --backward --target "$work/t2.csv" &&
+    expect_error "--backward adds the gradient steps to a trace: it does not go with --query; --explain-grad I,J works out a gradient" \
+      --backward --query 2 &&
+    expect_error "--lr: '0' is not a learning rate; allowed: a number > 0 (see attn-trace --help)" \
+      --backward --lr 0 &&
+    expect_error "--explain-grad 'x' is not a cell: give I,J, the query's and the key's token numbers from 1, like --explain-grad 2,5" \
+      --backward --explain-grad x &&
+    expect_error "the target in $work/t2.csv has shape [2, 2], but the output is [6, 4]: give one value per output value" \
+      --backward --loss mse --target "$work/t2.csv"
+}
+
 "case_$case_name"

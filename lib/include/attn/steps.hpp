@@ -38,6 +38,32 @@ enum class StepKind : std::uint8_t {
   kContextVectors,       // Z = A V
   kContextConcat,        // the heads' Z side by side
   kOutput,               // the split form's output projection
+  // The backward pass (--backward): gradients of the loss, from the output back to the inputs.
+  kLoss,                  // L
+  kGradOutput,            // dL/d out, the split form
+  kGradWOut,              // dL/dW_o
+  kGradBOut,              // dL/db_o
+  kGradContextConcat,     // dL/dZ of the heads side by side
+  kGradContext,           // dL/dZ
+  kGradAttentionWeights,  // dL/dA = dZ Vᵀ
+  kGradValues,            // dL/dV = Aᵀ dZ
+  kGradRowDot,            // r = rowsum(dA ⊙ A)
+  kGradScaledScores,      // dL/dS = A ⊙ (dA − r)
+  kGradOmega,             // dL/dω = dS / √d_k, 0 where masked
+  kGradQueries,           // dL/dQ = dω K
+  kGradKeys,              // dL/dK = dωᵀ Q
+  kGradWQuery,            // dL/dW_q
+  kGradWKey,              // dL/dW_k
+  kGradWValue,            // dL/dW_v
+  kGradEmbeddings,        // dL/dX
+  kGradEmbeddings2,       // dL/dX₂
+  kGradEmbeddingTable,    // the embedding table's gradient rows, by token
+  kStepWQuery,            // W_q − η dL/dW_q
+  kStepWKey,              // W_k − η dL/dW_k
+  kStepWValue,            // W_v − η dL/dW_v
+  kStepWOut,              // W_o − η dL/dW_o
+  kStepBOut,              // b_o − η dL/db_o
+  kLossAfterStep,         // L with the stepped weights
 };
 
 // What a step is, for every view.

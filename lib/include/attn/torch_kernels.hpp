@@ -89,6 +89,10 @@ float torch_exp_sum(const float* s, Eigen::Index n, float m, TorchKernel kernel,
 // w_j = e_j · inv (w may be e): PyTorch multiplies by the sum's reciprocal.
 void torch_scale_row(const float* e, Eigen::Index n, float inv, TorchKernel kernel, float* w);
 
+// The sum of n >= 0 floats in the order of ATen's 8-lane vec::reduce_all for the kernel flavour
+// (as torch_exp_sum adds the exponentials; the softmax's backward adds its products so).
+float torch_reduce_all_sum(const float* e, Eigen::Index n, TorchKernel kernel);
+
 // tensor.sum(dim=-1) of one contiguous row of n floats, added in the order of ATen's
 // cascade_sum.
 float torch_sum(const float* e, std::int64_t n);

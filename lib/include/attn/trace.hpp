@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "attn/attention.hpp"
+#include "attn/backward.hpp"
 #include "attn/matrix.hpp"
 #include "attn/steps.hpp"
 #include "attn/tokenizer.hpp"
@@ -120,6 +121,16 @@ struct TraceConfig {
   std::optional<GivenMatrix> x;
   std::optional<GivenMatrix> embedding;
   std::optional<GivenMatrix> w_query, w_key, w_value, w_out, b_out;
+
+  // The backward pass (lesson_backward.cpp): after the forward steps, the gradient of `loss`
+  // with respect to every step back to the inputs. kMse needs `target`: the final output's
+  // shape, the batch items' rows one after another. With `learning_rate`, one step of gradient
+  // descent on the weights and the loss after it. The backward reads every head's weights, so
+  // release_scores does not apply to it.
+  bool backward = false;
+  Loss loss = Loss::kSum;
+  std::optional<GivenMatrix> target;
+  std::optional<double> learning_rate;
 };
 
 // One recorded step: one matrix (the slice for one batch item and one head where those apply).
@@ -194,8 +205,10 @@ struct PlannedStep {
 // items of t_q query tokens and t_k key tokens (`padded`: the items' lengths differ, so there
 // is a padding mask). run_trace records exactly these: its Recorder checks each step against
 // the plan.
+// `tokens`: the distinct token ids of the inputs, the rows of the embedding table's gradient
+// (0 for a given X).
 std::vector<PlannedStep> plan_steps(const TraceConfig& config, std::int64_t t_q, std::int64_t t_k,
-                                    std::int64_t batch, bool padded);
+                                    std::int64_t batch, bool padded, std::int64_t tokens = 0);
 
 // The query rows of a block when a head's scores are computed rows at a time
 // (stream_scores): score_block_rows, or 0 for about 8 MiB of scores a block, a multiple of 48.
@@ -204,7 +217,7 @@ std::int64_t score_block_rows(const TraceConfig& config, std::int64_t t_k);
 // The bytes a run of this plan holds: every planned step's float32 values (one head's scores
 // at a time with release_scores), times (4 + output_bytes_per_value).
 double estimate_bytes(const TraceConfig& config, std::int64_t t_q, std::int64_t t_k,
-                      std::int64_t batch, bool padded);
+                      std::int64_t batch, bool padded, std::int64_t tokens = 0);
 
 // Keeps only the steps whose id is in `ids`, in the trace's order. Throws Error naming an id
 // that no step of this trace has, and the ids it has.

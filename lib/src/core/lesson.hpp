@@ -176,4 +176,35 @@ std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights&
 void combine_heads(Recorder& rec, const Item& item, const Weights& w,
                    const std::vector<Matrix>& zs);
 
+// --- the backward pass (lesson_backward.cpp, lesson_backward_inputs.cpp) ---------------------
+
+// i, when there are several (of heads, of batch items); none otherwise, as the Recorder and
+// Trace::step index steps.
+std::optional<int> index_if(bool several, std::int64_t i);
+
+// The rows of every matrix, one after another: (Σ rows, cols). Requires: at least one part.
+Matrix stacked(const std::vector<Matrix>& parts);
+
+// The attention's final output of one item: Z, the heads' Z side by side, or the split form's
+// output projection.
+const Matrix& final_output(const Trace& trace, std::optional<int> batch);
+
+// The forward pass again for other weights, without recording: one item's final output.
+Matrix forward_output(const TraceConfig& c, const Matrix& x, const Matrix& x_kv, const Mask& mask,
+                      const Weights& w);
+
+// One item's gradients at the projections: dL/dQ, dL/dK, dL/dV per head (wrapper) or one set
+// d_out wide (split).
+struct ItemGrads {
+  Mask mask;
+  std::vector<Matrix> dq, dk, dv;
+};
+
+// The weights', X's and the embedding table's gradients, then the step of gradient descent.
+void record_input_grads(Recorder& rec, const Trace& trace, const Inputs& inputs, const Weights& w,
+                        const std::vector<ItemGrads>& items);
+
+// After the forward steps: the loss and every gradient back to the inputs (config.backward).
+void backward(Trace& trace, Recorder& rec, const Inputs& inputs, const Weights& w);
+
 }  // namespace attn::lesson

@@ -16,9 +16,10 @@ namespace {
 
 // The run's plan, once the lengths are known: refused when it would need more memory than
 // config.max_memory, before anything large is allocated; then the steps the Recorder follows.
-void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded) {
+void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded,
+              std::int64_t tokens = 0) {
   const TraceConfig& c = rec.config();
-  const double need = estimate_bytes(c, t_q, t_k, batch, padded);
+  const double need = estimate_bytes(c, t_q, t_k, batch, padded, tokens);
   if (need > static_cast<double>(c.max_memory)) {
     throw Error(
         fmt::format("this run would need about {} (T = {} tokens{}, {} head{}), more than "
@@ -29,7 +30,7 @@ void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t ba
         Setting::kMaxMemory);
   }
   if (c.on_memory_estimate) c.on_memory_estimate(need);
-  rec.follow(plan_steps(c, t_q, t_k, batch, padded));
+  rec.follow(plan_steps(c, t_q, t_k, batch, padded, tokens));
 }
 
 // Refuses a vocabulary too small for the dictionary (and the padding token).
@@ -59,8 +60,10 @@ TokenizedSentence tokenized(const Vocabulary& vocabulary, std::vector<std::strin
   return s;
 }
 
-// What the lengths are, as soon as they are known: T, T_k, the batch and whether it is padded.
-using LengthsKnown = std::function<void(std::int64_t, std::int64_t, std::int64_t, bool)>;
+// What the lengths are, as soon as they are known: T, T_k, the batch, whether it is padded, and
+// the number of distinct token ids (the padding token's too).
+using LengthsKnown =
+    std::function<void(std::int64_t, std::int64_t, std::int64_t, bool, std::int64_t)>;
 
 // The words of every sentence, one dictionary for all of them, and the padded ids; `known` is
 // called before the ids are made (the run's memory plan goes there).
@@ -86,8 +89,12 @@ void tokenize_inputs(Trace& trace, const LengthsKnown& known) {
   const bool padded =
       std::any_of(words.begin(), words.end(), [t](const auto& w) { return w.size() < t; });
   // Before anything large: T is known now.
+  std::vector<std::string> distinct = all_words;
+  std::sort(distinct.begin(), distinct.end());
+  const auto tokens = static_cast<std::int64_t>(
+      std::unique(distinct.begin(), distinct.end()) - distinct.begin() + (padded ? 1 : 0));
   known(static_cast<std::int64_t>(t), static_cast<std::int64_t>(c.cross ? cross_words.size() : t),
-        batch_size, padded);
+        batch_size, padded, tokens);
   if (padded) trace.pad_id = trace.vocabulary.size();
   check_vocabulary(trace, padded);
   for (auto& w : words) {
@@ -142,7 +149,9 @@ Inputs tokenize_and_embed(Trace& trace, Recorder& rec) {
   const TraceConfig& c = trace.config;
   if (c.x) return given_x(trace, rec);
   tokenize_inputs(trace, [&rec](std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
-                                bool padded) { plan_run(rec, t_q, t_k, batch, padded); });
+                                bool padded, std::int64_t tokens) {
+    plan_run(rec, t_q, t_k, batch, padded, tokens);
+  });
   // torch.manual_seed(seed); X = nn.Embedding(V, d_in[, padding_idx])(ids): one call for every
   // sentence, so that the generator runs once.
   std::vector<std::int64_t> all_ids;
@@ -196,7 +205,8 @@ Trace outline_trace(const TraceConfig& config) {
   if (trace.config.x) {
     trace.inputs.push_back(lesson::given_rows(trace.config));
   } else {
-    lesson::tokenize_inputs(trace, [](std::int64_t, std::int64_t, std::int64_t, bool) {});
+    lesson::tokenize_inputs(trace,
+                            [](std::int64_t, std::int64_t, std::int64_t, bool, std::int64_t) {});
   }
   return trace;
 }

@@ -36,7 +36,14 @@ constexpr std::array<EnumName<OutputFormat>, 9> kOutputFormats = {
      {OutputFormat::kSvg, "svg"},
      {OutputFormat::kHtml, "html"}}};
 
+constexpr std::array<EnumName<Loss>, 2> kLosses = {{{Loss::kSum, "sum"}, {Loss::kMse, "mse"}}};
+
 }  // namespace
+
+template <>
+std::span<const EnumName<Loss>> names_of<Loss>() {
+  return kLosses;
+}
 
 template <>
 std::span<const EnumName<OutputFormat>> names_of<OutputFormat>() {

@@ -53,10 +53,66 @@ void plan_weights(std::vector<PlannedStep>& plan, const TraceConfig& c) {
   if (c.init == WeightInit::kLinear) plan.push_back({StepKind::kBOut, 1, c.d_kq});
 }
 
+// The weights' layout: (d_in, d_out) for rand, (d_out, d_in) otherwise.
+void plan_weight_like(std::vector<PlannedStep>& plan, const TraceConfig& c, StepKind q,
+                      StepKind k, StepKind v) {
+  const bool rand = c.init == WeightInit::kRand;
+  auto weight = [&](StepKind kind, std::int64_t d_out) {
+    plan.push_back({kind, rand ? c.d_in : d_out, rand ? d_out : c.d_in});
+  };
+  const bool split = c.multihead == MultiheadForm::kSplit;
+  for (std::int64_t h = 0; h < (split ? 1 : c.heads); ++h) {
+    weight(q, c.d_kq);
+    weight(k, c.d_kq);
+    weight(v, c.d_v);
+  }
+}
+
+// The backward pass (lesson_backward.cpp): the loss, the output's gradient (split form), each
+// head's chain back to Q and K, the weights', X's and the embedding table's gradients, then the
+// step of gradient descent.
+void plan_backward(std::vector<PlannedStep>& plan, const TraceConfig& c, std::int64_t t_q,
+                   std::int64_t t_k, std::int64_t batch, std::int64_t tokens) {
+  const bool split = c.multihead == MultiheadForm::kSplit;
+  const bool linear = c.init == WeightInit::kLinear;
+  const std::int64_t d_head_v = split ? c.d_v / c.heads : c.d_v;
+  const std::int64_t d_head_k = split ? c.d_kq / c.heads : c.d_kq;
+  plan.push_back({StepKind::kLoss, 1, 1});
+  if (split) {
+    for (std::int64_t b = 0; b < batch; ++b) plan.push_back({StepKind::kGradOutput, t_q, c.d_v});
+    plan.push_back({StepKind::kGradWOut, c.d_kq, c.d_kq});
+    if (linear) plan.push_back({StepKind::kGradBOut, 1, c.d_kq});
+  }
+  for (std::int64_t b = 0; b < batch; ++b) {
+    if (c.heads > 1) plan.push_back({StepKind::kGradContextConcat, t_q, c.heads * d_head_v});
+    for (std::int64_t h = 0; h < c.heads; ++h) {
+      plan.push_back({StepKind::kGradContext, t_q, d_head_v});
+      plan.push_back({StepKind::kGradAttentionWeights, t_q, t_k});
+      plan.push_back({StepKind::kGradValues, t_k, d_head_v});
+      plan.push_back({StepKind::kGradRowDot, t_q, 1});
+      plan.push_back({StepKind::kGradScaledScores, t_q, t_k});
+      plan.push_back({StepKind::kGradOmega, t_q, t_k});
+      plan.push_back({StepKind::kGradQueries, t_q, d_head_k});
+      plan.push_back({StepKind::kGradKeys, t_k, d_head_k});
+    }
+  }
+  plan_weight_like(plan, c, StepKind::kGradWQuery, StepKind::kGradWKey, StepKind::kGradWValue);
+  for (std::int64_t b = 0; b < batch; ++b) plan.push_back({StepKind::kGradEmbeddings, t_q, c.d_in});
+  if (c.cross) plan.push_back({StepKind::kGradEmbeddings2, t_k, c.d_in});
+  if (tokens > 0) plan.push_back({StepKind::kGradEmbeddingTable, tokens, c.d_in});
+  if (!c.learning_rate) return;
+  plan_weight_like(plan, c, StepKind::kStepWQuery, StepKind::kStepWKey, StepKind::kStepWValue);
+  if (split) {
+    plan.push_back({StepKind::kStepWOut, c.d_kq, c.d_kq});
+    if (linear) plan.push_back({StepKind::kStepBOut, 1, c.d_kq});
+  }
+  plan.push_back({StepKind::kLossAfterStep, 1, 1});
+}
+
 }  // namespace
 
 std::vector<PlannedStep> plan_steps(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
-                                    std::int64_t batch, bool padded) {
+                                    std::int64_t batch, bool padded, std::int64_t tokens) {
   const bool split = c.multihead == MultiheadForm::kSplit;
   const bool masked = c.causal || padded;
   std::vector<PlannedStep> plan;
@@ -78,6 +134,7 @@ std::vector<PlannedStep> plan_steps(const TraceConfig& c, std::int64_t t_q, std:
     if (c.heads > 1) plan.push_back({StepKind::kContextConcat, t_q, c.heads * d_head_v});
     if (split) plan.push_back({StepKind::kOutput, t_q, c.d_v});
   }
+  if (c.backward) plan_backward(plan, c, t_q, t_k, batch, tokens);
   return plan;
 }
 
@@ -88,9 +145,9 @@ std::int64_t score_block_rows(const TraceConfig& c, std::int64_t t_k) {
 }
 
 double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
-                      bool padded) {
+                      bool padded, std::int64_t tokens) {
   double values = 0.0, squares = 0.0;
-  for (const PlannedStep& s : plan_steps(c, t_q, t_k, batch, padded)) {
+  for (const PlannedStep& s : plan_steps(c, t_q, t_k, batch, padded, tokens)) {
     const double n = static_cast<double>(s.rows) * static_cast<double>(s.cols);
     values += n;
     // The (T, T_k) steps, whose columns are keys: release_scores frees them head by head.

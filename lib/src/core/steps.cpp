@@ -6,7 +6,7 @@ namespace attn {
 
 namespace {
 
-constexpr std::array<StepInfo, 25> kCatalogue = {{
+constexpr std::array<StepInfo, 50> kCatalogue = {{
     {StepKind::kEmbeddings, "embeddings", "the embedded sentence, one row per token",
      "X = Embedding(V, d_in)(ids)",
      "Each token id picks one row of the embedding table: a vector of d_in numbers that stands "
@@ -97,6 +97,102 @@ constexpr std::array<StepInfo, 25> kCatalogue = {{
     {StepKind::kOutput, "output", "the output projection", "out = Z W_o",
      "The output projection: the concatenated heads times W_o (plus its bias b_o when the "
      "weights are nn.Linear's).",
+     false, false, true},
+    // The backward pass.
+    {StepKind::kLoss, "loss", "the loss, the scalar the gradients are of", "L = Σ out",
+     "The backward pass starts from one number, the loss. Every gradient below says how much L "
+     "would change if that one value were nudged: dL/dx ≈ (L(x + h) − L(x)) / h.",
+     false, false, true},
+    {StepKind::kGradOutput, "grad_output", "the loss's gradient at the output projection",
+     "dL/d out",
+     "How L changes with each value of the output: 1 everywhere for L = Σ out, 2 (out − target) "
+     "/ N for the mean squared error.",
+     false, false, true},
+    {StepKind::kGradWOut, "grad_w_out", "the gradient of the output weights",
+     "dL/dW_o = Zᵀ dL/d out",
+     "Each output weight's gradient: the context vectors it multiplied, times the output's "
+     "gradient, summed over the tokens. In the layout W_o is stored.",
+     false, false, true},
+    {StepKind::kGradBOut, "grad_b_out", "the gradient of the output bias",
+     "dL/db_o = Σ_t dL/d out_t",
+     "The bias is added to every row, so its gradient is the output's gradient summed over the "
+     "tokens.",
+     false, false, true},
+    {StepKind::kGradContextConcat, "grad_context_concat",
+     "the gradient of the heads' context vectors side by side", "dL/dZ",
+     "The gradient of the concatenated context vectors; each head takes its own columns.", false,
+     false, true},
+    {StepKind::kGradContext, "grad_context_vectors", "the gradient of the context vectors",
+     "dL/dZ",
+     "How L changes with each context vector: the start of one head's backward pass.", false,
+     false, true},
+    {StepKind::kGradAttentionWeights, "grad_attention_weights",
+     "the gradient of the attention weights", "dL/dA = dL/dZ Vᵀ",
+     "Z = A V, so weight A_ij's gradient is the dot product of row i of dL/dZ with value j: "
+     "attending more to a value helps L as much as that value points along dL/dZ.",
+     true, true, true},
+    {StepKind::kGradValues, "grad_values", "the gradient of the values", "dL/dV = Aᵀ dL/dZ",
+     "Each value's gradient: the gradients of the context vectors it went into, weighted by how "
+     "much each query attended to it.",
+     false, false, true},
+    {StepKind::kGradRowDot, "grad_row_dot", "each row's weighted mean of dL/dA",
+     "r_i = Σ_j dA_ij A_ij",
+     "The softmax's backward subtracts, from each weight's gradient, the row's mean gradient "
+     "weighted by the weights: the weights sum to 1, so raising one lowers the others.",
+     false, false, true},
+    {StepKind::kGradScaledScores, "grad_scaled_scores",
+     "the gradient of the scaled scores, through the softmax", "dL/dS = A ⊙ (dA − r)",
+     "The softmax's Jacobian applied to dL/dA: dS_ij = A_ij (dA_ij − r_i). A score whose weight "
+     "is near 0 gets almost no gradient.",
+     true, true, true},
+    {StepKind::kGradOmega, "grad_omega", "the gradient of the scores ω",
+     "dL/dω = dL/dS / √d_k",
+     "Back through the scaling, and through the mask: a masked score was replaced by −inf, so "
+     "its gradient is 0.",
+     true, true, true},
+    {StepKind::kGradQueries, "grad_queries", "the gradient of the queries", "dL/dQ = dL/dω K",
+     "ω = Q Kᵀ, so a query's gradient is the keys weighted by its row of dL/dω.", false, false,
+     true},
+    {StepKind::kGradKeys, "grad_keys", "the gradient of the keys", "dL/dK = dL/dωᵀ Q",
+     "A key's gradient is the queries weighted by its column of dL/dω.", false, false, true},
+    {StepKind::kGradWQuery, "grad_w_query", "the gradient of the query weights",
+     "dL/dW_q = Xᵀ dL/dQ",
+     "The query weights' gradient: the embeddings times the queries' gradient, summed over the "
+     "tokens (and sentences). In the layout W_q is stored.",
+     false, false, true},
+    {StepKind::kGradWKey, "grad_w_key", "the gradient of the key weights", "dL/dW_k = Xᵀ dL/dK",
+     "The key weights' gradient, in the layout W_k is stored.", false, false, true},
+    {StepKind::kGradWValue, "grad_w_value", "the gradient of the value weights",
+     "dL/dW_v = Xᵀ dL/dV", "The value weights' gradient, in the layout W_v is stored.", false,
+     false, true},
+    {StepKind::kGradEmbeddings, "grad_embeddings", "the gradient of the embeddings",
+     "dL/dX = dQ W_qᵀ + dK W_kᵀ + dV W_vᵀ",
+     "X went into the queries, the keys and the values, so its gradient is the sum of the three "
+     "paths back.",
+     false, false, true},
+    {StepKind::kGradEmbeddings2, "grad_embeddings_2",
+     "the gradient of the key and value sentence's embeddings", "dL/dX₂ = dK W_kᵀ + dV W_vᵀ",
+     "X₂ gave the keys and values: its gradient comes back along those two paths.", false, false,
+     true},
+    {StepKind::kGradEmbeddingTable, "grad_embedding_table",
+     "the embedding table's gradient, one row per token", "dL/dE[id] = Σ_{t: ids_t = id} dL/dX_t",
+     "nn.Embedding's backward: each token's row of the table gets the gradients of every "
+     "position that looked it up, summed; rows of words not in the input get 0.",
+     false, false, true},
+    {StepKind::kStepWQuery, "step_w_query", "the query weights after one step of gradient descent",
+     "W_q − η dL/dW_q", "One step of training: each weight moves against its gradient.", false,
+     false, true},
+    {StepKind::kStepWKey, "step_w_key", "the key weights after one step", "W_k − η dL/dW_k",
+     "The key weights, moved against their gradient.", false, false, true},
+    {StepKind::kStepWValue, "step_w_value", "the value weights after one step", "W_v − η dL/dW_v",
+     "The value weights, moved against their gradient.", false, false, true},
+    {StepKind::kStepWOut, "step_w_out", "the output weights after one step", "W_o − η dL/dW_o",
+     "The output weights, moved against their gradient.", false, false, true},
+    {StepKind::kStepBOut, "step_b_out", "the output bias after one step", "b_o − η dL/db_o",
+     "The output bias, moved against its gradient.", false, false, true},
+    {StepKind::kLossAfterStep, "loss_after_step", "the loss again, with the stepped weights",
+     "L(W − η dL/dW)",
+     "The forward pass again with the new weights: for a small enough η the loss is lower.",
      false, false, true},
 }};
 

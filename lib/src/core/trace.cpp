@@ -85,6 +85,7 @@ Trace run_trace(const TraceConfig& config) {
                             lesson::make_mask(trace, queries, keys)};
     lesson::combine_heads(rec, item, weights, lesson::attend_heads(rec, item, weights));
   }
+  if (trace.config.backward) lesson::backward(trace, rec, inputs, weights);
   rec.flush();
   return trace;
 }

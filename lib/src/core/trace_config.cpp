@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <string>
 
 #include "attn/error.hpp"
@@ -104,6 +105,29 @@ void apply_given_shapes(TraceConfig& c) {
   }
 }
 
+// The backward pass's settings: the loss and its target, the learning rate.
+void check_backward(TraceConfig& c) {
+  if (!c.backward) {
+    if (c.loss != Loss::kSum || c.target || c.learning_rate) {
+      throw Error("a loss, a target and a learning rate are settings of the backward pass: "
+                  "turn it on");
+    }
+    return;
+  }
+  if (c.loss == Loss::kMse && !c.target) {
+    throw Error("the mse loss needs a target: the final output's values to approach");
+  }
+  if (c.loss != Loss::kMse && c.target) {
+    throw Error(fmt::format("the target in {} is for the mse loss: the sum loss has none",
+                            c.target->source));
+  }
+  if (c.learning_rate && !(*c.learning_rate > 0 && std::isfinite(*c.learning_rate))) {
+    throw Error(fmt::format("learning rate {} is not allowed: it must be a finite number > 0",
+                            *c.learning_rate));
+  }
+  c.release_scores = false;  // the backward pass reads every head's weights
+}
+
 }  // namespace
 
 TraceConfig resolve(const TraceConfig& config) {
@@ -133,6 +157,7 @@ TraceConfig resolve(const TraceConfig& config) {
                               c.d_kq, c.heads, c.heads));
     }
   }
+  check_backward(c);
   return c;
 }
 

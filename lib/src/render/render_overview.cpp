@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -31,6 +33,64 @@ struct Look {
   StepKind feeds = StepKind::kEmbeddings;  // kWith: the stage it is used by
   std::string_view lead = {};              // kAside
 };
+
+// The backward pass's steps: the chain of gradients as stages, what branches off beside them.
+Look backward_look(StepKind kind) {
+  switch (kind) {
+    case StepKind::kLoss:
+      return {"L", Place::kStage};
+    case StepKind::kGradOutput:
+      return {"dL/d out", Place::kStage};
+    case StepKind::kGradWOut:
+      return {"dL/dW_o", Place::kAside, {}, "  → "};
+    case StepKind::kGradBOut:
+      return {"dL/db_o", Place::kAside, {}, "  → "};
+    case StepKind::kGradContextConcat:
+    case StepKind::kGradContext:
+      return {"dL/dZ", Place::kStage};
+    case StepKind::kGradAttentionWeights:
+      return {"dL/dA", Place::kStage};
+    case StepKind::kGradValues:
+      return {"dL/dV", Place::kBeside};
+    case StepKind::kGradRowDot:
+      return {"r", Place::kAside, {}, "rowsum(dA ⊙ A): "};
+    case StepKind::kGradScaledScores:
+      return {"dL/dS", Place::kStage};
+    case StepKind::kGradOmega:
+      return {"dL/dω", Place::kStage};
+    case StepKind::kGradQueries:
+      return {"dL/dQ", Place::kStage};
+    case StepKind::kGradKeys:
+      return {"dL/dK", Place::kBeside};
+    case StepKind::kGradWQuery:
+      return {"dL/dW_q", Place::kStage};
+    case StepKind::kGradWKey:
+      return {"dL/dW_k", Place::kBeside};
+    case StepKind::kGradWValue:
+      return {"dL/dW_v", Place::kBeside};
+    case StepKind::kGradEmbeddings:
+      return {"dL/dX", Place::kStage};
+    case StepKind::kGradEmbeddings2:
+      return {"dL/dX₂", Place::kBeside};
+    case StepKind::kGradEmbeddingTable:
+      return {"dL/dE", Place::kStage};
+    case StepKind::kStepWQuery:
+      return {"W_q − η dW_q", Place::kStage};
+    case StepKind::kStepWKey:
+      return {"W_k − η dW_k", Place::kBeside};
+    case StepKind::kStepWValue:
+      return {"W_v − η dW_v", Place::kBeside};
+    case StepKind::kStepWOut:
+      return {"W_o − η dW_o", Place::kBeside};
+    case StepKind::kStepBOut:
+      return {"b_o − η db_o", Place::kBeside};
+    case StepKind::kLossAfterStep:
+      return {"L after", Place::kStage};
+    default:
+      break;
+  }
+  throw std::logic_error("look: a step kind without a look");
+}
 
 Look look(StepKind kind) {
   switch (kind) {
@@ -84,6 +144,8 @@ Look look(StepKind kind) {
       return {"Z", Place::kStage};
     case StepKind::kOutput:
       return {"out", Place::kStage};
+    default:
+      return backward_look(kind);
   }
   throw std::logic_error("look: a step kind without a look");
 }
@@ -303,7 +365,13 @@ std::string render_overview(const Trace& trace, std::size_t width) {
   const auto t_q = static_cast<std::int64_t>(trace.inputs.at(0).words.size());
   const std::int64_t t_k = trace.cross ? static_cast<std::int64_t>(trace.cross->words.size()) : t_q;
   const bool padded = trace.pad_id.has_value();
-  const std::vector<PlannedStep> plan = plan_steps(c, t_q, t_k, batch, padded);
+  std::set<std::int64_t> ids;  // the embedding table's gradient rows
+  if (!c.x) {
+    for (const TokenizedSentence& s : trace.inputs) ids.insert(s.ids.begin(), s.ids.end());
+    if (trace.cross) ids.insert(trace.cross->ids.begin(), trace.cross->ids.end());
+  }
+  const std::vector<PlannedStep> plan =
+      plan_steps(c, t_q, t_k, batch, padded, static_cast<std::int64_t>(ids.size()));
 
   std::string head;
   render_detail::append_preamble(head, trace, /*brief=*/true);

@@ -231,6 +231,10 @@ float torch_sum(const float* e, std::int64_t n) {
   return sum;
 }
 
+float torch_reduce_all_sum(const float* e, Eigen::Index n, TorchKernel kernel) {
+  return row_sum(e, n, kernel);
+}
+
 float torch_expf(float x, TorchKernel kernel) {
   return kernel == TorchKernel::kAvx2 ? sleef_expf_u10(x) : std::exp(x);
 }
