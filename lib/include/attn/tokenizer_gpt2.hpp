@@ -33,8 +33,9 @@ inline constexpr std::int64_t kGpt2EndOfText = 50256;
 // messages ("the sentence"). Throws Error naming the byte offset of invalid UTF-8.
 std::vector<std::int64_t> gpt2_encode(std::string_view text, std::string_view which = "the text");
 
-// The token with this id, as encoder.json writes it ("Ġshort"). Requires 0 <= id < 50257.
-const std::string& gpt2_token(std::int64_t id);
+// The token with this id, as encoder.json writes it ("Ġshort"); valid for the program's life.
+// Throws Error for an id outside 0 to 50256.
+std::string_view gpt2_token(std::int64_t id);
 
 // The id of a token written as encoder.json writes it. Throws Error if there is no such token.
 std::int64_t gpt2_id(std::string_view token);

@@ -10,6 +10,7 @@
 #include <array>
 #include <limits>
 #include <unordered_map>
+#include <utility>
 
 #include "attn/error.hpp"
 #include "gpt2_data.hpp"
@@ -55,48 +56,83 @@ std::uint64_t pair_key(std::int32_t a, std::int32_t b) {
          static_cast<std::uint32_t>(b);
 }
 
+std::uint64_t fnv1a(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return h;
+}
+
+// The tables, in flat arrays (no allocation per token), so that they load in milliseconds:
+// every token's string in one buffer, and two open-addressing hash tables (linear probing,
+// 2^17 slots for about 50,000 entries): string -> id, and (left id, right id) -> merge rank.
 struct Tables {
-  std::array<std::int32_t, 256> byte_id{};               // byte -> its token's id
-  std::array<std::int16_t, 324> byte_of_character{};     // bytes_to_unicode()'s inverse, or -1
-  std::vector<std::string> tokens;                       // id -> encoder.json's string
-  std::unordered_map<std::string_view, std::int32_t> ids;  // views into `tokens`
-  std::unordered_map<std::uint64_t, std::int32_t> ranks;   // (left id, right id) -> merge rank
+  static constexpr std::size_t kSlots = std::size_t{1} << 17;
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
+  std::array<std::int32_t, 256> byte_id{};            // byte -> its token's id
+  std::array<std::int16_t, 324> byte_of_character{};  // bytes_to_unicode()'s inverse, or -1
+  std::string text;                                   // every token's string, in id order
+  std::vector<std::uint32_t> start{0};                // token i is text[start[i], start[i + 1])
+  std::vector<std::int32_t> id_slots = std::vector<std::int32_t>(kSlots, -1);
+  std::vector<std::uint64_t> pair_slots = std::vector<std::uint64_t>(kSlots, kEmpty);
+  std::vector<std::int32_t> pair_ranks = std::vector<std::int32_t>(kSlots, -1);
+
+  std::string_view token(std::int32_t id) const {
+    const auto i = static_cast<std::size_t>(id);
+    return std::string_view(text).substr(start[i], start[i + 1] - start[i]);
+  }
+  // The id of a token's string, or -1.
+  std::int32_t id(std::string_view s) const {
+    for (std::size_t slot = fnv1a(s) & (kSlots - 1);; slot = (slot + 1) & (kSlots - 1)) {
+      if (id_slots[slot] < 0 || token(id_slots[slot]) == s) return id_slots[slot];
+    }
+  }
+  // The rank of the merge of two adjacent tokens, or -1.
+  std::int32_t rank(std::uint64_t key) const {
+    for (std::size_t slot = (key * 0x9E3779B97F4A7C15ULL) >> 47;; slot = (slot + 1) & (kSlots - 1)) {
+      if (pair_slots[slot] == key || pair_slots[slot] == kEmpty) return pair_ranks[slot];
+    }
+  }
+  void add_token(std::string_view left, std::string_view right = {}) {
+    text.append(left).append(right);  // reserved in full: the views stay valid
+    start.push_back(static_cast<std::uint32_t>(text.size()));
+    const auto id = static_cast<std::int32_t>(start.size() - 2);
+    std::size_t slot = fnv1a(token(id)) & (kSlots - 1);
+    while (id_slots[slot] >= 0) slot = (slot + 1) & (kSlots - 1);
+    id_slots[slot] = id;
+  }
+  void add_merge(std::uint64_t key, std::int32_t rank) {
+    std::size_t slot = (key * 0x9E3779B97F4A7C15ULL) >> 47;
+    while (pair_slots[slot] != kEmpty) slot = (slot + 1) & (kSlots - 1);
+    pair_slots[slot] = key;
+    pair_ranks[slot] = rank;
+  }
 };
 
 // One merge line "left right": the tokens' ids. Throws (a damaged build) if either is unknown.
 std::pair<std::int32_t, std::int32_t> merge_ids(const Tables& t, std::string_view line) {
   const std::size_t space = line.find(' ');
-  const auto left = t.ids.find(line.substr(0, space));
-  const auto right =
-      space == std::string_view::npos ? t.ids.end() : t.ids.find(line.substr(space + 1));
-  if (left == t.ids.end() || right == t.ids.end()) {
-    throw Error(fmt::format("GPT-2's merges are damaged at '{}'", line));
-  }
-  return {left->second, right->second};
-}
-
-void add_token(Tables& t, std::string token) {
-  const auto id = static_cast<std::int32_t>(t.tokens.size());
-  t.tokens.push_back(std::move(token));
-  t.ids.emplace(t.tokens.back(), id);  // `tokens` never reallocates: reserved in full
+  const std::int32_t left = t.id(line.substr(0, space));
+  const std::int32_t right = space == std::string_view::npos ? -1 : t.id(line.substr(space + 1));
+  if (left < 0 || right < 0) throw Error(fmt::format("GPT-2's merges are damaged at '{}'", line));
+  return {left, right};
 }
 
 Tables load_tables() {
   Tables t;
-  t.tokens.reserve(kGpt2VocabSize);
-  t.ids.reserve(kGpt2VocabSize);
-  t.ranks.reserve(kGpt2VocabSize - 257);
-  const ByteCharacters bc = byte_characters();
+  std::string_view bpe = gpt2_detail::vocab_bpe();
+  // A merge's token is at most its line's length: the buffer never moves.
+  t.text.reserve(bpe.size() + 2 * 256 + 16);
+  t.start.reserve(kGpt2VocabSize + 1);
   t.byte_of_character.fill(-1);
+  const ByteCharacters bc = byte_characters();
   for (std::size_t id = 0; id < 256; ++id) {
     const unsigned char b = bc.order[id];
     std::string token;
     append_utf8(token, bc.of_byte[b]);
-    add_token(t, std::move(token));
+    t.add_token(token);
     t.byte_id[b] = static_cast<std::int32_t>(id);
-    t.byte_of_character[bc.of_byte[b]] = b;
+    t.byte_of_character[bc.of_byte[b]] = static_cast<std::int16_t>(b);
   }
-  std::string_view bpe = gpt2_detail::vocab_bpe();
   bpe.remove_prefix(bpe.find('\n') + 1);  // "#version: 0.2"
   while (!bpe.empty()) {
     const std::size_t end = bpe.find('\n');
@@ -104,12 +140,12 @@ Tables load_tables() {
     bpe.remove_prefix(end == std::string_view::npos ? bpe.size() : end + 1);
     if (line.empty()) continue;
     const auto [left, right] = merge_ids(t, line);
-    t.ranks.emplace(pair_key(left, right), static_cast<std::int32_t>(t.tokens.size() - 256));
-    add_token(t, t.tokens[static_cast<std::size_t>(left)] + t.tokens[static_cast<std::size_t>(right)]);
+    t.add_merge(pair_key(left, right), static_cast<std::int32_t>(t.start.size() - 1 - 256));
+    t.add_token(t.token(left), t.token(right));
   }
-  add_token(t, "<|endoftext|>");
-  if (static_cast<std::int64_t>(t.tokens.size()) != kGpt2VocabSize) {
-    throw Error(fmt::format("GPT-2's merges are damaged: {} tokens", t.tokens.size()));
+  t.add_token("<|endoftext|>");
+  if (static_cast<std::int64_t>(t.start.size() - 1) != kGpt2VocabSize) {
+    throw Error(fmt::format("GPT-2's merges are damaged: {} tokens", t.start.size() - 1));
   }
   return t;
 }
@@ -149,10 +185,11 @@ std::vector<std::int32_t> bpe(const Tables& t, std::string_view piece) {
     std::int32_t best = std::numeric_limits<std::int32_t>::max();
     std::uint64_t best_pair = 0;
     for (std::size_t i = 0; i + 1 < word.size(); ++i) {
-      const auto it = t.ranks.find(pair_key(word[i], word[i + 1]));
-      if (it != t.ranks.end() && it->second < best) {
-        best = it->second;
-        best_pair = it->first;
+      const std::uint64_t key = pair_key(word[i], word[i + 1]);
+      const std::int32_t r = t.rank(key);
+      if (r >= 0 && r < best) {
+        best = r;
+        best_pair = key;
       }
     }
     if (best == std::numeric_limits<std::int32_t>::max()) break;
@@ -220,19 +257,17 @@ std::vector<std::int64_t> gpt2_encode(std::string_view text, std::string_view wh
   return ids;
 }
 
-const std::string& gpt2_token(std::int64_t id) {
+std::string_view gpt2_token(std::int64_t id) {
   if (id < 0 || id >= kGpt2VocabSize) {
     throw Error(fmt::format("GPT-2 has no token {}: its ids are 0 to {}", id, kGpt2VocabSize - 1));
   }
-  return tables().tokens[static_cast<std::size_t>(id)];
+  return tables().token(static_cast<std::int32_t>(id));
 }
 
 std::int64_t gpt2_id(std::string_view token) {
-  const auto it = tables().ids.find(token);
-  if (it == tables().ids.end()) {
-    throw Error(fmt::format("'{}' is not one of GPT-2's tokens", escape_controls(token)));
-  }
-  return it->second;
+  const std::int32_t id = tables().id(token);
+  if (id < 0) throw Error(fmt::format("'{}' is not one of GPT-2's tokens", escape_controls(token)));
+  return id;
 }
 
 std::string gpt2_readable(std::string_view token) {
@@ -256,7 +291,7 @@ std::vector<std::string> Gpt2Tokenizer::tokens(std::string_view text,
     throw Error(fmt::format("{} is empty: give at least one character", which));
   }
   std::vector<std::string> out;
-  for (const std::int64_t id : gpt2_encode(text, which)) out.push_back(gpt2_token(id));
+  for (const std::int64_t id : gpt2_encode(text, which)) out.emplace_back(gpt2_token(id));
   return out;
 }
 
@@ -268,7 +303,7 @@ Vocabulary Gpt2Tokenizer::vocabulary(const std::vector<std::string>& tokens) con
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   std::vector<std::string> words;
   words.reserve(ids.size());
-  for (const std::int64_t id : ids) words.push_back(gpt2_token(id));
+  for (const std::int64_t id : ids) words.emplace_back(gpt2_token(id));
   return Vocabulary(std::move(words), std::move(ids));
 }
 

@@ -41,6 +41,7 @@ json settings_of(const Trace& trace) {
   s["masked_rows"] = masked_rows_name(c.masked_rows);
   s["torch_kernel"] = kernel_name(c.kernel);
   s["matmul"] = matmul_name(c.matmul);
+  if (c.tokenizer->name() != "words") s["tokenizer"] = c.tokenizer->name();  // words: the default
   s["x"] = optional_source(c.x);
   s["embedding"] = optional_source(c.embedding);
   s["w_query"] = optional_source(c.w_query);
