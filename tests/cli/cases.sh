@@ -1174,7 +1174,7 @@ case_gpt2_every_view() {
 }
 case_gpt2_views_show_readable_tokens() {
   expect_output gpt2_heatmap --tokenizer gpt2 --format heatmap --steps attention_weights \
-    $'a\tb\nc 's'
+    $'a\tb\nc \'s'
   expect_output gpt2_query --tokenizer gpt2 --query 2 "Life is short"
 }
 case_gpt2_empty_text() {
