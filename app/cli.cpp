@@ -26,6 +26,7 @@
 #include "attn/render_summary.hpp"
 #include "attn/render_svg.hpp"
 #include "attn/render_table.hpp"
+#include "attn/tokenizer_gpt2.hpp"
 #include "attn/version.hpp"
 #include "option_table.hpp"
 
@@ -324,7 +325,9 @@ std::vector<std::string> read_sentences(const Options& o) {
     throw Error(
         fmt::format("{} and {} both give the sentence: give it one way", sources[0], sources[1]));
   }
-  if (o.file) return {read_sentence_file(*o.file, limit)};
+  // GPT-2 reads text exactly as given: only the file's final newline is dropped.
+  const bool exact = o.tokenizer == TokenizerChoice::kGpt2;
+  if (o.file) return {read_sentence_file(*o.file, limit, exact)};
   if (o.batch) {
     const std::string text = *o.batch == "-" ? read_sentence(STDIN_FILENO, "standard input", limit)
                                              : read_sentence_file(*o.batch, limit);
@@ -346,7 +349,7 @@ std::vector<std::string> read_sentences(const Options& o) {
   }
   if (!o.sentences.empty()) return o.sentences;
   if (o.words.size() == 1 && o.words[0] == "-") {
-    return {read_sentence(STDIN_FILENO, "standard input", limit)};
+    return {read_sentence(STDIN_FILENO, "standard input", limit, exact)};
   }
   if (o.words.empty()) return {};
   return {fmt::format("{}", fmt::join(o.words, " "))};
@@ -454,10 +457,18 @@ void check_view_options(const Options& o) {
   }
 }
 
+// The tokenizer, and GPT-2's vocabulary size unless one is given.
+void choose_tokenizer(Options& o) {
+  if (o.tokenizer != TokenizerChoice::kGpt2) return;
+  o.config.tokenizer = gpt2_tokenizer();
+  if (!given_option(o, "--vocab-size")) o.config.vocab_size = kGpt2VocabSize;
+}
+
 }  // namespace
 
 TraceConfig make_config(Options& o) {
   check_view_options(o);
+  choose_tokenizer(o);
   o.sentences = read_sentences(o);
   o.config.x = given(o.x);
   o.config.embedding = given(o.embedding);
@@ -474,7 +485,9 @@ TraceConfig make_config(Options& o) {
     if (!o.config.x->row_labels.empty()) {
       throw Error(fmt::format("{} labels its rows already: give no sentence with it", *o.x));
     }
-    o.config.x->row_labels = o.config.tokenizer->tokens(o.sentences[0], "the sentence");
+    for (const std::string& t : o.config.tokenizer->tokens(o.sentences[0], "the sentence")) {
+      o.config.x->row_labels.push_back(o.config.tokenizer->display(t));
+    }
   } else if (!o.sentences.empty()) {
     o.config.sentences = o.sentences;
   }

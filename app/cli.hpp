@@ -33,6 +33,7 @@ struct Outcome {
 // The views and modes that only the command line has.
 enum class ColorChoice { kAuto, kNever, k256, k24bit };
 enum class ProgressChoice { kAuto, kAlways, kNever };
+enum class TokenizerChoice { kWords, kGpt2 };  // --tokenizer
 
 struct Options {
   std::vector<std::string> words;      // the positional arguments: one sentence, quoted or not
@@ -68,6 +69,7 @@ struct Options {
   std::optional<std::string> x, embedding, w_query, w_key, w_value, w_out, b_out;
   // The backward pass: the mse loss's target file; one cell of dL/dω explained ("I,J").
   std::optional<std::string> target, explain_grad;
+  TokenizerChoice tokenizer = TokenizerChoice::kWords;  // the walkthrough's words, or GPT-2's
 };
 
 // `attn-trace diff A.json B.json`.
@@ -120,4 +122,6 @@ template <>
 std::span<const EnumName<cli::ProgressChoice>> names_of<cli::ProgressChoice>();
 template <>
 std::span<const EnumName<HeatmapForm>> names_of<HeatmapForm>();
+template <>
+std::span<const EnumName<cli::TokenizerChoice>> names_of<cli::TokenizerChoice>();
 }  // namespace attn

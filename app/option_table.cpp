@@ -240,6 +240,15 @@ std::vector<OptionSpec> sentence_options() {
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
          return app.add_option("--cross", o.cross, help);
        }});
+  input.push_back(choice(
+      "--tokenizer", "T", TokenizerChoice::kWords,
+      "How text becomes tokens: words (the walkthrough's sorted words) or gpt2 (GPT-2's "
+      "byte-level BPE, its 50,257 ids; --vocab-size defaults to 50257)",
+      "`words`: the walkthrough's dictionary of the sentence's sorted distinct words; `gpt2`: "
+      "GPT-2's byte-level BPE with its 50,257-token vocabulary, the text tokenized exactly as "
+      "given (from `--file` or standard input: its bytes, less one final newline), the ids "
+      "GPT-2's, `--vocab-size` 50257 unless given",
+      [](Options& o) -> TokenizerChoice& { return o.tokenizer; }));
   return input;
 }
 
@@ -633,6 +642,16 @@ std::span<const EnumName<cli::ProgressChoice>> names_of<cli::ProgressChoice>() {
 template <>
 std::span<const EnumName<HeatmapForm>> names_of<HeatmapForm>() {
   return kHeatmapForms;
+}
+
+namespace {
+constexpr std::array<EnumName<cli::TokenizerChoice>, 2> kTokenizerChoices = {
+    {{cli::TokenizerChoice::kWords, "words"}, {cli::TokenizerChoice::kGpt2, "gpt2"}}};
+}  // namespace
+
+template <>
+std::span<const EnumName<cli::TokenizerChoice>> names_of<cli::TokenizerChoice>() {
+  return kTokenizerChoices;
 }
 
 }  // namespace attn

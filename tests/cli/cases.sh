@@ -1198,4 +1198,62 @@ case_backward_errors() {
       --backward --loss mse --target "$work/t2.csv"
 }
 
+# --- GPT-2's tokenizer (--tokenizer gpt2) ------------------------------------------------------
+case_gpt2_text() { expect_output gpt2_text --tokenizer gpt2 "Life is short, eat dessert first"; }
+case_gpt2_json() {
+  expect_output gpt2_json --tokenizer gpt2 --format json --d-in 2 --d-kq 2 --d-v 2 \
+    $'It\'s 2026:  naïve\ncafé 😀'
+}
+case_gpt2_batch_padded_with_endoftext() {
+  expect_output gpt2_batch --tokenizer gpt2 --steps embeddings -s "Hello world" -s "Hi"
+}
+case_gpt2_file_keeps_bytes_but_one_final_newline() {
+  # The file's bytes: a byte-order mark, "\r" and the second-last newline stay; one "\n" goes.
+  printf '\xef\xbb\xbfHi\r\n\n' >"$work/text.txt"
+  run --tokenizer gpt2 --format json --steps embeddings --file "$work/text.txt"
+  grep -q '"ids":\[171,119,123,17250,201,198\]' "$work/stdout" || { cat "$work/stdout" "$work/stderr" | head -20; return 1; }
+  printf 'a  \n' | "$binary" --tokenizer gpt2 --format json --steps embeddings - >"$work/stdin.json" &&
+    grep -q '"ids":\[64,220,220\]' "$work/stdin.json" || { head -8 "$work/stdin.json"; return 1; }
+  # The words tokenizer still trims every final newline and the mark.
+  run --format json --steps embeddings --file "$work/text.txt"
+  grep -q '"words":\["Hi"\]' "$work/stdout" || { head -8 "$work/stdout"; return 1; }
+}
+case_gpt2_every_view() {
+  local args=(--tokenizer gpt2 "Life is short, eat dessert first")
+  local view
+  for view in "--query 2" "--query 3 --key 5" "--explain 2,3" "--format heatmap" "--format csv" \
+    "--format markdown" "--format summary" "--format overview" "--format html" \
+    "--format svg --steps attention_weights" "--format json" "--describe" "--heads 2" "--causal"; do
+    # shellcheck disable=SC2086
+    run "${args[@]}" $view
+    [ "$(cat "$work/status")" = 0 ] && [ ! -s "$work/stderr" ] && [ -s "$work/stdout" ] ||
+      { echo "FAIL: $view"; cat "$work/stderr"; return 1; }
+  done
+  grep -q "␣short" "$work/stdout" || return 1
+  "$binary" "${args[@]}" --export "$work/out" >/dev/null && [ -f "$work/out/manifest.json" ] &&
+    grep -q '"tokens":\["Life","Ġis"' "$work/out/manifest.json" || return 1
+  "$binary" "${args[@]}" --format json >"$work/a.json" &&
+    "$binary" diff "$work/a.json" "$work/a.json" >/dev/null &&
+    "$binary" "${args[@]}" --expect "$work/a.json" >/dev/null || return 1
+}
+case_gpt2_views_show_readable_tokens() {
+  expect_output gpt2_heatmap --tokenizer gpt2 --format heatmap --steps attention_weights \
+    $'a\tb\nc \'s'
+  expect_output gpt2_query --tokenizer gpt2 --query 2 "Life is short"
+}
+case_gpt2_empty_text() {
+  expect_error "the sentence is empty: give at least one character" --tokenizer gpt2 ""
+}
+case_gpt2_invalid_utf8() {
+  expect_error "the sentence is not valid UTF-8 (byte 3): a sentence must be UTF-8 text" \
+    --tokenizer gpt2 $'caf\xe9'
+}
+case_gpt2_vocab_size_too_small() {
+  expect_error "vocabulary size 1000 is smaller than the sentence's token ids need (gpt2 tokens, the largest id 14662): it must be at least 14663" \
+    --tokenizer gpt2 --vocab-size 1000 "Life is short"
+}
+case_gpt2_unknown_tokenizer() {
+  expect_error "--tokenizer: gpt3 not in {words,gpt2} (see attn-trace --help)" --tokenizer gpt3
+}
+
 "case_$case_name"

@@ -80,12 +80,15 @@ std::uint64_t sentence_byte_limit(std::uint64_t max_memory);
 // longer than 1.0 MiB, the memory limit: give a shorter sentence, or raise the limit with
 // --max-memory"; above 1 GiB: "/dev/zero: the sentence is longer than 1.0 GiB: a sentence may
 // have at most 1.0 GiB, whatever --max-memory says". The text is not checked otherwise: tokenize
-// refuses invalid UTF-8 and control characters.
-std::string read_sentence(int fd, const std::string& source, std::uint64_t max_memory);
+// refuses invalid UTF-8 and control characters. The final newlines (\n, \r) and a leading UTF-8
+// byte-order mark are dropped; with `exact`, only one final \n is, and every other byte is kept.
+std::string read_sentence(int fd, const std::string& source, std::uint64_t max_memory,
+                          bool exact = false);
 
 // read_sentence of the file at `path`, named by its path. Throws Error as read_file does when it
 // cannot be opened or is a folder ("data/none.txt: cannot read: No such file or directory").
-std::string read_sentence_file(const std::filesystem::path& path, std::uint64_t max_memory);
+std::string read_sentence_file(const std::filesystem::path& path, std::uint64_t max_memory,
+                               bool exact = false);
 
 // Writes `bytes` to `path` atomically: into a temporary file in the same folder, flushed, then
 // renamed over `path`. Throws Error naming the path if it exists and `overwrite` is false, or if

@@ -43,4 +43,10 @@ std::int64_t default_path_key(const Trace& trace);
 std::string dictionary_repr(const Vocabulary& vocabulary,
                             std::optional<std::int64_t> pad_id = std::nullopt);
 
+// A tokenizer's dictionary, one token a line: its id, Python's repr of the token as the
+// tokenizer writes it, and the token as display() shows it ("  318  'Ġis'  ␣is"); the padding
+// token last when there is one.
+std::string token_table(const Vocabulary& vocabulary, const Tokenizer& tokenizer,
+                        std::optional<std::int64_t> pad_id = std::nullopt);
+
 }  // namespace attn

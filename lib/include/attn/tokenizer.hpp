@@ -19,20 +19,29 @@ namespace attn {
 // Throws Error naming the byte offset of invalid UTF-8 or of a control character.
 std::vector<std::string> tokenize(std::string_view sentence);
 
-// A dictionary: tokens numbered from 0.
+// A dictionary: tokens and their ids, numbered from 0 (the walkthrough's) or given (a
+// tokenizer's fixed vocabulary, of which a run's dictionary holds the tokens it uses).
 class Vocabulary {
  public:
-  // Requires: distinct tokens, in id order.
+  // Tokens numbered from 0. Requires: distinct tokens, in id order.
   explicit Vocabulary(std::vector<std::string> tokens);
+  // Tokens with their ids. Requires: distinct tokens, one id each, ids increasing.
+  Vocabulary(std::vector<std::string> tokens, std::vector<std::int64_t> ids);
 
   // Tokens in id order.
   const std::vector<std::string>& words() const { return words_; }
+  // Their ids, in the same order.
+  const std::vector<std::int64_t>& ids() const { return id_list_; }
   std::int64_t size() const { return static_cast<std::int64_t>(words_.size()); }
+  // One more than the largest id: the fewest rows an embedding table of these ids has (size()
+  // when the tokens are numbered from 0).
+  std::int64_t end_id() const { return id_list_.empty() ? 0 : id_list_.back() + 1; }
   // The id of `word`. Throws Error if the word is not in the dictionary.
   std::int64_t id(std::string_view word) const;
 
  private:
   std::vector<std::string> words_;  // in id order
+  std::vector<std::int64_t> id_list_;
   std::unordered_map<std::string, std::int64_t> ids_;
 };
 
@@ -53,6 +62,10 @@ class Tokenizer {
   virtual Vocabulary vocabulary(const std::vector<std::string>& tokens) const = 0;
   // A token as a reader sees it in the dictionary and the labels.
   virtual std::string display(std::string_view token) const = 0;
+  // The id that pads the shorter texts of a batch: by default the one after the dictionary's.
+  virtual std::int64_t padding_id(const Vocabulary& vocabulary) const {
+    return vocabulary.end_id();
+  }
 };
 
 // The walkthrough's tokenizer: commas dropped, words split on white space (tokenize), the

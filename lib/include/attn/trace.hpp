@@ -165,6 +165,9 @@ struct Step {
 struct TokenizedSentence {
   std::vector<std::string> words;  // in sentence order, padded with kPadToken to the batch's T
   std::vector<std::int64_t> ids;   // one per word
+  // The tokens as the tokenizer writes them, where `words` shows them otherwise (GPT-2's
+  // "Ġshort", shown as "␣short"); empty when they are the words.
+  std::vector<std::string> tokens;
   std::int64_t length = 0;         // words before the padding
 };
 

@@ -33,10 +33,11 @@ void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t ba
   rec.follow(plan_steps(c, t_q, t_k, batch, padded, tokens));
 }
 
-// Refuses a vocabulary too small for the dictionary (and the padding token).
-void check_vocabulary(const Trace& trace, bool padded) {
+// Refuses a vocabulary too small for the dictionary's ids (and the padding token).
+void check_vocabulary(const Trace& trace) {
   const TraceConfig& c = trace.config;
-  const std::int64_t needed = trace.vocabulary.size() + (padded ? 1 : 0);
+  const Vocabulary& v = trace.vocabulary;
+  const std::int64_t needed = std::max(v.end_id(), trace.pad_id ? *trace.pad_id + 1 : 0);
   if (needed <= c.vocab_size) return;
   const char* whose = c.sentences.size() > 1 ? "the batch's"
                       : c.cross              ? "the two sentences'"
@@ -45,16 +46,32 @@ void check_vocabulary(const Trace& trace, bool padded) {
                                ? fmt::format("the embedding table in {} has {} rows, fewer than",
                                              c.embedding->source, c.vocab_size)
                                : fmt::format("vocabulary size {} is smaller than", c.vocab_size);
+  if (v.end_id() != v.size()) {  // a tokenizer's own ids
+    throw Error(fmt::format("{} {} token ids need ({} tokens, the largest id {}{}): it must be at "
+                            "least {}",
+                            what, whose, c.tokenizer->name(), v.end_id() - 1,
+                            trace.pad_id ? fmt::format(", padding id {}", *trace.pad_id) : "",
+                            needed));
+  }
   throw Error(fmt::format("{} {} {} distinct words{}: it must be at least {}", what, whose,
-                          trace.vocabulary.size(), padded ? " and the padding token" : "", needed));
+                          v.size(), trace.pad_id ? " and the padding token" : "", needed));
 }
 
-TokenizedSentence tokenized(const Vocabulary& vocabulary, std::vector<std::string> words,
-                            std::size_t padded_to, std::int64_t pad_id) {
+// The ids of a text's tokens; its words are the tokens as the tokenizer shows them (and the
+// tokens themselves are kept when that differs), padded to `padded_to`.
+TokenizedSentence tokenized(const Tokenizer& tokenizer, const Vocabulary& vocabulary,
+                            std::vector<std::string> words, std::size_t padded_to,
+                            std::int64_t pad_id) {
   TokenizedSentence s;
   s.length = static_cast<std::int64_t>(words.size());
   s.ids = encode(vocabulary, words);
+  for (std::string& w : words) {
+    std::string shown = tokenizer.display(w);
+    if (shown != w && s.tokens.empty()) s.tokens = words;
+    w = std::move(shown);
+  }
   s.words = std::move(words);
+  if (!s.tokens.empty()) s.tokens.resize(std::max(padded_to, s.tokens.size()), std::string(kPadToken));
   s.words.resize(std::max(padded_to, s.words.size()), std::string(kPadToken));
   s.ids.resize(s.words.size(), pad_id);
   return s;
@@ -95,12 +112,15 @@ void tokenize_inputs(Trace& trace, const LengthsKnown& known) {
       std::unique(distinct.begin(), distinct.end()) - distinct.begin() + (padded ? 1 : 0));
   known(static_cast<std::int64_t>(t), static_cast<std::int64_t>(c.cross ? cross_words.size() : t),
         batch_size, padded, tokens);
-  if (padded) trace.pad_id = trace.vocabulary.size();
-  check_vocabulary(trace, padded);
+  if (padded) trace.pad_id = c.tokenizer->padding_id(trace.vocabulary);
+  check_vocabulary(trace);
   for (auto& w : words) {
-    trace.inputs.push_back(tokenized(trace.vocabulary, std::move(w), t, trace.pad_id.value_or(0)));
+    trace.inputs.push_back(
+        tokenized(*c.tokenizer, trace.vocabulary, std::move(w), t, trace.pad_id.value_or(0)));
   }
-  if (c.cross) trace.cross = tokenized(trace.vocabulary, std::move(cross_words), 0, 0);
+  if (c.cross) {
+    trace.cross = tokenized(*c.tokenizer, trace.vocabulary, std::move(cross_words), 0, 0);
+  }
 }
 
 // The rows of the ids: from the given table, or nn.Embedding's as PyTorch draws them; the

@@ -98,10 +98,17 @@ std::vector<std::string> tokenize(std::string_view sentence) {
 }
 
 Vocabulary::Vocabulary(std::vector<std::string> tokens) : words_(std::move(tokens)) {
+  id_list_.reserve(words_.size());
+  for (std::size_t i = 0; i < words_.size(); ++i) id_list_.push_back(static_cast<std::int64_t>(i));
   ids_.reserve(words_.size());
-  for (std::size_t i = 0; i < words_.size(); ++i) {
-    ids_.emplace(words_[i], static_cast<std::int64_t>(i));
-  }
+  for (std::size_t i = 0; i < words_.size(); ++i) ids_.emplace(words_[i], id_list_[i]);
+}
+
+Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<std::int64_t> ids)
+    : words_(std::move(tokens)), id_list_(std::move(ids)) {
+  if (id_list_.size() != words_.size()) throw Error("a vocabulary needs one id per token");
+  ids_.reserve(words_.size());
+  for (std::size_t i = 0; i < words_.size(); ++i) ids_.emplace(words_[i], id_list_[i]);
 }
 
 std::int64_t Vocabulary::id(std::string_view word) const {

@@ -140,7 +140,8 @@ std::uint64_t sentence_byte_limit(std::uint64_t max_memory) {
   return std::min(max_memory, kMaxSentenceBytes);
 }
 
-std::string read_sentence(int fd, const std::string& source, std::uint64_t max_memory) {
+std::string read_sentence(int fd, const std::string& source, std::uint64_t max_memory,
+                          bool exact) {
   const std::uint64_t limit = sentence_byte_limit(max_memory);
   auto fail = [&](int error) {
     return Error(fmt::format("{}: cannot read: {}", source, errno_text(error)));
@@ -161,14 +162,19 @@ std::string read_sentence(int fd, const std::string& source, std::uint64_t max_m
   }
   // A file's last line ends in a newline, which is not part of the sentence; an editor may add
   // empty lines after it. Trimmed in place: the sentence may be large.
+  if (exact) {
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    return text;
+  }
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);  // a UTF-8 byte order mark
   return text;
 }
 
-std::string read_sentence_file(const std::filesystem::path& path, std::uint64_t max_memory) {
+std::string read_sentence_file(const std::filesystem::path& path, std::uint64_t max_memory,
+                               bool exact) {
   const FdCloser file = open_file(path);
-  return read_sentence(file.fd, path.string(), max_memory);
+  return read_sentence(file.fd, path.string(), max_memory, exact);
 }
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, bool overwrite) {

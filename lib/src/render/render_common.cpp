@@ -16,12 +16,38 @@ std::string dictionary_repr(const Vocabulary& vocabulary, std::optional<std::int
   std::vector<std::string> entries;
   for (std::size_t i = 0; i < vocabulary.words().size(); ++i) {
     entries.push_back(render_detail::python_str_repr(vocabulary.words()[i]) + ": " +
-                      std::to_string(i));
+                      std::to_string(vocabulary.ids()[i]));
   }
   if (pad_id) {
     entries.push_back(fmt::format("{}: {}", render_detail::python_str_repr(kPadToken), *pad_id));
   }
   return render_detail::wrap_items("{", entries, ", ", " ") + "}";
+}
+
+std::string token_table(const Vocabulary& vocabulary, const Tokenizer& tokenizer,
+                        std::optional<std::int64_t> pad_id) {
+  std::vector<std::string> ids, tokens, shown;
+  for (std::size_t i = 0; i < vocabulary.words().size(); ++i) {
+    ids.push_back(std::to_string(vocabulary.ids()[i]));
+    tokens.push_back(render_detail::python_str_repr(vocabulary.words()[i]));
+    shown.push_back(tokenizer.display(vocabulary.words()[i]));
+  }
+  if (pad_id) {
+    ids.push_back(std::to_string(*pad_id));
+    tokens.push_back(render_detail::python_str_repr(kPadToken));
+    shown.push_back("(padding)");
+  }
+  std::size_t id_width = 0, token_width = 0;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    id_width = std::max(id_width, ids[i].size());
+    token_width = std::max(token_width, display_width(tokens[i]));
+  }
+  std::string out;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    out += fmt::format("  {:>{}}  {}{}  {}\n", ids[i], id_width, tokens[i],
+                       std::string(token_width - display_width(tokens[i]), ' '), shown[i]);
+  }
+  return out;
 }
 
 namespace render_detail {
@@ -164,6 +190,8 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
         brief && trace.cross ? brief_sentence(*c.cross, *trace.cross) : python_str_repr(*c.cross)));
   }
   std::vector<std::string> settings = {fmt::format("seed {}", c.seed)};
+  const bool words = c.x || c.tokenizer->name() == "words";  // the walkthrough's dictionary
+  if (!words) settings.push_back(fmt::format("tokenizer {}", c.tokenizer->name()));
   if (!c.x) settings.push_back(fmt::format("vocab-size {}", c.vocab_size));
   settings.push_back(fmt::format("d-in {}", c.d_in));
   settings.push_back(fmt::format("d-kq {}", c.d_kq));
@@ -196,16 +224,27 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
   if (brief) {
     out += fmt::format("tokens: {} of {}, {}\n", counted(trace.inputs.size(), "sentence"),
                        counted(trace.inputs[0].words.size(), "token"),
-                       counted(trace.vocabulary.size(), "distinct word"));
+                       counted(trace.vocabulary.size(), words ? "distinct word" : "distinct token"));
     return;
+  }
+  if (!words) {
+    out += '\n';
+    out += wrapped_line(fmt::format(
+        "dictionary: the distinct {} tokens{}, by id; as its vocabulary writes them (Ġ is a space, "
+        "Ċ a newline), and as they read{}",
+        c.tokenizer->name(), c.cross || batch_size > 1 ? " of every sentence" : "",
+        trace.pad_id ? "; then the padding token" : ""));
+    out += token_table(trace.vocabulary, *c.tokenizer, trace.pad_id) + "\n";
   }
   std::string heading = "dictionary: distinct words in sorted order, numbered from 0";
   if (c.cross) heading += ", of both sentences";
   if (batch_size > 1) heading += ", of all sentences";
   if (trace.pad_id) heading += "; then the padding token";
-  out += '\n';
-  out += wrapped_line(heading);
-  out += fmt::format("{}\n\n", dictionary_repr(trace.vocabulary, trace.pad_id));
+  if (words) {
+    out += '\n';
+    out += wrapped_line(heading);
+    out += fmt::format("{}\n\n", dictionary_repr(trace.vocabulary, trace.pad_id));
+  }
 
   std::vector<std::vector<std::int64_t>> ids;
   for (const TokenizedSentence& s : trace.inputs) ids.push_back(s.ids);
@@ -219,12 +258,12 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
   } else {
     out += fmt::format("token ids: {}{}, each by its dictionary id\n",
                        c.cross ? "the query sentence's " : "the sentence's ",
-                       counted(ids[0].size(), "word"));
+                       counted(ids[0].size(), words ? "word" : "token"));
     out += int_tensor_text(ids, true) + "\n";
   }
   if (trace.cross) {
     out += fmt::format("token ids: the key and value sentence's {}\n",
-                       counted(trace.cross->ids.size(), "word"));
+                       counted(trace.cross->ids.size(), words ? "word" : "token"));
     out += int_tensor_text({trace.cross->ids}, true) + "\n";
   }
 }

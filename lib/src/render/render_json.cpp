@@ -41,6 +41,7 @@ json settings_of(const Trace& trace) {
   s["masked_rows"] = masked_rows_name(c.masked_rows);
   s["torch_kernel"] = kernel_name(c.kernel);
   s["matmul"] = matmul_name(c.matmul);
+  if (c.tokenizer->name() != "words") s["tokenizer"] = c.tokenizer->name();  // words: the default
   s["x"] = optional_source(c.x);
   s["embedding"] = optional_source(c.embedding);
   s["w_query"] = optional_source(c.w_query);
@@ -52,7 +53,9 @@ json settings_of(const Trace& trace) {
 }
 
 json sentence_of(const TokenizedSentence& s) {
-  return json{{"words", s.words}, {"ids", s.ids}, {"length", s.length}};
+  json out{{"words", s.words}, {"ids", s.ids}, {"length", s.length}};
+  if (!s.tokens.empty()) out["tokens"] = s.tokens;
+  return out;
 }
 
 std::string optional_index(const std::optional<int>& i) {
@@ -84,7 +87,8 @@ std::string document_head(const Trace& trace) {
   out += fmt::format("  \"settings\": {},\n", dump(settings_of(trace)));
   std::string dict = "{";
   for (std::size_t i = 0; i < trace.vocabulary.words().size(); ++i) {
-    dict += fmt::format("{}{}: {}", i ? ", " : "", json_string(trace.vocabulary.words()[i]), i);
+    dict += fmt::format("{}{}: {}", i ? ", " : "", json_string(trace.vocabulary.words()[i]),
+                        trace.vocabulary.ids()[i]);
   }
   if (trace.pad_id) {
     dict += fmt::format("{}{}: {}", trace.vocabulary.words().empty() ? "" : ", ",

@@ -1,0 +1,315 @@
+// GPT-2's tokenizer: its tables (read once from the compiled-in vocab.bpe), BPE, and the
+// Tokenizer that the trace uses.
+
+#include "attn/tokenizer_gpt2.hpp"
+
+#include <fmt/format.h>
+#include <utf8proc.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <unordered_map>
+#include <utility>
+
+#include "attn/error.hpp"
+#include "gpt2_data.hpp"
+
+namespace attn {
+
+namespace {
+
+// The character that stands for each byte in encoder.json (encoder.py's bytes_to_unicode):
+// the printable bytes of Latin-1 stand for themselves, the other 68, in order, for U+0100 on.
+// `order` lists the bytes in the order of their ids 0 to 255.
+struct ByteCharacters {
+  std::array<char32_t, 256> of_byte{};
+  std::array<unsigned char, 256> order{};
+};
+
+ByteCharacters byte_characters() {
+  ByteCharacters bc;
+  auto printable = [](int b) { return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174; };
+  std::size_t next = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (printable(b)) bc.order[next++] = static_cast<unsigned char>(b);
+  }
+  char32_t extra = 256;
+  for (int b = 0; b < 256; ++b) {
+    if (!printable(b)) bc.order[next++] = static_cast<unsigned char>(b);
+    bc.of_byte[static_cast<std::size_t>(b)] = printable(b) ? static_cast<char32_t>(b) : extra++;
+  }
+  return bc;
+}
+
+void append_utf8(std::string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else {  // below U+0800: every character of bytes_to_unicode()
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+std::uint64_t pair_key(std::int32_t a, std::int32_t b) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) |
+         static_cast<std::uint32_t>(b);
+}
+
+std::uint64_t fnv1a(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return h;
+}
+
+// The tables, in flat arrays (no allocation per token), so that they load in milliseconds:
+// every token's string in one buffer, and two open-addressing hash tables (linear probing,
+// 2^17 slots for about 50,000 entries): string -> id, and (left id, right id) -> merge rank.
+struct Tables {
+  static constexpr std::size_t kSlots = std::size_t{1} << 17;
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
+  std::array<std::int32_t, 256> byte_id{};            // byte -> its token's id
+  std::array<std::int16_t, 324> byte_of_character{};  // bytes_to_unicode()'s inverse, or -1
+  std::string text;                                   // every token's string, in id order
+  std::vector<std::uint32_t> start{0};                // token i is text[start[i], start[i + 1])
+  std::vector<std::int32_t> id_slots = std::vector<std::int32_t>(kSlots, -1);
+  std::vector<std::uint64_t> pair_slots = std::vector<std::uint64_t>(kSlots, kEmpty);
+  std::vector<std::int32_t> pair_ranks = std::vector<std::int32_t>(kSlots, -1);
+
+  std::string_view token(std::int32_t id) const {
+    const auto i = static_cast<std::size_t>(id);
+    return std::string_view(text).substr(start[i], start[i + 1] - start[i]);
+  }
+  // The id of a token's string, or -1.
+  std::int32_t id(std::string_view s) const {
+    for (std::size_t slot = fnv1a(s) & (kSlots - 1);; slot = (slot + 1) & (kSlots - 1)) {
+      if (id_slots[slot] < 0 || token(id_slots[slot]) == s) return id_slots[slot];
+    }
+  }
+  // The rank of the merge of two adjacent tokens, or -1.
+  std::int32_t rank(std::uint64_t key) const {
+    for (std::size_t slot = (key * 0x9E3779B97F4A7C15ULL) >> 47;; slot = (slot + 1) & (kSlots - 1)) {
+      if (pair_slots[slot] == key || pair_slots[slot] == kEmpty) return pair_ranks[slot];
+    }
+  }
+  void add_token(std::string_view left, std::string_view right = {}) {
+    text.append(left).append(right);  // reserved in full: the views stay valid
+    start.push_back(static_cast<std::uint32_t>(text.size()));
+    const auto id = static_cast<std::int32_t>(start.size() - 2);
+    std::size_t slot = fnv1a(token(id)) & (kSlots - 1);
+    while (id_slots[slot] >= 0) slot = (slot + 1) & (kSlots - 1);
+    id_slots[slot] = id;
+  }
+  void add_merge(std::uint64_t key, std::int32_t rank) {
+    std::size_t slot = (key * 0x9E3779B97F4A7C15ULL) >> 47;
+    while (pair_slots[slot] != kEmpty) slot = (slot + 1) & (kSlots - 1);
+    pair_slots[slot] = key;
+    pair_ranks[slot] = rank;
+  }
+};
+
+// One merge line "left right": the tokens' ids. Throws (a damaged build) if either is unknown.
+std::pair<std::int32_t, std::int32_t> merge_ids(const Tables& t, std::string_view line) {
+  const std::size_t space = line.find(' ');
+  const std::int32_t left = t.id(line.substr(0, space));
+  const std::int32_t right = space == std::string_view::npos ? -1 : t.id(line.substr(space + 1));
+  if (left < 0 || right < 0) throw Error(fmt::format("GPT-2's merges are damaged at '{}'", line));
+  return {left, right};
+}
+
+Tables load_tables() {
+  Tables t;
+  std::string_view bpe = gpt2_detail::vocab_bpe();
+  // A merge's token is at most its line's length: the buffer never moves.
+  t.text.reserve(bpe.size() + 2 * 256 + 16);
+  t.start.reserve(kGpt2VocabSize + 1);
+  t.byte_of_character.fill(-1);
+  const ByteCharacters bc = byte_characters();
+  for (std::size_t id = 0; id < 256; ++id) {
+    const unsigned char b = bc.order[id];
+    std::string token;
+    append_utf8(token, bc.of_byte[b]);
+    t.add_token(token);
+    t.byte_id[b] = static_cast<std::int32_t>(id);
+    t.byte_of_character[bc.of_byte[b]] = static_cast<std::int16_t>(b);
+  }
+  bpe.remove_prefix(bpe.find('\n') + 1);  // "#version: 0.2"
+  while (!bpe.empty()) {
+    const std::size_t end = bpe.find('\n');
+    const std::string_view line = bpe.substr(0, end);
+    bpe.remove_prefix(end == std::string_view::npos ? bpe.size() : end + 1);
+    if (line.empty()) continue;
+    const auto [left, right] = merge_ids(t, line);
+    t.add_merge(pair_key(left, right), static_cast<std::int32_t>(t.start.size() - 1 - 256));
+    t.add_token(t.token(left), t.token(right));
+  }
+  t.add_token("<|endoftext|>");
+  if (static_cast<std::int64_t>(t.start.size() - 1) != kGpt2VocabSize) {
+    throw Error(fmt::format("GPT-2's merges are damaged: {} tokens", t.start.size() - 1));
+  }
+  return t;
+}
+
+const Tables& tables() {
+  static const Tables t = load_tables();
+  return t;
+}
+
+// Python's str.isprintable() for one character: not a control, format, surrogate, private-use
+// or unassigned character, nor a separator other than the space.
+bool python_printable(char32_t cp) {
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
+    case UTF8PROC_CATEGORY_CC:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CN:
+    case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP:
+      return false;
+    case UTF8PROC_CATEGORY_ZS:
+      return cp == U' ';
+    default:
+      return true;
+  }
+}
+
+// encoder.py's bpe(): the piece's byte tokens, merged lowest rank first, every occurrence of
+// that pair left to right, until no adjacent pair has a merge.
+std::vector<std::int32_t> bpe(const Tables& t, std::string_view piece) {
+  std::vector<std::int32_t> word;
+  word.reserve(piece.size());
+  for (const char c : piece) word.push_back(t.byte_id[static_cast<unsigned char>(c)]);
+  std::vector<std::int32_t> merged;
+  while (word.size() > 1) {
+    std::int32_t best = std::numeric_limits<std::int32_t>::max();
+    std::uint64_t best_pair = 0;
+    for (std::size_t i = 0; i + 1 < word.size(); ++i) {
+      const std::uint64_t key = pair_key(word[i], word[i + 1]);
+      const std::int32_t r = t.rank(key);
+      if (r >= 0 && r < best) {
+        best = r;
+        best_pair = key;
+      }
+    }
+    if (best == std::numeric_limits<std::int32_t>::max()) break;
+    merged.clear();
+    for (std::size_t i = 0; i < word.size(); ++i) {
+      if (i + 1 < word.size() && pair_key(word[i], word[i + 1]) == best_pair) {
+        merged.push_back(256 + best);  // merge r makes token 256 + r
+        ++i;
+      } else {
+        merged.push_back(word[i]);
+      }
+    }
+    word.swap(merged);
+  }
+  return word;
+}
+
+// Bytes as a reader sees them: a space as ␣, a newline as ↵, a tab as ⇥, any other character
+// that Python's repr() would escape as repr() writes it (\r, \x85, \xa0, \u200d), and a byte
+// that is not part of a whole UTF-8 character as \xNN.
+std::string readable_bytes(std::string_view bytes) {
+  std::string out;
+  for (std::size_t i = 0; i < bytes.size();) {
+    char32_t cp = 0;
+    const std::size_t len = decode_utf8(bytes, i, cp);
+    if (len == 0) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(bytes[i++]));
+      continue;
+    }
+    if (cp == U' ') {
+      out += "␣";
+    } else if (cp == U'\n') {
+      out += "↵";
+    } else if (cp == U'\t') {
+      out += "⇥";
+    } else if (cp == U'\r') {
+      out += "\\r";
+    } else if (!python_printable(cp)) {
+      out += cp < 0x100     ? fmt::format("\\x{:02x}", static_cast<unsigned>(cp))
+             : cp < 0x10000 ? fmt::format("\\u{:04x}", static_cast<unsigned>(cp))
+                            : fmt::format("\\U{:08x}", static_cast<unsigned>(cp));
+    } else {
+      out.append(bytes.substr(i, len));
+    }
+    i += len;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> gpt2_encode(std::string_view text, std::string_view which) {
+  if (const std::size_t bad = invalid_utf8_offset(text); bad != std::string_view::npos) {
+    throw Error(fmt::format("{} is not valid UTF-8 (byte {}): a sentence must be UTF-8 text",
+                            which, bad));
+  }
+  const Tables& t = tables();
+  std::unordered_map<std::string_view, std::vector<std::int32_t>> cache;  // encoder.py's cache
+  std::vector<std::int64_t> ids;
+  for (const std::string_view piece : gpt2_pieces(text)) {
+    auto it = cache.find(piece);
+    if (it == cache.end()) it = cache.emplace(piece, bpe(t, piece)).first;
+    ids.insert(ids.end(), it->second.begin(), it->second.end());
+  }
+  return ids;
+}
+
+std::string_view gpt2_token(std::int64_t id) {
+  if (id < 0 || id >= kGpt2VocabSize) {
+    throw Error(fmt::format("GPT-2 has no token {}: its ids are 0 to {}", id, kGpt2VocabSize - 1));
+  }
+  return tables().token(static_cast<std::int32_t>(id));
+}
+
+std::int64_t gpt2_id(std::string_view token) {
+  const std::int32_t id = tables().id(token);
+  if (id < 0) throw Error(fmt::format("'{}' is not one of GPT-2's tokens", escape_controls(token)));
+  return id;
+}
+
+std::string gpt2_readable(std::string_view token) {
+  const Tables& t = tables();
+  std::string bytes;
+  for (std::size_t i = 0; i < token.size();) {
+    char32_t cp = 0;
+    const std::size_t len = decode_utf8(token, i, cp);
+    if (len == 0 || cp >= t.byte_of_character.size() || t.byte_of_character[cp] < 0) {
+      return escape_controls(token);  // not a token's string (<|endoftext|>): shown as it is
+    }
+    bytes += static_cast<char>(t.byte_of_character[cp]);
+    i += len;
+  }
+  return readable_bytes(bytes);
+}
+
+std::vector<std::string> Gpt2Tokenizer::tokens(std::string_view text,
+                                               std::string_view which) const {
+  if (text.empty()) {
+    throw Error(fmt::format("{} is empty: give at least one character", which));
+  }
+  std::vector<std::string> out;
+  for (const std::int64_t id : gpt2_encode(text, which)) out.emplace_back(gpt2_token(id));
+  return out;
+}
+
+Vocabulary Gpt2Tokenizer::vocabulary(const std::vector<std::string>& tokens) const {
+  std::vector<std::int64_t> ids;
+  ids.reserve(tokens.size());
+  for (const std::string& token : tokens) ids.push_back(gpt2_id(token));
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<std::string> words;
+  words.reserve(ids.size());
+  for (const std::int64_t id : ids) words.emplace_back(gpt2_token(id));
+  return Vocabulary(std::move(words), std::move(ids));
+}
+
+std::shared_ptr<const Tokenizer> gpt2_tokenizer() {
+  static const auto tokenizer = std::make_shared<const Gpt2Tokenizer>();
+  return tokenizer;
+}
+
+}  // namespace attn
