@@ -213,10 +213,11 @@ const Matrix& attend(Recorder& rec, const Item& item, const Matrix& q, const Mat
   const std::string scores_name = item.mask.masked ? "masked ω" : "ω";
   // The steps live in a deque, so these references stay valid as later steps are added.
   const Scores scores = score(rec, item, q, k, head);
-  // With release_scores and no causal lesson (which reads ω again), each step of the head's
+  // With release_scores and no causal lesson (which reads ω again) or online softmax (which
+  // reads the scaled scores again), each step of the head's
   // scores is handed on as soon as the next one is computed, in its memory: one (T, T) matrix
   // per head instead of three.
-  const bool in_place = c.release_scores && !c.causal;
+  const bool in_place = c.release_scores && !c.causal && c.online_softmax == 0;
   const Matrix& scaled =
       rec.add(StepKind::kScaledScores,
               fmt::format("{0} / √{1} = {0} / √{2}", scores_name, s.d_k, d_k), {"T", t_k(c)},
@@ -242,6 +243,8 @@ const Matrix& attend(Recorder& rec, const Item& item, const Matrix& q, const Mat
               {"T", split_form(c) ? "d_head" : "d_v"}, context_vectors(a, v, c.threads, c.matmul),
               item.index, head, {.rows = item.queries.words});
   rec.mark_product(a.rows(), v.cols(), a.cols());
+  if (c.decode) decode_lesson(rec, item, q, k, v, d_k, z, head);
+  if (c.online_softmax > 0) online_lesson(rec, item, scaled, v, z, head);
   return z;
 }
 

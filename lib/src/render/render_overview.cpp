@@ -84,6 +84,34 @@ Look look(StepKind kind) {
       return {"Z", Place::kStage};
     case StepKind::kOutput:
       return {"out", Place::kStage};
+    case StepKind::kDecodeQuery:
+      return {"q_t", Place::kAside, {}, "KV cache, per token t: "};
+    case StepKind::kDecodeKey:
+      return {"k_t", Place::kAside, {}, "  → "};
+    case StepKind::kDecodeValue:
+      return {"v_t", Place::kAside, {}, "  → "};
+    case StepKind::kKeyCache:
+      return {"K_cache", Place::kAside, {}, "  → "};
+    case StepKind::kValueCache:
+      return {"V_cache", Place::kAside, {}, "  → "};
+    case StepKind::kDecodeScores:
+      return {"s_t", Place::kAside, {}, "  → "};
+    case StepKind::kDecodeWeights:
+      return {"a_t", Place::kAside, {}, "  → "};
+    case StepKind::kDecodeContext:
+      return {"z_t", Place::kAside, {}, "  → "};
+    case StepKind::kDecodeCheck:
+      return {"Z_decode", Place::kAside, {}, "check: "};
+    case StepKind::kOnlineMax:
+      return {"m", Place::kAside, {}, "online softmax, per tile: "};
+    case StepKind::kOnlineRescale:
+      return {"c", Place::kAside, {}, "  → "};
+    case StepKind::kOnlineSum:
+      return {"ℓ", Place::kAside, {}, "  → "};
+    case StepKind::kOnlineOutput:
+      return {"O", Place::kAside, {}, "  → "};
+    case StepKind::kOnlineContext:
+      return {"O/ℓ", Place::kAside, {}, "  → "};
   }
   throw std::logic_error("look: a step kind without a look");
 }
