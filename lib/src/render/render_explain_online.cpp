@@ -14,13 +14,14 @@ namespace attn::render_detail {
 
 namespace {
 
-// [a, b, c] at the chosen precision; −inf as the word.
-std::string vector_text(const Matrix& v, int p) {
+// `prefix` then [a, b, c] at the chosen precision (−inf as the word), wrapped between values
+// to the text width, and a newline.
+std::string vector_line(const std::string& prefix, const Matrix& v, int p) {
   std::vector<std::string> items;
   for (Eigen::Index j = 0; j < v.cols(); ++j) {
     items.push_back(std::isinf(v(0, j)) && v(0, j) < 0 ? "−inf" : number(v(0, j), p, false));
   }
-  return wrap_items("[", items, ", ", "       ") + "]";
+  return wrap_items(prefix + "[", items, ", ", "         ") + "]\n";
 }
 
 std::string scalar_text(float x, int p) {
@@ -52,14 +53,14 @@ void explain_online_row(std::string& out, const Trace& trace, std::optional<int>
       "FlashAttention's online softmax of row {}, over tiles of {} keys{}: it never holds the "
       "whole row of weights, only m, ℓ and O",
       i, c.online_softmax, where_text(trace, head, batch)));
-  out += fmt::format("   start: m = −inf, ℓ = 0, O = {}\n", vector_text(Matrix::Zero(1, row.z.cols()), p));
+  out += vector_line("   start: m = −inf, ℓ = 0, O = ", Matrix::Zero(1, row.z.cols()), p);
   float m = -INFINITY;
   for (std::size_t n = 0; n < row.tiles.size(); ++n) {
     const OnlineTile& t = row.tiles[n];
     const std::string keys = t.to - t.from == 1 ? fmt::format("key {}", t.to)
                                                 : fmt::format("keys {}–{}", t.from + 1, t.to);
-    out += fmt::format("   tile {}, {}: S = {}\n", n + 1, keys,
-                       vector_text(s.middleCols(t.from, t.to - t.from), p));
+    out += vector_line(fmt::format("   tile {}, {}: S = ", n + 1, keys),
+                       s.middleCols(t.from, t.to - t.from), p);
     if (t.skipped) {
       out += "      every score is −inf (masked): the tile is skipped, m, ℓ and O stay\n";
       continue;
@@ -68,18 +69,17 @@ void explain_online_row(std::string& out, const Trace& trace, std::optional<int>
                        scalar_text(t.tile_max, p), scalar_text(t.m, p));
     out += fmt::format("      c = exp(m − m′) = exp({} − {}) = {}\n", scalar_text(m, p),
                        scalar_text(t.m, p), number(t.rescale, p, false));
-    out += fmt::format("      exp(S − m′) = {}, their sum {}\n", vector_text(t.p, p),
-                       number(t.sum, p, false));
+    out += vector_line("      exp(S − m′) = ", t.p, p);
+    out += fmt::format("      their sum: {}\n", number(t.sum, p, false));
     out += fmt::format("      ℓ = c·ℓ + {} = {}\n", number(t.sum, p, false), number(t.l, p, false));
-    out += fmt::format("      O = c·O + exp(S − m′) V_tile = {}\n", vector_text(t.o, p));
+    out += vector_line("      O = c·O + exp(S − m′) V_tile = ", t.o, p);
     m = t.m;
   }
   const float l = row.tiles.back().l;
-  out += fmt::format("   Z{} = O / ℓ = {} / {} = {}\n", subscript(i),
-                     vector_text(row.tiles.back().o, p), number(l, p, false),
-                     vector_text(row.z, p));
-  out += fmt::format("   the trace's context_vectors[{}] = {}\n", qi,
-                     vector_text(trace.step(StepKind::kContextVectors, head, batch).values.row(qi), p));
+  out += vector_line(fmt::format("   Z{} = O / ℓ, with ℓ = {}: ", subscript(i), number(l, p, false)),
+                     row.z, p);
+  out += vector_line(fmt::format("   the trace's context_vectors[{}] = ", qi),
+                     trace.step(StepKind::kContextVectors, head, batch).values.row(qi), p);
 }
 
 }  // namespace attn::render_detail
