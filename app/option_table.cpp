@@ -327,8 +327,8 @@ std::vector<OptionSpec> model_options() {
       [](Options& o) -> bool& { return o.config.decode; }));
   model.back().allowed = "not with `--cross`";
   model.push_back(number(
-      "--online-softmax", "", "1 .. 2^40; B >= T_k is one tile",
-      "Also run FlashAttention's online softmax over tiles of B keys: the running max, sum and "
+      "--online-softmax", "", "1 .. 2^40; N >= T_k is one tile",
+      "Also run FlashAttention's online softmax over tiles of N keys: the running max, sum and "
       "output per tile, checked against the ordinary softmax",
       "after each head's attention, FlashAttention's online softmax over tiles of N keys for "
       "every query row: the running max m, the rescaling factor c and the running sum ℓ after "
