@@ -493,6 +493,11 @@ TraceConfig make_config(Options& o) {
   }
   if (o.d_out) o.config.d_kq = o.config.d_v = *o.d_out;
   o.config.cross = o.cross;
+  if (o.config.decode && o.cross) {
+    throw Error(
+        "--decode and --cross do not go together: decoding caches each new token's own key and "
+        "value, and cross-attention takes keys and values from another sentence");
+  }
   if (o.key && !o.query) throw Error("--key " + std::to_string(*o.key) + " needs --query");
   if (o.force && !o.export_dir) throw Error("--force goes with --export");
   o.config.threads =

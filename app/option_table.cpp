@@ -324,6 +324,28 @@ std::vector<OptionSpec> model_options() {
              "default on such machines), `default` for PyTorch's other builds (ARM, Apple silicon, "
              "`ATEN_CPU_CAPABILITY=default`). Never detected from the host.",
              [](Options& o) -> TorchKernel& { return o.config.kernel; }));
+  model.push_back(flag(
+      "--decode",
+      "Also decode token by token with a KV cache (implies --causal): each new token's q, k, v, "
+      "the cache, its scores, weights and z_t, checked against the full computation",
+      "after each head's attention, incremental decoding with a KV cache, as a model's "
+      "`generate()` runs it (implies `--causal`): for t = 1 … T the new token's q, k and v, the "
+      "key and value caches as they grow, its row of scores and weights against the cache and "
+      "its context vector z_t (steps `<id>_t<t>`); then `decode_check`, every z_t against the "
+      "full causal computation's rows, with the largest difference",
+      [](Options& o) -> bool& { return o.config.decode; }));
+  model.back().allowed = "not with `--cross`";
+  model.push_back(number(
+      "--online-softmax", "", "1 .. 2^40; N >= T_k is one tile",
+      "Also run FlashAttention's online softmax over tiles of N keys: the running max, sum and "
+      "output per tile, checked against the ordinary softmax",
+      "after each head's attention, FlashAttention's online softmax over tiles of N keys for "
+      "every query row: the running max m, the rescaling factor c and the running sum ℓ after "
+      "each tile, the output O and Z = O / ℓ, with the largest difference from "
+      "`context_vectors`; a tile wholly masked for a row is skipped for that row. With "
+      "`--explain`, the one query row tile by tile",
+      [](Options & o) -> auto& { return o.config.online_softmax; },
+      integer_in<std::int64_t>(1, kMaxOnlineTile, "1..2^40")));
   return model;
 }
 

@@ -1256,4 +1256,50 @@ case_gpt2_unknown_tokenizer() {
   expect_error "--tokenizer: gpt3 not in {words,gpt2} (see attn-trace --help)" --tokenizer gpt3
 }
 
+# --- the KV cache (--decode) and the online softmax (--online-softmax) ---------------------------
+case_decode() { expect_output decode --decode; }
+case_decode_heads_split_batch() {
+  expect_output decode_heads_split_batch --decode --heads 2 --multihead split --d-out 4 \
+    -s "Life is short" -s "eat dessert" --steps key_cache_t2,decode_weights_t2,decode_check
+}
+case_online_softmax() { expect_output online_softmax --online-softmax 2; }
+case_online_softmax_causal_explain() {
+  expect_output online_softmax_causal_explain --online-softmax 2 --causal --explain 3,2
+}
+case_online_softmax_json() {
+  expect_output online_softmax_json --online-softmax 4 --causal --format json \
+    --steps online_max,online_rescale,online_sum,online_context
+}
+case_decode_online_overview() {
+  expect_output decode_online_overview --decode --online-softmax 4 --format overview
+}
+case_decode_heatmap() {
+  expect_output decode_heatmap --decode --format heatmap --color never --steps decode_weights_t4
+}
+case_decode_online_expect_and_export() {
+  # The per-token ids are distinct: --expect, diff and --export each find every step once.
+  "$binary" --decode --online-softmax 3 --heads 2 --format json >"$work/a.json" || return 1
+  run --decode --online-softmax 3 --heads 2 --expect "$work/a.json"
+  [ "$(cat "$work/status")" = 0 ] || { echo "FAIL: --expect exit $(cat "$work/status")"; cat "$work/stderr"; return 1; }
+  "$binary" diff "$work/a.json" "$work/a.json" >/dev/null || { echo "FAIL: diff"; return 1; }
+  "$binary" --decode --online-softmax 3 --heads 2 --export "$work/out" >"$work/names" || return 1
+  local files
+  files=$(ls "$work/out" | grep -c 'decode_context_t6')
+  [ "$files" = 2 ] || { echo "FAIL: $files files of decode_context_t6, expected 2 (one per head)"; return 1; }
+  "$binary" --decode --format html >"$work/page.html" || { echo "FAIL: html"; return 1; }
+  grep -q 'decode_check' "$work/page.html" || { echo "FAIL: the page has no decode_check"; return 1; }
+}
+case_decode_with_cross_refused() {
+  expect_error "--decode and --cross do not go together: decoding caches each new token's own key and value, and cross-attention takes keys and values from another sentence" \
+    --decode --cross "The quick brown fox"
+}
+case_online_softmax_zero_refused() {
+  expect_error "--online-softmax: 0 is out of range; allowed: 1..2^40 (see attn-trace --help)" \
+    --online-softmax 0
+}
+case_online_softmax_not_integer_refused() {
+  expect_error "--online-softmax: '1.5' is not an integer; allowed: 1..2^40 (see attn-trace --help)" \
+    --online-softmax 1.5
+}
+
 "case_$case_name"

@@ -64,6 +64,22 @@ enum class StepKind : std::uint8_t {
   kStepWOut,              // W_o − η dL/dW_o
   kStepBOut,              // b_o − η dL/db_o
   kLossAfterStep,         // L with the stepped weights
+  // Incremental decoding with a KV cache (--decode), per head, one set per new token t:
+  kDecodeQuery,    // q_t
+  kDecodeKey,      // k_t
+  kDecodeValue,    // v_t
+  kKeyCache,       // the keys cached so far
+  kValueCache,     // the values cached so far
+  kDecodeScores,   // q_t K_cacheᵀ / √d_k
+  kDecodeWeights,  // softmax of those
+  kDecodeContext,  // z_t
+  kDecodeCheck,    // every z_t, against the full computation's Z
+  // FlashAttention's online softmax (--online-softmax B), per head:
+  kOnlineMax,      // m after each tile
+  kOnlineRescale,  // c = exp(m_before − m_after) of each tile
+  kOnlineSum,      // ℓ after each tile
+  kOnlineOutput,   // O after the last tile
+  kOnlineContext,  // Z = O / ℓ
 };
 
 // What a step is, for every view.

@@ -34,6 +34,8 @@ inline constexpr std::int64_t kMaxVocabSize = 1'000'000'000;
 inline constexpr std::uint64_t kDefaultMaxMemory = std::uint64_t{4} << 30;
 // The most heads: more than any model the lesson is about.
 inline constexpr std::int64_t kMaxHeads = 64;
+// The largest tile of --online-softmax: any tile at least T_k wide is one tile.
+inline constexpr std::int64_t kMaxOnlineTile = std::int64_t{1} << 40;
 // The token that pads the shorter sentences of a batch.
 inline constexpr std::string_view kPadToken = "<pad>";
 
@@ -85,6 +87,12 @@ struct TraceConfig {
   // The matrix products' kernel: kAuto keeps PyTorch's order for small products and takes the
   // blocked kernel for large ones; each step computed by the blocked kernel says so in its note.
   MatmulKernel matmul = MatmulKernel::kAuto;
+  // Incremental decoding with a KV cache (implies causal): after each head's attention, every
+  // token again, one at a time, against a cache of the keys and values before it.
+  bool decode = false;
+  // FlashAttention's online softmax over tiles of this many keys, after each head's attention;
+  // 0: not traced.
+  std::int64_t online_softmax = 0;
 
   // Called with each step, in computation order, once its values are final (during run_trace).
   // With release_scores, the values of the (T, T) steps (those whose columns are keys) are freed

@@ -25,6 +25,7 @@ struct Labels {
   // A note that reports the largest of some measure of the rows: `note` holds "{0:.1e}" where
   // it goes. Rows at a time, the note gets the largest of every block's.
   std::optional<float> largest = {};
+  std::string id_suffix = {};  // after the catalogue's id, for a step recorded once per token
 };
 
 // Records steps into a trace, adding the batch and head dimensions to their shapes where they
@@ -165,6 +166,19 @@ Qkv project(Recorder& rec, const Item& item, const HeadWeights& w, std::optional
 // lesson's other way, and the context vectors Z, which it returns.
 const Matrix& attend(Recorder& rec, const Item& item, const Matrix& q, const Matrix& k,
                      const Matrix& v, std::int64_t d_k, std::optional<int> head);
+
+// --- the KV cache and the online softmax (lesson_decode.cpp) ----------------------------------
+
+// Incremental decoding of one head, after its attention: for each token t, q_t, k_t and v_t (the
+// rows of q, k and v), the cache as it grows, the row of scores and weights against it, and z_t;
+// then every z_t stacked, checked against z (the full computation's).
+void decode_lesson(Recorder& rec, const Item& item, const Matrix& q, const Matrix& k,
+                   const Matrix& v, std::int64_t d_k, const Matrix& z, std::optional<int> head);
+
+// FlashAttention's online softmax of one head over the scaled (and masked) scores, tile by tile,
+// checked against z.
+void online_lesson(Recorder& rec, const Item& item, const Matrix& scaled, const Matrix& v,
+                   const Matrix& z, std::optional<int> head);
 
 // --- the heads together (lesson_heads.cpp) ----------------------------------------------------
 

@@ -238,10 +238,11 @@ const Matrix& attend_rows(Recorder& rec, const Item& item, const HeadRows& h, st
   const std::string scores_name = item.mask.masked ? "masked ω" : "ω";
   // The steps live in a deque, so these references stay valid as later steps are added.
   const Scores scores = score(rec, item, h, head);
-  // With release_scores and no causal lesson (which reads ω again), each step of the head's
+  // With release_scores and no causal lesson (which reads ω again) or online softmax (which
+  // reads the scaled scores again), each step of the head's
   // scores is handed on as soon as the next one is computed, in its memory: one (T, T) matrix
   // per head instead of three.
-  const bool in_place = c.release_scores && !c.causal;
+  const bool in_place = c.release_scores && !c.causal && c.online_softmax == 0;
   const Matrix& scaled =
       rec.add(StepKind::kScaledScores,
               fmt::format("{0} / √{1} = {0} / √{2}", scores_name, s.d_k, d_k), {"T", t_k(c)},
@@ -269,6 +270,8 @@ const Matrix& attend_rows(Recorder& rec, const Item& item, const HeadRows& h, st
                 : context_vectors(a, h.v, c.threads, c.matmul),
       item.index, head, {.rows = item.queries.words});
   rec.mark_product(a.rows(), h.v.cols(), a.cols());
+  if (c.decode) decode_lesson(rec, item, h.q, h.k, h.v, d_k, z, head);
+  if (c.online_softmax > 0) online_lesson(rec, item, scaled, h.v, z, head);
   return z;
 }
 
@@ -290,7 +293,10 @@ const Matrix& attend(Recorder& rec, const Item& item, const Matrix& q, const Mat
                      const Matrix& v, std::int64_t d_k, std::optional<int> head) {
   const TraceConfig& c = rec.config();
   const Eigen::Index t = q.rows();
-  if (!c.stream_scores) return attend_rows(rec, item, HeadRows{q, k, v, 0, t}, d_k, head);
+  // The KV cache and the online softmax read the head's whole scores: they are traced whole.
+  if (!c.stream_scores || c.decode || c.online_softmax > 0) {
+    return attend_rows(rec, item, HeadRows{q, k, v, 0, t}, d_k, head);
+  }
   // Rows at a time: K and V packed once, then each block of queries attends every key.
   const RowBlockProduct omega(k, /*transposed=*/true, t, c.matmul, c.threads);
   const RowBlockProduct context(v, /*transposed=*/false, t, c.matmul, c.threads);

@@ -4,11 +4,31 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "attn/decode.hpp"
+#include "attn/online_softmax.hpp"
 #include "attn/trace.hpp"
 
 namespace attn {
 
 namespace {
+
+// Appends the steps of one head's incremental decoding: per token, its q, k and v, the cache,
+// and its row of scores, weights and context; then the check.
+void plan_decode(std::vector<PlannedStep>& plan, std::int64_t t_q, std::int64_t d_k,
+                 std::int64_t d_v) {
+  for (std::int64_t t = 0; t < t_q; ++t) {
+    const std::int64_t n = t + 1 - cache_start(t);
+    plan.push_back({StepKind::kDecodeQuery, 1, d_k});
+    plan.push_back({StepKind::kDecodeKey, 1, d_k});
+    plan.push_back({StepKind::kDecodeValue, 1, d_v});
+    plan.push_back({StepKind::kKeyCache, n, d_k});
+    plan.push_back({StepKind::kValueCache, n, d_v});
+    plan.push_back({StepKind::kDecodeScores, 1, n});
+    plan.push_back({StepKind::kDecodeWeights, 1, n});
+    plan.push_back({StepKind::kDecodeContext, 1, d_v});
+  }
+  plan.push_back({StepKind::kDecodeCheck, t_q, d_v});
+}
 
 // Appends the steps of one head's attention: ω, the mask, the scaling, the softmax, the causal
 // lesson and the context vectors.
@@ -34,6 +54,16 @@ void plan_head(std::vector<PlannedStep>& plan, const TraceConfig& c, std::int64_
     square(StepKind::kRenormalizedWeights);
   }
   plan.push_back({StepKind::kContextVectors, t_q, d_v});
+  const std::int64_t d_k = c.multihead == MultiheadForm::kSplit ? c.d_kq / c.heads : c.d_kq;
+  if (c.decode) plan_decode(plan, t_q, d_k, d_v);
+  if (c.online_softmax > 0) {
+    const std::int64_t tiles = tile_count(t_k, c.online_softmax);
+    for (StepKind kind : {StepKind::kOnlineMax, StepKind::kOnlineRescale, StepKind::kOnlineSum}) {
+      plan.push_back({kind, t_q, tiles});
+    }
+    plan.push_back({StepKind::kOnlineOutput, t_q, d_v});
+    plan.push_back({StepKind::kOnlineContext, t_q, d_v});
+  }
 }
 
 // The weights, in PyTorch's creation order, in the layout the init stores them.
@@ -163,7 +193,7 @@ double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, 
     // One head's (T, T_k) steps are held at a time; without the causal lesson and the
     // softmax's steps, they are computed in one matrix (and a masked run has its mask).
     const double one = static_cast<double>(t_q) * static_cast<double>(t_k);
-    const bool in_place = !c.causal && !c.softmax_steps;
+    const bool in_place = !c.causal && !c.softmax_steps && c.online_softmax == 0;
     const double held = in_place ? (c.causal || padded ? 2.0 : 1.0) * one
                                  : squares / static_cast<double>(batch * c.heads);
     values += held - squares;

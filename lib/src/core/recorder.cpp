@@ -53,7 +53,7 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
   ++recorded_;
   Step s;
   s.kind = kind;
-  s.id = std::string(info.id);
+  s.id = std::string(info.id) + labels.id_suffix;
   s.title = labels.title.empty() ? std::string(info.title) : std::move(labels.title);
   s.equation = std::move(equation);
   if (batch_size_ > 1 && batch) {

@@ -6,7 +6,7 @@ namespace attn {
 
 namespace {
 
-constexpr std::array<StepInfo, 50> kCatalogue = {{
+constexpr std::array<StepInfo, 64> kCatalogue = {{
     {StepKind::kEmbeddings, "embeddings", "the embedded sentence, one row per token",
      "X = Embedding(V, d_in)(ids)",
      "Each token id picks one row of the embedding table: a vector of d_in numbers that stands "
@@ -193,6 +193,61 @@ constexpr std::array<StepInfo, 50> kCatalogue = {{
     {StepKind::kLossAfterStep, "loss_after_step", "the loss again, with the stepped weights",
      "L(W − η dL/dW)",
      "The forward pass again with the new weights: for a small enough η the loss is lower.",
+    {StepKind::kDecodeQuery, "decode_query", "the new token's query", "q_t = x_t W_q",
+     "Decoding one token at a time: the new token's query, the row of Q for its position. It is "
+     "used once, against the cache, and not kept.",
+     false, false, true},
+    {StepKind::kDecodeKey, "decode_key", "the new token's key", "k_t = x_t W_k",
+     "The new token's key: computed once, appended to the cache, and never computed again.",
+     false, false, true},
+    {StepKind::kDecodeValue, "decode_value", "the new token's value", "v_t = x_t W_v",
+     "The new token's value: computed once and appended to the cache.", false, false, true},
+    {StepKind::kKeyCache, "key_cache", "the key cache, one row per token seen so far",
+     "K_cache = cat(K_cache, k_t)",
+     "The keys of every token so far, the new one last: the cache grows by one row per token, so "
+     "no earlier key is computed twice.",
+     false, false, true},
+    {StepKind::kValueCache, "value_cache", "the value cache, one row per token seen so far",
+     "V_cache = cat(V_cache, v_t)", "The values of every token so far, the new one last.", false,
+     false, true},
+    {StepKind::kDecodeScores, "decode_scores", "the new token's scaled scores against the cache",
+     "s_t = q_t K_cacheᵀ / √d_k",
+     "One row of scores: the new query against every cached key. The cache holds no later "
+     "token, so no causal mask is needed (a padding key is still masked).",
+     false, false, true},
+    {StepKind::kDecodeWeights, "decode_weights", "the new token's attention weights",
+     "a_t = softmax(s_t)", "The softmax of the new token's row: its weights over the cache.",
+     false, false, false},
+    {StepKind::kDecodeContext, "decode_context", "the new token's context vector",
+     "z_t = a_t V_cache", "The new token's context vector: its weights times the cached values.",
+     false, false, true},
+    {StepKind::kDecodeCheck, "decode_check", "the check: every z_t, row by row",
+     "Z_decode = cat(z_1, …, z_T)",
+     "The decoded context vectors stacked: the same rows as the full causal computation's Z.",
+     false, false, true},
+    {StepKind::kOnlineMax, "online_max", "the running max m after each tile",
+     "m′ = max(m, rowmax S)",
+     "FlashAttention reads the keys in tiles and keeps each row's largest score so far: m starts "
+     "at −inf and can only grow.",
+     false, false, true},
+    {StepKind::kOnlineRescale, "online_rescale", "the rescaling factor of each tile",
+     "c = exp(m − m′)",
+     "When a tile raises the max, what was summed so far was exponentiated against the old max: "
+     "multiplying by c = exp(m − m′) <= 1 brings it to the new one. The first tile's c is 0.",
+     false, false, false},
+    {StepKind::kOnlineSum, "online_sum", "the running sum ℓ after each tile",
+     "ℓ = c·ℓ + rowsum exp(S − m′)",
+     "The softmax's denominator, accumulated tile by tile and rescaled whenever the max grows.",
+     false, false, false},
+    {StepKind::kOnlineOutput, "online_output", "the running output O after the last tile",
+     "O = c·O + exp(S − m′) V_tile",
+     "The weighted sum of values, not yet divided: each tile adds its exponentials times its "
+     "values, after rescaling what came before.",
+     false, false, true},
+    {StepKind::kOnlineContext, "online_context", "the context vectors, O divided by ℓ",
+     "Z = O / ℓ",
+     "One division per row at the end gives the context vectors, though no row of weights was "
+     "ever held whole.",
      false, false, true},
 }};
 

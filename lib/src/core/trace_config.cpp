@@ -145,6 +145,15 @@ TraceConfig resolve(const TraceConfig& config) {
     throw Error(fmt::format("cross-attention takes one query sentence; got {} sentences",
                             c.sentences.size()));
   }
+  check_range("online softmax tile size", c.online_softmax, 0, kMaxOnlineTile);
+  if (c.decode) {
+    if (c.cross) {
+      throw Error(
+          "KV-cache decoding and cross-attention do not go together: decoding caches each new "
+          "token's own key and value, and cross-attention takes them from another sentence");
+    }
+    c.causal = true;  // a token being decoded has no later tokens to see
+  }
   if (c.multihead == MultiheadForm::kSplit) {
     if (c.d_kq != c.d_v) {
       throw Error(fmt::format("the split multi-head form projects to one width d_out, but d_kq {} "

@@ -8,6 +8,7 @@
 #include "attn/explain.hpp"
 #include "attn/steps.hpp"
 #include "render_common.hpp"
+#include "render_explain_online.hpp"
 
 namespace attn {
 
@@ -130,6 +131,7 @@ std::string render_explain(const Trace& trace, std::int64_t i, std::int64_t j,
       const std::optional<int> head =
           c.heads > 1 ? std::optional<int>(static_cast<int>(h)) : std::nullopt;
       explain_cell(out, trace, head, batch, i - 1, j - 1, options);
+      if (c.online_softmax > 0) explain_online_row(out, trace, head, batch, i - 1, options);
     }
   }
   return out;

@@ -144,6 +144,34 @@ Look look(StepKind kind) {
       return {"Z", Place::kStage};
     case StepKind::kOutput:
       return {"out", Place::kStage};
+    case StepKind::kDecodeQuery:
+      return {"q_t", Place::kAside, {}, "KV cache, per token t: "};
+    case StepKind::kDecodeKey:
+      return {"k_t", Place::kAside, {}, "  → "};
+    case StepKind::kDecodeValue:
+      return {"v_t", Place::kAside, {}, "  → "};
+    case StepKind::kKeyCache:
+      return {"K_cache", Place::kAside, {}, "  → "};
+    case StepKind::kValueCache:
+      return {"V_cache", Place::kAside, {}, "  → "};
+    case StepKind::kDecodeScores:
+      return {"s_t", Place::kAside, {}, "  → "};
+    case StepKind::kDecodeWeights:
+      return {"a_t", Place::kAside, {}, "  → "};
+    case StepKind::kDecodeContext:
+      return {"z_t", Place::kAside, {}, "  → "};
+    case StepKind::kDecodeCheck:
+      return {"Z_decode", Place::kAside, {}, "check: "};
+    case StepKind::kOnlineMax:
+      return {"m", Place::kAside, {}, "online softmax, per tile: "};
+    case StepKind::kOnlineRescale:
+      return {"c", Place::kAside, {}, "  → "};
+    case StepKind::kOnlineSum:
+      return {"ℓ", Place::kAside, {}, "  → "};
+    case StepKind::kOnlineOutput:
+      return {"O", Place::kAside, {}, "  → "};
+    case StepKind::kOnlineContext:
+      return {"O/ℓ", Place::kAside, {}, "  → "};
     default:
       return backward_look(kind);
   }
@@ -151,8 +179,11 @@ Look look(StepKind kind) {
 }
 
 // "[6×3]"; a vector stored as a column, "[6×1]", keeps its 1 as the trace's shape does.
+// A dimension that grows with the token being decoded (kGrows) shows as t.
+constexpr std::int64_t kGrows = -1;
 std::string shape_text(std::int64_t rows, std::int64_t cols) {
-  return fmt::format("[{}×{}]", rows, cols);
+  auto dim = [](std::int64_t n) { return n == kGrows ? std::string("t") : fmt::format("{}", n); };
+  return fmt::format("[{}×{}]", dim(rows), dim(cols));
 }
 
 // Each kind of step the plan holds once, in the order it first comes, with its shape and how
@@ -170,7 +201,10 @@ std::vector<Kind> kinds_of(const std::vector<PlannedStep>& plan) {
     if (it == kinds.end()) {
       kinds.push_back({s.kind, s.rows, s.cols, 1});
     } else {
-      ++it->count;  // every copy has the first's shape: the sentences are padded to one T
+      ++it->count;  // every copy has the first's shape (the sentences are padded to one T),
+      // except the KV cache's, which grow with the token t being decoded
+      if (it->rows != s.rows) it->rows = kGrows;
+      if (it->cols != s.cols) it->cols = kGrows;
     }
   }
   return kinds;

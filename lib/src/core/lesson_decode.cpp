@@ -1,0 +1,129 @@
+// The KV cache and FlashAttention's online softmax, each traced after a head's attention and
+// checked against its context vectors.
+
+#include <fmt/format.h>
+
+#include "attn/decode.hpp"
+#include "attn/online_softmax.hpp"
+#include "lesson.hpp"
+
+namespace attn::lesson {
+
+namespace {
+
+bool split_form(const TraceConfig& c) { return c.multihead == MultiheadForm::kSplit; }
+
+// The words of the tokens from..to−1.
+std::vector<std::string> words_of(const Item& item, Eigen::Index from, Eigen::Index to) {
+  return {item.queries.words.begin() + from, item.queries.words.begin() + to};
+}
+
+// "0: the same operations in the same order", or the difference and why it is not 0.
+std::string difference_text(float worst, std::string_view why) {
+  if (worst == 0.0f) return "0: the same bits";
+  return fmt::format("{:.1e}: float32 rounding, {}", worst, why);
+}
+
+}  // namespace
+
+void decode_lesson(Recorder& rec, const Item& item, const Matrix& q, const Matrix& k,
+                   const Matrix& v, std::int64_t d_k, const Matrix& z, std::optional<int> head) {
+  const TraceConfig& c = rec.config();
+  const std::string dk = split_form(c) ? "d_head" : "d_k", dv = split_form(c) ? "d_head" : "d_v";
+  KvCache cache;
+  Matrix decoded(q.rows(), v.cols());
+  for (Eigen::Index t = 0; t < q.rows(); ++t) {
+    const std::string suffix = fmt::format("_t{}", t + 1);
+    auto labels = [&](StepKind kind, std::vector<std::string> rows,
+                      std::vector<std::string> cols = {}) {
+      return Labels{.rows = std::move(rows),
+                    .cols = std::move(cols),
+                    .title = fmt::format("{} (t = {})", step_info(kind).title, t + 1),
+                    .id_suffix = suffix};
+    };
+    auto equation = [](StepKind kind) { return std::string(step_info(kind).equation); };
+    const std::vector<std::string> word = words_of(item, t, t + 1);
+    const Matrix q_t = q.row(t), k_t = k.row(t), v_t = v.row(t);
+    rec.add(StepKind::kDecodeQuery, equation(StepKind::kDecodeQuery), {"1", dk}, q_t, item.index,
+            head, labels(StepKind::kDecodeQuery, word));
+    rec.add(StepKind::kDecodeKey, equation(StepKind::kDecodeKey), {"1", dk}, k_t, item.index,
+            head, labels(StepKind::kDecodeKey, word));
+    rec.add(StepKind::kDecodeValue, equation(StepKind::kDecodeValue), {"1", dv}, v_t, item.index,
+            head, labels(StepKind::kDecodeValue, word));
+    cache_append(cache, k_t, v_t, cache_start(t));
+    const std::vector<std::string> cached = words_of(item, cache.first, t + 1);
+    const Eigen::Index n = cache.keys.rows();
+    rec.add(StepKind::kKeyCache, equation(StepKind::kKeyCache), {"t", dk}, cache.keys, item.index,
+            head, labels(StepKind::kKeyCache, cached));
+    rec.add(StepKind::kValueCache, equation(StepKind::kValueCache), {"t", dv}, cache.values,
+            item.index, head, labels(StepKind::kValueCache, cached));
+    // The cache holds no later key; a padding key in it is still masked.
+    const Matrix mask_row =
+        item.mask.masked ? Matrix(item.mask.values.block(t, cache.first, 1, n)) : Matrix();
+    CachedRow r = attend_cached(q_t, cache, mask_row, d_k, c.kernel, c.masked_rows, c.matmul);
+    rec.add(StepKind::kDecodeScores, fmt::format("s_t = q_t K_cacheᵀ / √{}", d_k), {"1", "t"},
+            std::move(r.scores), item.index, head, labels(StepKind::kDecodeScores, word, cached));
+    rec.add(StepKind::kDecodeWeights, equation(StepKind::kDecodeWeights), {"1", "t"},
+            std::move(r.weights), item.index, head,
+            labels(StepKind::kDecodeWeights, word, cached));
+    decoded.row(t) = r.z;
+    rec.add(StepKind::kDecodeContext, equation(StepKind::kDecodeContext), {"1", dv},
+            std::move(r.z), item.index, head, labels(StepKind::kDecodeContext, word));
+  }
+  const std::string why =
+      "since a blocked product or a softmax's sum over a shorter row groups its terms "
+      "differently";
+  rec.add(StepKind::kDecodeCheck, std::string(step_info(StepKind::kDecodeCheck).equation),
+          {"T", dv}, decoded, item.index, head,
+          {.rows = item.queries.words,
+           .note = fmt::format(
+               "the rows of context_vectors, decoded one token at a time: the largest "
+               "difference is {}",
+               difference_text(largest_difference(decoded, z), why))});
+}
+
+void online_lesson(Recorder& rec, const Item& item, const Matrix& scaled, const Matrix& v,
+                   const Matrix& z, std::optional<int> head) {
+  const TraceConfig& c = rec.config();
+  const std::string dv = split_form(c) ? "d_head" : "d_v";
+  OnlineSoftmax o = online_softmax(scaled, v, c.online_softmax, c.kernel, c.masked_rows);
+  std::vector<std::string> tiles;
+  const Eigen::Index t_k = scaled.cols(), b = std::min<Eigen::Index>(c.online_softmax, t_k);
+  for (Eigen::Index from = 0; from < t_k; from += b) {
+    const Eigen::Index to = std::min(t_k, from + b);
+    tiles.push_back(to - from == 1 ? fmt::format("key {}", to)
+                                   : fmt::format("keys {}–{}", from + 1, to));
+  }
+  const std::string skipped =
+      o.skipped == 0
+          ? std::string()
+          : fmt::format(
+                "{} wholly masked for {} row {} skipped, as FlashAttention skips {}: m and ℓ "
+                "carry over, and c shows 1",
+                o.skipped == 1 ? std::string("1 tile") : fmt::format("{} tiles", o.skipped),
+                o.skipped == 1 ? "its" : "their", o.skipped == 1 ? "was" : "were",
+                o.skipped == 1 ? "it" : "them");
+  const Labels per_tile{.rows = item.queries.words, .cols = tiles, .note = skipped};
+  auto equation = [](StepKind kind) { return std::string(step_info(kind).equation); };
+  rec.add(StepKind::kOnlineMax, equation(StepKind::kOnlineMax), {"T", "tiles"}, std::move(o.m),
+          item.index, head, per_tile);
+  rec.add(StepKind::kOnlineRescale, equation(StepKind::kOnlineRescale), {"T", "tiles"},
+          std::move(o.rescale), item.index, head, per_tile);
+  rec.add(StepKind::kOnlineSum, equation(StepKind::kOnlineSum), {"T", "tiles"}, std::move(o.l),
+          item.index, head, per_tile);
+  rec.add(StepKind::kOnlineOutput, equation(StepKind::kOnlineOutput), {"T", dv}, std::move(o.o),
+          item.index, head, {.rows = item.queries.words});
+  const float worst = largest_difference(o.z, z);
+  rec.add(StepKind::kOnlineContext, equation(StepKind::kOnlineContext), {"T", dv}, std::move(o.z),
+          item.index, head,
+          {.rows = item.queries.words,
+           .note = fmt::format(
+               "{}; the largest difference from context_vectors is {}",
+               b == t_k && c.online_softmax >= t_k ? std::string("one tile of every key")
+                                                   : fmt::format("tiles of {} keys", b),
+               difference_text(worst,
+                               "since the sum and the product are added tile by tile and "
+                               "rescaled, in another order than the softmax's"))});
+}
+
+}  // namespace attn::lesson

@@ -1,0 +1,85 @@
+// --explain with --online-softmax: one query row, tile by tile, with the numbers
+// online_softmax_row computes.
+
+#include "render_explain_online.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "attn/online_softmax.hpp"
+#include "render_common.hpp"
+
+namespace attn::render_detail {
+
+namespace {
+
+// `prefix` then [a, b, c] at the chosen precision (−inf as the word), wrapped between values
+// to the text width, and a newline.
+std::string vector_line(const std::string& prefix, const Matrix& v, int p) {
+  std::vector<std::string> items;
+  for (Eigen::Index j = 0; j < v.cols(); ++j) {
+    items.push_back(std::isinf(v(0, j)) && v(0, j) < 0 ? "−inf" : number(v(0, j), p, false));
+  }
+  return wrap_items(prefix + "[", items, ", ", "         ") + "]\n";
+}
+
+std::string scalar_text(float x, int p) {
+  return std::isinf(x) && x < 0 ? "−inf" : number(x, p, false);
+}
+
+// This head's values: its own V (wrapper), or its columns of the one V (split).
+Matrix head_values(const Trace& trace, std::optional<int> head, std::optional<int> batch) {
+  const TraceConfig& c = trace.config;
+  if (c.multihead == MultiheadForm::kWrapper) return trace.step(StepKind::kValues, head, batch).values;
+  const Eigen::Index d_head = c.d_v / c.heads;
+  return trace.step(StepKind::kValues, std::nullopt, batch)
+      .values.middleCols(head.value_or(0) * d_head, d_head);
+}
+
+}  // namespace
+
+void explain_online_row(std::string& out, const Trace& trace, std::optional<int> head,
+                        std::optional<int> batch, Eigen::Index qi, const TextOptions& options) {
+  const TraceConfig& c = trace.config;
+  const int p = options.precision;
+  const std::int64_t i = qi + 1;
+  const Matrix s = trace.step(StepKind::kScaledScores, head, batch).values.row(qi);
+  const OnlineRow row =
+      online_softmax_row(s, head_values(trace, head, batch), c.online_softmax, c.kernel,
+                         c.masked_rows);
+  out += '\n';
+  out += wrapped_line(fmt::format(
+      "FlashAttention's online softmax of row {}, over tiles of {} keys{}: it never holds the "
+      "whole row of weights, only m, ℓ and O",
+      i, c.online_softmax, where_text(trace, head, batch)));
+  out += vector_line("   start: m = −inf, ℓ = 0, O = ", Matrix::Zero(1, row.z.cols()), p);
+  float m = -INFINITY;
+  for (std::size_t n = 0; n < row.tiles.size(); ++n) {
+    const OnlineTile& t = row.tiles[n];
+    const std::string keys = t.to - t.from == 1 ? fmt::format("key {}", t.to)
+                                                : fmt::format("keys {}–{}", t.from + 1, t.to);
+    out += vector_line(fmt::format("   tile {}, {}: S = ", n + 1, keys),
+                       s.middleCols(t.from, t.to - t.from), p);
+    if (t.skipped) {
+      out += "      every score is −inf (masked): the tile is skipped, m, ℓ and O stay\n";
+      continue;
+    }
+    out += fmt::format("      m′ = max(m, rowmax S) = max({}, {}) = {}\n", scalar_text(m, p),
+                       scalar_text(t.tile_max, p), scalar_text(t.m, p));
+    out += fmt::format("      c = exp(m − m′) = exp({} − {}) = {}\n", scalar_text(m, p),
+                       scalar_text(t.m, p), number(t.rescale, p, false));
+    out += vector_line("      exp(S − m′) = ", t.p, p);
+    out += fmt::format("      their sum: {}\n", number(t.sum, p, false));
+    out += fmt::format("      ℓ = c·ℓ + {} = {}\n", number(t.sum, p, false), number(t.l, p, false));
+    out += vector_line("      O = c·O + exp(S − m′) V_tile = ", t.o, p);
+    m = t.m;
+  }
+  const float l = row.tiles.back().l;
+  out += vector_line(fmt::format("   Z{} = O / ℓ, with ℓ = {}: ", subscript(i), number(l, p, false)),
+                     row.z, p);
+  out += vector_line(fmt::format("   the trace's context_vectors[{}] = ", qi),
+                     trace.step(StepKind::kContextVectors, head, batch).values.row(qi), p);
+}
+
+}  // namespace attn::render_detail
