@@ -193,6 +193,7 @@ constexpr std::array<StepInfo, 64> kCatalogue = {{
     {StepKind::kLossAfterStep, "loss_after_step", "the loss again, with the stepped weights",
      "L(W − η dL/dW)",
      "The forward pass again with the new weights: for a small enough η the loss is lower.",
+     false, false, true},
     {StepKind::kDecodeQuery, "decode_query", "the new token's query", "q_t = x_t W_q",
      "Decoding one token at a time: the new token's query, the row of Q for its position. It is "
      "used once, against the cache, and not kept.",
