@@ -1,4 +1,5 @@
 #include "cli.hpp"
+#include "variant_options.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -425,6 +426,7 @@ void check_view_options(const Options& o) {
 
 TraceConfig make_config(Options& o) {
   check_view_options(o);
+  check_variant_options(o);
   o.sentences = read_sentences(o);
   o.config.x = given(o.x);
   o.config.embedding = given(o.embedding);

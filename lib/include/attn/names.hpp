@@ -36,6 +36,8 @@ template <>
 std::span<const EnumName<WeightInit>> names_of<WeightInit>();
 template <>
 std::span<const EnumName<OutputFormat>> names_of<OutputFormat>();
+template <>
+std::span<const EnumName<RopePairs>> names_of<RopePairs>();
 
 // The name of a value ("?" for none).
 template <typename Enum>

@@ -38,6 +38,11 @@ enum class StepKind : std::uint8_t {
   kContextVectors,       // Z = A V
   kContextConcat,        // the heads' Z side by side
   kOutput,               // the split form's output projection
+  // Rotary position embeddings (recorded after the projections, before ω).
+  kRopeCos,        // the cos table
+  kRopeSin,        // the sin table
+  kRotatedQueries,  // Q rotated
+  kRotatedKeys,     // K rotated
 };
 
 // What a step is, for every view.

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/rope.hpp"
 #include "attn/steps.hpp"
 #include "attn/trace.hpp"
 
@@ -91,6 +92,8 @@ struct HeadWeights {
 struct Weights {
   std::vector<HeadWeights> heads;  // one set per head (wrapper), or one d_out wide (split)
   Matrix w_o, b_o;                 // the split form's output projection
+  // With rotary embeddings, their cos and sin tables (like a module's buffers).
+  std::optional<RopeTables> rope;
 };
 
 // torch.manual_seed(seed), then every weight in PyTorch's creation order.

@@ -8,6 +8,7 @@
 #include "attn/attention.hpp"
 #include "attn/weights.hpp"
 #include "lesson.hpp"
+#include "modern.hpp"
 
 namespace attn::lesson {
 
@@ -151,7 +152,12 @@ Mask make_mask(const Trace& trace, const TokenizedSentence& queries,
   Mask m;
   m.masked = c.causal || trace.pad_id.has_value();
   if (!m.masked) return m;
-  m.values = c.causal ? causal_mask(t_q, t_kv) : Matrix(Matrix::Zero(t_q, t_kv));
+  // A window shorter than the queries masks the keys W or more tokens back too; a longer one
+  // masks nothing more, and the mask is the causal one, equation and all.
+  const bool window = c.window > 0 && c.window < t_q;
+  m.values = window     ? window_mask(t_q, t_kv, c.window)
+             : c.causal ? causal_mask(t_q, t_kv)
+                        : Matrix(Matrix::Zero(t_q, t_kv));
   if (trace.pad_id) {
     // Padding: every pair whose query or key is the padding token.
     for (Eigen::Index i = 0; i < t_q; ++i) {
@@ -160,7 +166,15 @@ Mask make_mask(const Trace& trace, const TokenizedSentence& queries,
       }
     }
   }
-  if (c.causal && trace.pad_id) {
+  if (window) {
+    m.equation = fmt::format("M = triu(ones(T, {0}), diagonal=1) | tril(ones(T, {0}), "
+                             "diagonal=−{1}){2}",
+                             t_k(c), c.window, trace.pad_id ? " | padding" : "");
+    m.note = fmt::format(
+        "1 = masked: key j comes after query i, or {} or more tokens before it (a window of {} "
+        "keys: i−{}…i){}",
+        c.window, c.window, c.window - 1, trace.pad_id ? ", or a '<pad>' query or key" : "");
+  } else if (c.causal && trace.pad_id) {
     m.equation = "M = triu(ones(T, T), diagonal=1) | padding";
     m.note = "1 = masked: a key after the query, or a '<pad>' query or key";
   } else if (c.causal) {
@@ -184,6 +198,10 @@ Qkv project(Recorder& rec, const Item& item, const HeadWeights& w, std::optional
   const bool split = split_form(c);
   const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";
   const std::string x_kv = c.cross ? "X₂" : "X";
+  // Grouped-query heads: K and V are kv_heads · d_head wide, and say which heads share them.
+  const bool grouped = split && c.kv_heads != c.heads;
+  const std::string kk = grouped ? "d_kv" : kq, vv = grouped ? "d_kv" : dv;
+  const std::string shared = sharing_note(c);
   // One projection step: in W (or in Wᵀ for the (d_out, d_in) layouts).
   auto one = [&](StepKind kind, const char* out, const Matrix& in, const std::string& in_name,
                  const Matrix& weight, const char* w_name, std::vector<std::string> dims,
@@ -191,7 +209,7 @@ Qkv project(Recorder& rec, const Item& item, const HeadWeights& w, std::optional
     const Matrix& m = require_finite(
         rec.add(kind, projection_equation(c.init, out, in_name, w_name), std::move(dims),
                 apply_weight(in, weight, c.init, c.threads, c.matmul), item.index, head,
-                {.rows = words}),
+                {.rows = words, .note = kind == StepKind::kQueries ? std::string() : shared}),
         what);
     rec.mark_product(in.rows(), c.init == WeightInit::kRand ? weight.cols() : weight.rows(),
                      in.cols());
@@ -199,9 +217,9 @@ Qkv project(Recorder& rec, const Item& item, const HeadWeights& w, std::optional
   };
   return {one(StepKind::kQueries, "Q", item.x, "X", w.w_q, "W_q", {"T", kq}, item.queries.words,
               "the queries Q"),
-          one(StepKind::kKeys, "K", item.x_kv, x_kv, w.w_k, "W_k", {t_k(c), kq}, item.keys.words,
+          one(StepKind::kKeys, "K", item.x_kv, x_kv, w.w_k, "W_k", {t_k(c), kk}, item.keys.words,
               "the keys K"),
-          one(StepKind::kValues, "V", item.x_kv, x_kv, w.w_v, "W_v", {t_k(c), dv}, item.keys.words,
+          one(StepKind::kValues, "V", item.x_kv, x_kv, w.w_v, "W_v", {t_k(c), vv}, item.keys.words,
               "the values V")};
 }
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "attn/trace.hpp"
+#include "modern.hpp"
 
 namespace attn {
 
@@ -44,8 +45,8 @@ void plan_weights(std::vector<PlannedStep>& plan, const TraceConfig& c) {
   };
   for (std::int64_t h = 0; h < (split ? 1 : c.heads); ++h) {
     weight(StepKind::kWQuery, c.d_kq);
-    weight(StepKind::kWKey, c.d_kq);
-    weight(StepKind::kWValue, c.d_v);
+    weight(StepKind::kWKey, split ? kv_width(c) : c.d_kq);
+    weight(StepKind::kWValue, split ? kv_width(c) : c.d_v);
   }
   if (!split) return;
   plan.push_back({StepKind::kWOut, c.d_kq, c.d_kq});
@@ -62,12 +63,21 @@ std::vector<PlannedStep> plan_steps(const TraceConfig& c, std::int64_t t_q, std:
   for (std::int64_t b = 0; b < batch; ++b) plan.push_back({StepKind::kEmbeddings, t_q, c.d_in});
   if (c.cross) plan.push_back({StepKind::kEmbeddings2, t_k, c.d_in});
   plan_weights(plan, c);
+  if (c.rope) {
+    plan.push_back({StepKind::kRopeCos, t_q, head_width(c)});
+    plan.push_back({StepKind::kRopeSin, t_q, head_width(c)});
+  }
   const std::int64_t d_head_v = split ? c.d_v / c.heads : c.d_v;
   for (std::int64_t b = 0; b < batch; ++b) {
     auto project = [&] {
       plan.push_back({StepKind::kQueries, t_q, c.d_kq});
-      plan.push_back({StepKind::kKeys, t_k, c.d_kq});
-      plan.push_back({StepKind::kValues, t_k, c.d_v});
+      const std::int64_t d_k = split ? kv_width(c) : c.d_kq;
+      plan.push_back({StepKind::kKeys, t_k, d_k});
+      plan.push_back({StepKind::kValues, t_k, split ? kv_width(c) : c.d_v});
+      if (c.rope) {
+        plan.push_back({StepKind::kRotatedQueries, t_q, c.d_kq});
+        plan.push_back({StepKind::kRotatedKeys, t_k, d_k});
+      }
     };
     if (split) project();
     for (std::int64_t h = 0; h < c.heads; ++h) {

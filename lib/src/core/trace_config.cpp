@@ -7,6 +7,7 @@
 
 #include "attn/error.hpp"
 #include "attn/trace.hpp"
+#include "modern.hpp"
 
 namespace attn {
 
@@ -133,6 +134,7 @@ TraceConfig resolve(const TraceConfig& config) {
                               c.d_kq, c.heads, c.heads));
     }
   }
+  resolve_variants(c);
   return c;
 }
 
