@@ -97,10 +97,9 @@ std::optional<RopeTables> record_rope_tables(Recorder& rec, std::int64_t t) {
   const std::string angles =
       half ? "cat(angles, angles)" : "angles.repeat_interleave(2, dim=-1)";
   const std::string note = fmt::format(
-      "row p is position p; angles = p ⊗ inv_freq, inv_freq = 1 / {}^(arange(0, {}, 2) / {}); "
-      "{}",
-      c.rope_theta, d, d,
-      half ? "column c turns the pair (c, c + d/2)" : "columns 2i, 2i + 1 turn the pair (2i, 2i + 1)");
+      "row p is position p; {} hold the angle p · inv_freq_i, inv_freq_i = 1 / {}^(2i / {})",
+      half ? fmt::format("columns i and i + {}", d / 2) : std::string("columns 2i and 2i + 1"),
+      c.rope_theta, d);
   std::vector<std::string> rows;
   for (std::int64_t p = 0; p < t; ++p) rows.push_back(fmt::format("p={}", p));
   const std::string dim = c.multihead == MultiheadForm::kSplit ? "d_head" : "d_kq";
