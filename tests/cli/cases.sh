@@ -1205,10 +1205,10 @@ case_rope_pairs_without_rope() {
   expect_error "--rope-pairs sets the rotary embeddings: it goes with --rope" --rope-pairs interleaved
 }
 case_rope_theta_zero() {
-  expect_error "ROPE_THETA_ZERO" --rope --rope-theta 0
+  expect_error "--rope-theta: '0' is not a base; allowed: a number > 0 that float32 holds (see attn-trace --help)" --rope --rope-theta 0
 }
 case_rope_pairs_unknown() {
-  expect_error "ROPE_PAIRS_UNKNOWN" --rope --rope-pairs twos
+  expect_error "--rope-pairs: twos not in {half,interleaved} (see attn-trace --help)" --rope --rope-pairs twos
 }
 case_kv_heads_wrapper() {
   expect_error "--kv-heads shares the K and V of the split form's heads: it needs --multihead split (the wrapper form's heads each have their own)" --heads 4 --kv-heads 2
@@ -1222,7 +1222,7 @@ case_kv_heads_more_than_heads() {
 case_kv_heads_given_key_weights() {
   expect_error "--w-key gives one head's weights per query head: it does not go with --kv-heads 1 (fewer K/V heads than --heads 2)" --heads 2 --kv-heads 1 --multihead split --d-out 4 --w-key tests/golden/inputs/w_4x2.csv
 }
-case_kv_heads_zero() { expect_error "KV_ZERO" --kv-heads 0; }
-case_window_zero() { expect_error "WINDOW_ZERO" --window 0; }
+case_kv_heads_zero() { expect_error "--kv-heads: 0 is out of range; allowed: 1..64 (see attn-trace --help)" --kv-heads 0; }
+case_window_zero() { expect_error "--window: 0 is out of range; allowed: 1 or more (see attn-trace --help)" --window 0; }
 
 "case_$case_name"

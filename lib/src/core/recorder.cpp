@@ -80,7 +80,9 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
 void Recorder::mark_product(Eigen::Index m, Eigen::Index n, Eigen::Index k) {
   Step& s = trace_.steps.back();
   s.multiply_adds = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  s.note = product_note(trace_.config.matmul, m, n, k);
+  // The product's note, after any note the step has (the keys' K/V sharing).
+  const std::string product = product_note(trace_.config.matmul, m, n, k);
+  if (!product.empty()) s.note = s.note.empty() ? product : s.note + "; " + product;
 }
 
 Matrix Recorder::hand_on(bool take_last) {
