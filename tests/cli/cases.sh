@@ -1172,7 +1172,7 @@ case_json_rope_gqa_window() {
     --d-out 4 --rope --window 2 --steps rope_cos,rotated_keys,mask
 }
 case_modern_export_diff_html() {
-  local args=(--heads 4 --kv-heads 2 --multihead split --d-out 8 --rope --window 3 -s "a b c d" -s "e f")
+  local args=(--heads 4 --kv-heads 2 --multihead split --d-out 16 --rope --window 3 -s "a b c d" -s "e f")
   run --export "$work/export" "${args[@]}"
   [ "$(cat "$work/status")" = 0 ] || { cat "$work/stderr"; return 1; }
   for f in rope_cos rope_sin rotated_queries rotated_keys; do
@@ -1220,7 +1220,7 @@ case_kv_heads_more_than_heads() {
   expect_error "--kv-heads 4 does not divide --heads 2: each K/V head serves the same number of query heads" --heads 2 --kv-heads 4 --multihead split --d-out 4
 }
 case_kv_heads_given_key_weights() {
-  expect_error "--w-key gives one head's weights per query head: it does not go with --kv-heads 1 (fewer K/V heads than --heads 2)" --heads 2 --kv-heads 1 --multihead split --d-out 4 --w-key tests/golden/inputs/w_4x2.csv
+  expect_error "--w-key gives one head's weights per query head: it does not go with --kv-heads 1 (fewer K/V heads than --heads 2)" --heads 2 --kv-heads 1 --multihead split --w-key tests/golden/inputs/w_4x2.csv
 }
 case_kv_heads_zero() { expect_error "--kv-heads: 0 is out of range; allowed: 1..64 (see attn-trace --help)" --kv-heads 0; }
 case_window_zero() { expect_error "--window: 0 is out of range; allowed: 1 or more (see attn-trace --help)" --window 0; }
