@@ -322,7 +322,7 @@ std::vector<OptionSpec> model_options() {
                        "the cos and sin tables and the turned Q and K are steps of their own",
                        [](Options& o) -> bool& { return o.config.rope; }));
   OptionSpec theta{"--rope-theta",
-                   "θ",
+                   "X",
                    "10000",
                    "a number > 0 that float32 holds; needs `--rope`",
                    "With --rope: the base θ of the angles",
@@ -364,9 +364,9 @@ std::vector<OptionSpec> model_options() {
       integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads))));
   model.push_back(number(
       "--window", "", "1 or more (implies `--causal`)",
-      "Sliding-window attention: each token sees itself and the W - 1 tokens before it",
-      "sliding-window attention (Mistral): query i sees keys max(0, i − W + 1) … i, the others "
-      "are masked with −inf before the softmax; implies `--causal`, and W ≥ T is the causal trace",
+      "Sliding-window attention: each token sees itself and the N - 1 tokens before it",
+      "sliding-window attention (Mistral): query i sees keys max(0, i − N + 1) … i, the others "
+      "are masked with −inf before the softmax; implies `--causal`, and N ≥ T is the causal trace",
       [](Options & o) -> auto& { return o.config.window; },
       integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1 or more")));
   return model;
