@@ -1,4 +1,5 @@
 #include "cli.hpp"
+#include "variant_options.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -469,6 +470,7 @@ void choose_tokenizer(Options& o) {
 TraceConfig make_config(Options& o) {
   check_view_options(o);
   choose_tokenizer(o);
+  check_variant_options(o);
   o.sentences = read_sentences(o);
   o.config.x = given(o.x);
   o.config.embedding = given(o.embedding);

@@ -346,6 +346,60 @@ std::vector<OptionSpec> model_options() {
       "`--explain`, the one query row tile by tile",
       [](Options & o) -> auto& { return o.config.online_softmax; },
       integer_in<std::int64_t>(1, kMaxOnlineTile, "1..2^40")));
+  // Today's attention: rotary embeddings, grouped-query heads, sliding windows.
+  model.push_back(flag("--rope", "Rotary position embeddings on Q and K, per head (Llama, GPT-J)",
+                       "turn each pair of a head's query and key numbers by the token's position "
+                       "times `inv_freq = 1 / θ^(arange(0, d, 2) / d)`, after the projections; "
+                       "the cos and sin tables and the turned Q and K are steps of their own",
+                       [](Options& o) -> bool& { return o.config.rope; }));
+  OptionSpec theta{"--rope-theta",
+                   "X",
+                   "10000",
+                   "a number > 0 that float32 holds; needs `--rope`",
+                   "With --rope: the base θ of the angles",
+                   "the base θ of the rotary angles (Llama 3 uses 500000)",
+                   {},
+                   false,
+                   nullptr};
+  theta.add = [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
+    return app.add_option("--rope-theta", o.config.rope_theta, help)
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+              double v = 0;
+              const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+              if (ec != std::errc() || ptr != text.data() + text.size() || !(v > 0) ||
+                  !(v <= std::numeric_limits<float>::max())) {
+                return fmt::format("'{}' is not a base; allowed: a number > 0 that float32 holds",
+                                   text);
+              }
+              return {};
+            },
+            "NUMBER > 0"));
+  };
+  model.push_back(std::move(theta));
+  model.push_back(choice(
+      "--rope-pairs", "P", RopePairs::kHalf,
+      "With --rope: half (Llama: x_i with x_i+d/2) or interleaved (GPT-J: x_2i with x_2i+1)",
+      "which numbers form a pair: `half` turns x_i with x_{i+d/2} (`rotate_half`, Llama in "
+      "Hugging Face, LLMs-from-scratch); `interleaved` turns x_2i with x_2i+1 (GPT-J, RoFormer); "
+      "needs `--rope`",
+      [](Options& o) -> RopePairs& { return o.config.rope_pairs; }));
+  model.push_back(number(
+      "--kv-heads", "--heads", fmt::format("1 .. {}, dividing `--heads`; needs `--multihead split`",
+                                           kMaxHeads),
+      "Grouped-query attention: N key/value heads shared by the query heads (1: multi-query)",
+      "grouped-query attention: N key/value heads, K/V head j serving query heads j·H/N … "
+      "(j+1)·H/N − 1 (`repeat_interleave`); 1 is multi-query attention; W_k and W_v are N·d_out/H "
+      "wide",
+      [](Options & o) -> auto& { return o.config.kv_heads; },
+      integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads))));
+  model.push_back(number(
+      "--window", "", "1 or more (implies `--causal`)",
+      "Sliding-window attention: each token sees itself and the N - 1 tokens before it",
+      "sliding-window attention (Mistral): query i sees keys max(0, i − N + 1) … i, the others "
+      "are masked with −inf before the softmax; implies `--causal`, and N ≥ T is the causal trace",
+      [](Options & o) -> auto& { return o.config.window; },
+      integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1 or more")));
   return model;
 }
 

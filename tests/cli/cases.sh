@@ -1301,5 +1301,96 @@ case_online_softmax_not_integer_refused() {
   expect_error "--online-softmax: '1.5' is not an integer; allowed: 1..2^40 (see attn-trace --help)" \
     --online-softmax 1.5
 }
+# --- today's attention: --rope, --kv-heads, --window ----------------------------------------------
+case_rope() { expect_output rope --rope --d-kq 4; }
+case_rope_interleaved_causal_fox() {
+  expect_output rope_interleaved_fox "The quick brown fox jumps over the lazy dog" --seed 7 \
+    --d-in 8 --d-kq 6 --d-v 5 --rope --rope-pairs interleaved --rope-theta 100 --causal \
+    --steps rope_cos,rotated_keys,attention_weights
+}
+case_rope_query_2() { expect_output rope_query_2 --rope --d-kq 4 --query 2; }
+case_rope_explain_3_1() { expect_output rope_explain_3_1 --rope --d-kq 4 --explain 3,1; }
+case_rope_split_explain() {
+  expect_output rope_gqa_explain_2_1 --rope --heads 4 --kv-heads 2 --multihead split --d-out 8 \
+    --init linear --explain 2,1
+}
+case_gqa_4_2() { expect_output gqa_4_2 --heads 4 --kv-heads 2 --multihead split --d-out 8 --init linear; }
+case_gqa_query_3() {
+  expect_output gqa_query_3 --heads 4 --kv-heads 1 --multihead split --d-out 8 --query 3
+}
+case_gqa_kv_heads_equal_heads_is_the_split_form() {
+  # N = H: exactly today's split form, byte for byte.
+  expect_output heads_2_split --heads 2 --multihead split --d-out 4 --init linear --kv-heads 2
+}
+case_window_3() { expect_output window_3 --window 3; }
+case_window_t_or_more_is_the_causal_trace() {
+  expect_output causal --window 6 && expect_output causal --window 1000 &&
+    expect_output causal_query_3 --window 6 --query 3
+}
+case_overview_gqa_rope() {
+  COLUMNS=80 expect_output overview_gqa_rope --format overview --heads 4 --kv-heads 2 \
+    --multihead split --d-out 8 --rope
+}
+case_overview_window_3() { COLUMNS=80 expect_output overview_window_3 --format overview --window 3; }
+case_heatmap_window_3() {
+  expect_output heatmap_window_3 --format heatmap --color never --window 3 --steps masked_omega,attention_weights
+}
+case_json_rope_gqa_window() {
+  expect_output json_rope_gqa_window --format json --heads 2 --kv-heads 1 --multihead split \
+    --d-out 4 --rope --window 2 --steps rope_cos,rotated_keys,mask
+}
+case_modern_export_diff_html() {
+  local args=(--heads 4 --kv-heads 2 --multihead split --d-out 16 --rope --window 3 -s "a b c d" -s "e f")
+  run --export "$work/export" "${args[@]}"
+  [ "$(cat "$work/status")" = 0 ] || { cat "$work/stderr"; return 1; }
+  for f in rope_cos rope_sin rotated_queries rotated_keys; do
+    ls "$work/export" | grep -q "_${f}" || { echo "FAIL: no ${f} in the export"; return 1; }
+  done
+  "$binary" --format json "${args[@]}" >"$work/a.json" || return 1
+  "$binary" --format json "${args[@]}" --rope-pairs interleaved >"$work/b.json" || return 1
+  run diff "$work/a.json" "$work/a.json"
+  [ "$(cat "$work/status")" = 0 ] || { echo "FAIL: a trace differs from itself"; return 1; }
+  run diff "$work/a.json" "$work/b.json"
+  [ "$(cat "$work/status")" = 1 ] || { echo "FAIL: half and interleaved pairs do not differ"; return 1; }
+  grep -q "rotated_queries" "$work/stdout" || { echo "FAIL: diff does not name rotated_queries"; return 1; }
+  run --format html "${args[@]}"
+  [ "$(cat "$work/status")" = 0 ] || { cat "$work/stderr"; return 1; }
+  grep -q "rotated_keys" "$work/stdout" || { echo "FAIL: the page has no rotated_keys"; return 1; }
+}
+case_rope_odd_width() {
+  expect_error "rotary embeddings turn pairs of numbers, but each head's queries and keys have 3 (d_kq), an odd number: it must be even" --rope --d-kq 3
+}
+case_rope_odd_head_width() {
+  expect_error "rotary embeddings turn pairs of numbers, but each head's queries and keys have 3 (d_out / heads), an odd number: it must be even" --rope --heads 2 --multihead split --d-out 6
+}
+case_rope_cross() {
+  expect_error "--rope turns each token by its position in its own sentence: it does not go with --cross, whose two sentences share no positions" --rope --cross "The quick brown fox"
+}
+case_rope_theta_without_rope() {
+  expect_error "--rope-theta sets the rotary embeddings: it goes with --rope" --rope-theta 500000
+}
+case_rope_pairs_without_rope() {
+  expect_error "--rope-pairs sets the rotary embeddings: it goes with --rope" --rope-pairs interleaved
+}
+case_rope_theta_zero() {
+  expect_error "--rope-theta: '0' is not a base; allowed: a number > 0 that float32 holds (see attn-trace --help)" --rope --rope-theta 0
+}
+case_rope_pairs_unknown() {
+  expect_error "--rope-pairs: twos not in {half,interleaved} (see attn-trace --help)" --rope --rope-pairs twos
+}
+case_kv_heads_wrapper() {
+  expect_error "--kv-heads shares the K and V of the split form's heads: it needs --multihead split (the wrapper form's heads each have their own)" --heads 4 --kv-heads 2
+}
+case_kv_heads_not_dividing() {
+  expect_error "--kv-heads 3 does not divide --heads 4: each K/V head serves the same number of query heads" --heads 4 --kv-heads 3 --multihead split --d-out 12
+}
+case_kv_heads_more_than_heads() {
+  expect_error "--kv-heads 4 does not divide --heads 2: each K/V head serves the same number of query heads" --heads 2 --kv-heads 4 --multihead split --d-out 4
+}
+case_kv_heads_given_key_weights() {
+  expect_error "--w-key gives one head's weights per query head: it does not go with --kv-heads 1 (fewer K/V heads than --heads 2)" --heads 2 --kv-heads 1 --multihead split --w-key tests/golden/inputs/w_4x2.csv
+}
+case_kv_heads_zero() { expect_error "--kv-heads: 0 is out of range; allowed: 1..64 (see attn-trace --help)" --kv-heads 0; }
+case_window_zero() { expect_error "--window: 0 is out of range; allowed: 1 or more (see attn-trace --help)" --window 0; }
 
 "case_$case_name"

@@ -80,6 +80,11 @@ enum class StepKind : std::uint8_t {
   kOnlineSum,      // ℓ after each tile
   kOnlineOutput,   // O after the last tile
   kOnlineContext,  // Z = O / ℓ
+  // Rotary position embeddings (recorded after the projections, before ω).
+  kRopeCos,        // the cos table
+  kRopeSin,        // the sin table
+  kRotatedQueries,  // Q rotated
+  kRotatedKeys,     // K rotated
 };
 
 // What a step is, for every view.

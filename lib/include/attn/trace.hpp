@@ -15,6 +15,7 @@
 #include "attn/attention.hpp"
 #include "attn/backward.hpp"
 #include "attn/matrix.hpp"
+#include "attn/rope.hpp"
 #include "attn/steps.hpp"
 #include "attn/tokenizer.hpp"
 #include "attn/torch_random.hpp"
@@ -93,6 +94,17 @@ struct TraceConfig {
   // FlashAttention's online softmax over tiles of this many keys, after each head's attention;
   // 0: not traced.
   std::int64_t online_softmax = 0;
+  // Rotary position embeddings (attn/rope.hpp) on Q and K after the projections, per head,
+  // positions from 0: base θ (rope_theta, in float32) and the pairing.
+  bool rope = false;
+  double rope_theta = 10000.0;
+  RopePairs rope_pairs = RopePairs::kHalf;
+  // Grouped-query attention (the split form only): kv_heads K/V heads shared by the query heads,
+  // K/V head g serving query heads g·(H/N) … (g+1)·(H/N) − 1. 0: one per query head (resolve
+  // sets it to heads).
+  std::int64_t kv_heads = 0;
+  // A sliding window (implies causal): query i sees keys max(0, i − window + 1) … i. 0: none.
+  std::int64_t window = 0;
 
   // Called with each step, in computation order, once its values are final (during run_trace).
   // With release_scores, the values of the (T, T) steps (those whose columns are keys) are freed

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "attn/attention.hpp"
+#include "attn/grouping.hpp"
 
 namespace attn {
 
@@ -18,6 +19,19 @@ CellWorking work_out_cell(const Trace& trace, std::optional<int> head, std::opti
   w.q = q.row(qi);
   w.k = k.row(kj);
   w.products = w.q.cwiseProduct(w.k);  // float32 products, one rounding each
+  if (c.rope) {
+    // The rows before the rotation: the head's columns of Q and K, as head_queries_keys.
+    const bool split = c.multihead == MultiheadForm::kSplit;
+    const std::optional<int> step_head = split ? std::nullopt : head;
+    const Matrix& q0 = trace.step(StepKind::kQueries, step_head, batch).values;
+    const Matrix& k0 = trace.step(StepKind::kKeys, step_head, batch).values;
+    const Eigen::Index d = q.cols();
+    const std::int64_t kv = c.kv_heads == 0 ? c.heads : c.kv_heads;
+    const Eigen::Index from = split ? head.value_or(0) * d : 0;
+    const Eigen::Index k_from = split ? kv_head_of(head.value_or(0), c.heads, kv) * d : 0;
+    w.q_unrotated = q0.block(qi, from, 1, d);
+    w.k_unrotated = k0.block(kj, k_from, 1, d);
+  }
   w.omega = omega(qi, kj);
   w.root = static_cast<float>(std::sqrt(static_cast<double>(q.cols())));
   w.scaled = scaled(qi, kj);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attn/statistics.hpp"
+#include "attn/rope.hpp"
 #include "attn/steps.hpp"
 #include "attn/trace.hpp"
 
@@ -121,6 +122,8 @@ struct HeadWeights {
 struct Weights {
   std::vector<HeadWeights> heads;  // one set per head (wrapper), or one d_out wide (split)
   Matrix w_o, b_o;                 // the split form's output projection
+  // With rotary embeddings, their cos and sin tables (like a module's buffers).
+  std::optional<RopeTables> rope;
 };
 
 // torch.manual_seed(seed), then every weight in PyTorch's creation order.
@@ -136,9 +139,10 @@ struct Mask {
   Matrix values;
   std::string equation, note;
   std::vector<std::string> fully_masked;  // 1-based numbers of the rows that mask every key
-  // The rule: key j after query i (causal), or a padded query or key (i >= query_length or
+  // The rule: key j after query i (causal), outside the window, or a padded query or key (i >= query_length or
   // j >= key_length).
   bool causal = false;
+  Eigen::Index window = 0;  // > 0: key j more than window − 1 tokens before query i, too
   Eigen::Index t_q = 0, t_k = 0, query_length = 0, key_length = 0;
   // Rows [first, first + count) of the (T, T_k) mask.
   Matrix rows(Eigen::Index first, Eigen::Index count) const;

@@ -9,6 +9,7 @@
 #include "attn/attention.hpp"
 #include "attn/weights.hpp"
 #include "lesson.hpp"
+#include "modern.hpp"
 
 namespace attn::lesson {
 
@@ -159,7 +160,10 @@ Matrix Mask::rows(Eigen::Index first, Eigen::Index count) const {
   for (Eigen::Index r = 0; r < count; ++r) {
     const Eigen::Index i = first + r;
     for (Eigen::Index j = 0; j < t_k; ++j) {
-      m(r, j) = (causal && j > i) || i >= query_length || j >= key_length ? 1.0f : 0.0f;
+      m(r, j) = (causal && j > i) || (window > 0 && j <= i - window) || i >= query_length ||
+                        j >= key_length
+                    ? 1.0f
+                    : 0.0f;
     }
   }
   return m;
@@ -178,8 +182,20 @@ Mask make_mask(const Trace& trace, const TokenizedSentence& queries,
   // Padding: every pair whose query or key is the padding token.
   m.query_length = trace.pad_id ? queries.length : t_q;
   m.key_length = trace.pad_id ? keys.length : t_kv;
+  // A window shorter than the queries masks the keys W or more tokens back too; a longer one
+  // masks nothing more, and the mask is the causal one, equation and all.
+  const bool window = c.window > 0 && c.window < t_q;
+  m.window = window ? c.window : 0;
   if (!c.stream_scores) m.values = m.rows(0, t_q);
-  if (c.causal && trace.pad_id) {
+  if (window) {
+    m.equation = fmt::format("M = triu(ones(T, {0}), diagonal=1) | tril(ones(T, {0}), "
+                             "diagonal=−{1}){2}",
+                             t_k(c), c.window, trace.pad_id ? " | padding" : "");
+    m.note = fmt::format(
+        "1 = masked: key j comes after query i, or {} or more tokens before it (a window of {} "
+        "keys: i−{}…i){}",
+        c.window, c.window, c.window - 1, trace.pad_id ? ", or a '<pad>' query or key" : "");
+  } else if (c.causal && trace.pad_id) {
     m.equation = "M = triu(ones(T, T), diagonal=1) | padding";
     m.note = "1 = masked: a key after the query, or a '<pad>' query or key";
   } else if (c.causal) {
@@ -193,7 +209,9 @@ Mask make_mask(const Trace& trace, const TokenizedSentence& queries,
   // A row masks every key when no key is both before it (causal) and a word (padding).
   for (Eigen::Index i = 0; i < t_q; ++i) {
     const Eigen::Index before = m.causal ? std::min(i + 1, t_kv) : t_kv;
-    const Eigen::Index visible = i < m.query_length ? std::min(before, m.key_length) : 0;
+    const Eigen::Index from = m.window > 0 ? std::max<Eigen::Index>(0, i - m.window + 1) : 0;
+    const Eigen::Index to = std::min(before, m.key_length);
+    const Eigen::Index visible = i < m.query_length ? std::max<Eigen::Index>(0, to - from) : 0;
     if (t_kv > 0 && visible == 0) m.fully_masked.push_back(std::to_string(i + 1));
   }
   return m;
@@ -204,6 +222,10 @@ Qkv project(Recorder& rec, const Item& item, const HeadWeights& w, std::optional
   const bool split = split_form(c);
   const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";
   const std::string x_kv = c.cross ? "X₂" : "X";
+  // Grouped-query heads: K and V are kv_heads · d_head wide, and say which heads share them.
+  const bool grouped = split && c.kv_heads != c.heads;
+  const std::string kk = grouped ? "d_kv" : kq, vv = grouped ? "d_kv" : dv;
+  const std::string shared = sharing_note(c);
   // One projection step: in W (or in Wᵀ for the (d_out, d_in) layouts).
   auto one = [&](StepKind kind, const char* out, const Matrix& in, const std::string& in_name,
                  const Matrix& weight, const char* w_name, std::vector<std::string> dims,
@@ -211,7 +233,7 @@ Qkv project(Recorder& rec, const Item& item, const HeadWeights& w, std::optional
     const Matrix& m = require_finite(
         rec.add(kind, projection_equation(c.init, out, in_name, w_name), std::move(dims),
                 apply_weight(in, weight, c.init, c.threads, c.matmul), item.index, head,
-                {.rows = words}),
+                {.rows = words, .note = kind == StepKind::kQueries ? std::string() : shared}),
         what);
     rec.mark_product(in.rows(), c.init == WeightInit::kRand ? weight.cols() : weight.rows(),
                      in.cols());
@@ -219,9 +241,9 @@ Qkv project(Recorder& rec, const Item& item, const HeadWeights& w, std::optional
   };
   return {one(StepKind::kQueries, "Q", item.x, "X", w.w_q, "W_q", {"T", kq}, item.queries.words,
               "the queries Q"),
-          one(StepKind::kKeys, "K", item.x_kv, x_kv, w.w_k, "W_k", {t_k(c), kq}, item.keys.words,
+          one(StepKind::kKeys, "K", item.x_kv, x_kv, w.w_k, "W_k", {t_k(c), kk}, item.keys.words,
               "the keys K"),
-          one(StepKind::kValues, "V", item.x_kv, x_kv, w.w_v, "W_v", {t_k(c), dv}, item.keys.words,
+          one(StepKind::kValues, "V", item.x_kv, x_kv, w.w_v, "W_v", {t_k(c), vv}, item.keys.words,
               "the values V")};
 }
 

@@ -50,7 +50,7 @@ void decode_lesson(Recorder& rec, const Item& item, const Matrix& q, const Matri
             head, labels(StepKind::kDecodeKey, word));
     rec.add(StepKind::kDecodeValue, equation(StepKind::kDecodeValue), {"1", dv}, v_t, item.index,
             head, labels(StepKind::kDecodeValue, word));
-    cache_append(cache, k_t, v_t, cache_start(t));
+    cache_append(cache, k_t, v_t, cache_start(t, rec.config().window));
     const std::vector<std::string> cached = words_of(item, cache.first, t + 1);
     const Eigen::Index n = cache.keys.rows();
     rec.add(StepKind::kKeyCache, equation(StepKind::kKeyCache), {"t", dk}, cache.keys, item.index,

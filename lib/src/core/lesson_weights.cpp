@@ -4,6 +4,7 @@
 
 #include "attn/weights.hpp"
 #include "lesson.hpp"
+#include "modern.hpp"
 
 namespace attn::lesson {
 
@@ -27,6 +28,10 @@ Weights draw_weights(Recorder& rec) {
   TorchGenerator gen(c.seed);  // torch.manual_seed(seed)
   const bool split = c.multihead == MultiheadForm::kSplit;
   const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";
+  // Grouped-query heads: W_k and W_v of width kv_heads · d_head.
+  const bool grouped = split && c.kv_heads != c.heads;
+  const std::string kv = grouped ? "d_kv" : kq, kvv = grouped ? "d_kv" : dv;
+  const std::int64_t d_k = split ? kv_width(c) : c.d_kq, d_v = split ? kv_width(c) : c.d_v;
   Weights w;
   // The wrapper form: W_q, W_k, W_v for each head in turn; the split form: one set, d_out wide.
   for (std::int64_t h = 0; h < (split ? 1 : c.heads); ++h) {
@@ -35,12 +40,12 @@ Weights draw_weights(Recorder& rec) {
     hw.w_q = record_weight(rec, StepKind::kWQuery, weight_equation(c.init, "W_q", "d_in", kq),
                            weight_dims(c.init, "d_in", kq),
                            draw_weight(gen, c.init, c.d_in, c.d_kq, c.kernel), c.w_query, head);
-    hw.w_k = record_weight(rec, StepKind::kWKey, weight_equation(c.init, "W_k", "d_in", kq),
-                           weight_dims(c.init, "d_in", kq),
-                           draw_weight(gen, c.init, c.d_in, c.d_kq, c.kernel), c.w_key, head);
-    hw.w_v = record_weight(rec, StepKind::kWValue, weight_equation(c.init, "W_v", "d_in", dv),
-                           weight_dims(c.init, "d_in", dv),
-                           draw_weight(gen, c.init, c.d_in, c.d_v, c.kernel), c.w_value, head);
+    hw.w_k = record_weight(rec, StepKind::kWKey, weight_equation(c.init, "W_k", "d_in", kv),
+                           weight_dims(c.init, "d_in", kv),
+                           draw_weight(gen, c.init, c.d_in, d_k, c.kernel), c.w_key, head);
+    hw.w_v = record_weight(rec, StepKind::kWValue, weight_equation(c.init, "W_v", "d_in", kvv),
+                           weight_dims(c.init, "d_in", kvv),
+                           draw_weight(gen, c.init, c.d_in, d_v, c.kernel), c.w_value, head);
     w.heads.push_back(std::move(hw));
   }
   if (!split) return w;

@@ -92,6 +92,12 @@ template <>
 std::span<const EnumName<WeightInit>> names_of<WeightInit>() {
   return kWeightInits;
 }
+constexpr std::array<EnumName<RopePairs>, 2> kRopePairs = {
+    {{RopePairs::kHalf, "half"}, {RopePairs::kInterleaved, "interleaved"}}};
+template <>
+std::span<const EnumName<RopePairs>> names_of<RopePairs>() {
+  return kRopePairs;
+}
 
 void throw_unknown_name(std::string_view what, std::string_view name,
                         const std::vector<std::string>& allowed) {

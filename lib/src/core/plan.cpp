@@ -7,6 +7,7 @@
 #include "attn/decode.hpp"
 #include "attn/online_softmax.hpp"
 #include "attn/trace.hpp"
+#include "modern.hpp"
 
 namespace attn {
 
@@ -15,9 +16,9 @@ namespace {
 // Appends the steps of one head's incremental decoding: per token, its q, k and v, the cache,
 // and its row of scores, weights and context; then the check.
 void plan_decode(std::vector<PlannedStep>& plan, std::int64_t t_q, std::int64_t d_k,
-                 std::int64_t d_v) {
+                 std::int64_t d_v, std::int64_t window) {
   for (std::int64_t t = 0; t < t_q; ++t) {
-    const std::int64_t n = t + 1 - cache_start(t);
+    const std::int64_t n = t + 1 - cache_start(t, window);
     plan.push_back({StepKind::kDecodeQuery, 1, d_k});
     plan.push_back({StepKind::kDecodeKey, 1, d_k});
     plan.push_back({StepKind::kDecodeValue, 1, d_v});
@@ -55,7 +56,7 @@ void plan_head(std::vector<PlannedStep>& plan, const TraceConfig& c, std::int64_
   }
   plan.push_back({StepKind::kContextVectors, t_q, d_v});
   const std::int64_t d_k = c.multihead == MultiheadForm::kSplit ? c.d_kq / c.heads : c.d_kq;
-  if (c.decode) plan_decode(plan, t_q, d_k, d_v);
+  if (c.decode) plan_decode(plan, t_q, d_k, d_v, c.window);
   if (c.online_softmax > 0) {
     const std::int64_t tiles = tile_count(t_k, c.online_softmax);
     for (StepKind kind : {StepKind::kOnlineMax, StepKind::kOnlineRescale, StepKind::kOnlineSum}) {
@@ -75,8 +76,8 @@ void plan_weights(std::vector<PlannedStep>& plan, const TraceConfig& c) {
   };
   for (std::int64_t h = 0; h < (split ? 1 : c.heads); ++h) {
     weight(StepKind::kWQuery, c.d_kq);
-    weight(StepKind::kWKey, c.d_kq);
-    weight(StepKind::kWValue, c.d_v);
+    weight(StepKind::kWKey, split ? kv_width(c) : c.d_kq);
+    weight(StepKind::kWValue, split ? kv_width(c) : c.d_v);
   }
   if (!split) return;
   plan.push_back({StepKind::kWOut, c.d_kq, c.d_kq});
@@ -149,12 +150,21 @@ std::vector<PlannedStep> plan_steps(const TraceConfig& c, std::int64_t t_q, std:
   for (std::int64_t b = 0; b < batch; ++b) plan.push_back({StepKind::kEmbeddings, t_q, c.d_in});
   if (c.cross) plan.push_back({StepKind::kEmbeddings2, t_k, c.d_in});
   plan_weights(plan, c);
+  if (c.rope) {
+    plan.push_back({StepKind::kRopeCos, t_q, head_width(c)});
+    plan.push_back({StepKind::kRopeSin, t_q, head_width(c)});
+  }
   const std::int64_t d_head_v = split ? c.d_v / c.heads : c.d_v;
   for (std::int64_t b = 0; b < batch; ++b) {
     auto project = [&] {
       plan.push_back({StepKind::kQueries, t_q, c.d_kq});
-      plan.push_back({StepKind::kKeys, t_k, c.d_kq});
-      plan.push_back({StepKind::kValues, t_k, c.d_v});
+      const std::int64_t d_k = split ? kv_width(c) : c.d_kq;
+      plan.push_back({StepKind::kKeys, t_k, d_k});
+      plan.push_back({StepKind::kValues, t_k, split ? kv_width(c) : c.d_v});
+      if (c.rope) {
+        plan.push_back({StepKind::kRotatedQueries, t_q, c.d_kq});
+        plan.push_back({StepKind::kRotatedKeys, t_k, d_k});
+      }
     };
     if (split) project();
     for (std::int64_t h = 0; h < c.heads; ++h) {

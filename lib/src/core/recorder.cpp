@@ -157,13 +157,20 @@ void Recorder::end_rows() {
 void Recorder::mark_product(Eigen::Index m, Eigen::Index n, Eigen::Index k) {
   Step& s = block_ ? trace_.steps[block_->steps.at(block_->next - 1)] : trace_.steps.back();
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  // The product's note, after any note the step has (the keys' K/V sharing).
+  const auto with_product = [](const std::string& note, const std::string& product) {
+    return product.empty() ? note : note.empty() ? product : note + "; " + product;
+  };
   if (!block_) {
     s.multiply_adds = work;
-    s.note = product_note(trace_.config.matmul, m, n, k);
+    s.note = with_product(s.note, product_note(trace_.config.matmul, m, n, k));
     return;
   }
   s.multiply_adds = block_->first == 0 ? work : s.multiply_adds + work;
-  block_->notes.at(block_->next - 1) = product_note(trace_.config.matmul, block_->total, n, k);
+  if (block_->first == 0) {
+    std::string& note = block_->notes.at(block_->next - 1);
+    note = with_product(note, product_note(trace_.config.matmul, block_->total, n, k));
+  }
 }
 
 Matrix Recorder::hand_on(bool take_last) {

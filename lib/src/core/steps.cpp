@@ -6,7 +6,7 @@ namespace attn {
 
 namespace {
 
-constexpr std::array<StepInfo, 64> kCatalogue = {{
+constexpr std::array<StepInfo, 68> kCatalogue = {{
     {StepKind::kEmbeddings, "embeddings", "the embedded sentence, one row per token",
      "X = Embedding(V, d_in)(ids)",
      "Each token id picks one row of the embedding table: a vector of d_in numbers that stands "
@@ -250,6 +250,23 @@ constexpr std::array<StepInfo, 64> kCatalogue = {{
      "One division per row at the end gives the context vectors, though no row of weights was "
      "ever held whole.",
      false, false, true},
+    {StepKind::kRopeCos, "rope_cos", "the rotary embeddings' cos table, one row per position",
+     "cos = cos(cat(angles, angles))",
+     "Rotary position embeddings turn each pair of a query's (and a key's) numbers by an angle "
+     "that grows with the token's position p: p · inv_freq, a fast turn for the first pair and "
+     "slower ones after. This table holds the cosines of those angles.",
+     false, false, true},
+    {StepKind::kRopeSin, "rope_sin", "the rotary embeddings' sin table, one row per position",
+     "sin = sin(cat(angles, angles))", "The sines of the same angles.", false, false, true},
+    {StepKind::kRotatedQueries, "rotated_queries", "queries turned by their positions",
+     "Q' = Q·cos + rotate_half(Q)·sin",
+     "Each query's pairs turned by its position's angles. A turned query dotted with a turned "
+     "key depends on how far apart the two tokens are, not on where they are: the scores learn "
+     "relative positions.",
+     false, false, true},
+    {StepKind::kRotatedKeys, "rotated_keys", "keys turned by their positions",
+     "K' = K·cos + rotate_half(K)·sin",
+     "Each key's pairs turned by its position's angles, as the queries are.", false, false, true},
 }};
 
 }  // namespace

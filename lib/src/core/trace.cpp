@@ -10,6 +10,7 @@
 
 #include "attn/error.hpp"
 #include "lesson.hpp"
+#include "modern.hpp"
 
 namespace attn {
 
@@ -53,14 +54,19 @@ void select_steps(Trace& trace, const std::vector<std::string>& ids) {
 
 std::pair<Matrix, Matrix> Trace::head_queries_keys(std::optional<int> head,
                                                    std::optional<int> batch) const {
+  // With rotary embeddings, the rotated Q and K are the ones attended with.
+  const StepKind q_kind = config.rope ? StepKind::kRotatedQueries : StepKind::kQueries;
+  const StepKind k_kind = config.rope ? StepKind::kRotatedKeys : StepKind::kKeys;
   if (config.multihead == MultiheadForm::kWrapper) {
-    return {step(StepKind::kQueries, head, batch).values,
-            step(StepKind::kKeys, head, batch).values};
+    return {step(q_kind, head, batch).values, step(k_kind, head, batch).values};
   }
   const Eigen::Index d_head = config.d_kq / config.heads;
   const Eigen::Index from = head.value_or(0) * d_head;
-  return {step(StepKind::kQueries, std::nullopt, batch).values.middleCols(from, d_head),
-          step(StepKind::kKeys, std::nullopt, batch).values.middleCols(from, d_head)};
+  // Grouped-query heads: this head's K/V head's columns.
+  const std::int64_t kv_heads = config.kv_heads == 0 ? config.heads : config.kv_heads;
+  const Eigen::Index k_from = kv_head_of(head.value_or(0), config.heads, kv_heads) * d_head;
+  return {step(q_kind, std::nullopt, batch).values.middleCols(from, d_head),
+          step(k_kind, std::nullopt, batch).values.middleCols(k_from, d_head)};
 }
 
 const TokenizedSentence& Trace::key_sentence(int batch) const {
@@ -72,7 +78,8 @@ Trace run_trace(const TraceConfig& config) {
   trace.config = resolve(config);
   lesson::Recorder rec(trace);
   const lesson::Inputs inputs = lesson::tokenize_and_embed(trace, rec);
-  const lesson::Weights weights = lesson::draw_weights(rec);
+  lesson::Weights weights = lesson::draw_weights(rec);
+  weights.rope = lesson::record_rope_tables(rec, inputs.x[0]->rows());
   for (std::size_t b = 0; b < inputs.x.size(); ++b) {
     const auto index = static_cast<int>(b);
     const TokenizedSentence& queries = trace.inputs[b];

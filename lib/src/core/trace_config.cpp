@@ -8,6 +8,7 @@
 
 #include "attn/error.hpp"
 #include "attn/trace.hpp"
+#include "modern.hpp"
 
 namespace attn {
 
@@ -167,6 +168,7 @@ TraceConfig resolve(const TraceConfig& config) {
     }
   }
   check_backward(c);
+  resolve_variants(c);
   return c;
 }
 

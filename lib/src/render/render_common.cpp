@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "attn/names.hpp"
 #include "attn/error.hpp"
 #include "attn/tensor_format.hpp"
 #include "attn/text_width.hpp"
@@ -214,7 +215,17 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
   if (c.matmul != MatmulKernel::kAuto) {
     settings.push_back(fmt::format("matmul {}", matmul_name(c.matmul)));
   }
+  if (c.kv_heads != 0 && c.kv_heads != c.heads) {
+    settings.push_back(fmt::format("kv-heads {}", c.kv_heads));
+  }
+  if (c.rope) {
+    settings.push_back(fmt::format("rope (θ {}, {})", c.rope_theta, name_of(c.rope_pairs)));
+  }
   if (c.causal) settings.push_back("causal");
+  if (c.window > 0 && !trace.inputs.empty() &&
+      c.window < static_cast<std::int64_t>(trace.inputs[0].words.size())) {
+    settings.push_back(fmt::format("window {}", c.window));
+  }
   if (c.causal || trace.pad_id) {
     settings.push_back(fmt::format("masked-rows {}", masked_rows_name(c.masked_rows)));
   }

@@ -6,6 +6,7 @@
 
 #include "attn/describe.hpp"
 #include "attn/explain.hpp"
+#include "attn/names.hpp"
 #include "attn/steps.hpp"
 #include "render_common.hpp"
 #include "render_explain_online.hpp"
@@ -45,6 +46,25 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
   // Tokens count from 1 here and from 0 in PyTorch's indices: both, once.
   const std::string torch_cell = fmt::format("attention_weights[{}, {}]", qi, kj);
   out += wrapped_line(fmt::format("in PyTorch, which counts from 0: {}", torch_cell));
+
+  // 0. With rotary embeddings: the two vectors turned by their positions.
+  if (c.rope) {
+    auto row = [&](const Matrix& m) {
+      std::vector<std::string> v;
+      for (Eigen::Index d = 0; d < m.cols(); ++d) v.push_back(number(m(0, d), p, false));
+      return fmt::format("[{}]", fmt::join(v, ", "));
+    };
+    out += '\n';
+    out += wrapped_line(fmt::format(
+        "0. the rotary embeddings turn the query by its position {} and the key by its "
+        "position {} ({} pairs, θ {}):",
+        qi, kj, name_of(c.rope_pairs), c.rope_theta));
+    out += wrapped_line(fmt::format("   {} before: {}", sup("q", i), row(cell.q_unrotated)), "     ");
+    out += wrapped_line(fmt::format("   {} after:  {}", sup("q", i), row(cell.q)), "     ");
+    out += wrapped_line(fmt::format("   {} before: {}", sup("k", j), row(cell.k_unrotated)), "     ");
+    out += wrapped_line(fmt::format("   {} after:  {}", sup("k", j), row(cell.k)), "     ");
+    describe(StepKind::kRotatedQueries);
+  }
 
   // 1. The dot product, one product per dimension, added left to right.
   out += fmt::format("\n1. the score {} = {} · {}, term by term\n", w_ij, sup("q", i), sup("k", j));

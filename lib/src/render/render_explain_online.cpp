@@ -3,6 +3,8 @@
 
 #include "render_explain_online.hpp"
 
+#include "attn/grouping.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -32,9 +34,10 @@ std::string scalar_text(float x, int p) {
 Matrix head_values(const Trace& trace, std::optional<int> head, std::optional<int> batch) {
   const TraceConfig& c = trace.config;
   if (c.multihead == MultiheadForm::kWrapper) return trace.step(StepKind::kValues, head, batch).values;
+  // Its K/V head's columns (grouped-query attention shares them).
   const Eigen::Index d_head = c.d_v / c.heads;
-  return trace.step(StepKind::kValues, std::nullopt, batch)
-      .values.middleCols(head.value_or(0) * d_head, d_head);
+  const std::int64_t kv = kv_head_of(head.value_or(0), c.heads, c.kv_heads ? c.kv_heads : c.heads);
+  return trace.step(StepKind::kValues, std::nullopt, batch).values.middleCols(kv * d_head, d_head);
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include "attn/names.hpp"
 #include "attn/render_json.hpp"
 
 #include <fmt/format.h>
@@ -38,6 +39,13 @@ json settings_of(const Trace& trace) {
   s["multihead"] = multihead_name(c.multihead);
   s["init"] = init_name(c.init);
   s["causal"] = c.causal;
+  // Today's variants, only where they change the run: without them a trace is the same bytes.
+  if (c.rope) s["rope"] = json{{"theta", c.rope_theta}, {"pairs", name_of(c.rope_pairs)}};
+  if (c.kv_heads != 0 && c.kv_heads != c.heads) s["kv_heads"] = c.kv_heads;
+  if (c.window > 0 && !trace.inputs.empty() &&
+      c.window < static_cast<std::int64_t>(trace.inputs[0].words.size())) {
+    s["window"] = c.window;
+  }
   s["masked_rows"] = masked_rows_name(c.masked_rows);
   s["torch_kernel"] = kernel_name(c.kernel);
   s["matmul"] = matmul_name(c.matmul);

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "attn/error.hpp"
+#include "attn/grouping.hpp"
 #include "attn/memory.hpp"
 #include "attn/text_width.hpp"
 #include "render_common.hpp"
@@ -172,6 +173,14 @@ Look look(StepKind kind) {
       return {"O", Place::kAside, {}, "  → "};
     case StepKind::kOnlineContext:
       return {"O/ℓ", Place::kAside, {}, "  → "};
+    case StepKind::kRopeCos:
+      return {"cos", Place::kWith, StepKind::kRotatedQueries};
+    case StepKind::kRopeSin:
+      return {"sin", Place::kWith, StepKind::kRotatedQueries};
+    case StepKind::kRotatedQueries:
+      return {"Q'", Place::kStage};
+    case StepKind::kRotatedKeys:
+      return {"K'", Place::kBeside};
     default:
       return backward_look(kind);
   }
@@ -362,7 +371,12 @@ std::vector<Line> pipeline_lines(const Trace& trace, const std::vector<Kind>& ki
   for (const Stage& s : stages) {
     if (s.per_head && !in_heads) {
       std::string head_line = fmt::format("  {} heads, each:", heads);
-      if (s.kind != StepKind::kQueries) {
+      if (s.kind != StepKind::kQueries && c.kv_heads != 0 && c.kv_heads != c.heads) {
+        head_line = fmt::format(
+            "  {} heads, each on its {} of the {} columns of Q and its K/V head's {} of the {} "
+            "columns of K and V:",
+            heads, c.d_kq / heads, c.d_kq, c.d_kq / heads, c.kv_heads * (c.d_kq / heads));
+      } else if (s.kind != StepKind::kQueries) {
         // The split form: one projection, each head on its columns of it.
         head_line =
             c.d_kq == c.d_v
@@ -388,6 +402,35 @@ std::vector<Line> pipeline_lines(const Trace& trace, const std::vector<Kind>& ki
     first = false;
   }
   return lines;
+}
+
+// Today's variants: which query heads share which K/V head, and the sliding window's band
+// (■ a key the query sees, · a masked one), drawn when it fits the width.
+std::string variant_lines(const Trace& trace, std::int64_t t_q, std::int64_t t_k,
+                          std::size_t width) {
+  const TraceConfig& c = trace.config;
+  std::string out;
+  if (c.kv_heads != 0 && c.kv_heads != c.heads) {
+    out += fit(fmt::format("\ngrouped-query heads: {} K/V heads for {} query heads; {}",
+                           c.kv_heads, c.heads, kv_sharing_text(c.heads, c.kv_heads)),
+               width, "  ");
+  }
+  if (c.window <= 0 || c.window >= t_q) return out;
+  out += fit(fmt::format("\nthe window: query i sees keys max(1, i − {}) … i, the {} {} up to "
+                         "itself; the others are masked:",
+                         c.window - 1, c.window, c.window == 1 ? "key" : "keys"),
+             width, "  ");
+  const std::size_t label = fmt::format("query {}", t_q).size();
+  if (label + 2 + 2 * static_cast<std::size_t>(t_k) > width) {
+    return out + fit(fmt::format("  ({} keys are too many to draw in {} columns)", t_k, width),
+                     width, "  ");
+  }
+  for (std::int64_t i = 0; i < t_q; ++i) {
+    std::string line = fmt::format("  {:<{}}", fmt::format("query {}", i + 1), label);
+    for (std::int64_t j = 0; j < t_k; ++j) line += key_visible(i, j, c.window) ? " ■" : " ·";
+    out += line + "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -419,6 +462,7 @@ std::string render_overview(const Trace& trace, std::size_t width) {
   title += c.x ? ", from the input X to the output" : ", from the token ids to the output";
   out += fit(title + "; step ids on the right:", width, "  ");
   out += lay_out(pipeline_lines(trace, kinds_of(plan), batch), width);
+  out += variant_lines(trace, t_q, t_k, width);
 
   double values = 0.0;
   for (const PlannedStep& s : plan) {

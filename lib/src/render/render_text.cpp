@@ -7,6 +7,7 @@
 
 #include "attn/describe.hpp"
 #include "attn/error.hpp"
+#include "attn/grouping.hpp"
 #include "attn/tensor_format.hpp"
 #include "attn/text_width.hpp"
 #include "render_common.hpp"
@@ -186,12 +187,26 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
                          named("value_2")),
              StepKind::kValues, trace.step(StepKind::kValues, head, batch).values, qi);
       }
+      if (c.rope) {
+        item(fmt::format("{}' = its query turned by its position {}{}", q_q, qi, heads_text),
+             StepKind::kRotatedQueries, trace.step(StepKind::kRotatedQueries, head, batch).values,
+             qi);
+        item(fmt::format("{}' = its key turned by its position {}{}", sup("k", query), qi,
+                         heads_text),
+             StepKind::kRotatedKeys, trace.step(StepKind::kRotatedKeys, head, batch).values, qi);
+      }
     };
     if (split) projections(no_head, ", all heads");
     for (std::int64_t h = 0; h < c.heads; ++h) {
       const std::optional<int> head =
           c.heads > 1 ? std::optional<int>(static_cast<int>(h)) : std::nullopt;
-      if (head) out += fmt::format("\nhead {} of {}\n", h + 1, c.heads);
+      const bool grouped = c.kv_heads != 0 && c.kv_heads != c.heads;
+      if (head) {
+        out += fmt::format("\nhead {} of {}{}\n", h + 1, c.heads,
+                           grouped ? fmt::format(", with K/V head {} of {}",
+                                                 kv_head_of(h, c.heads, c.kv_heads) + 1, c.kv_heads)
+                                   : std::string());
+      }
       const auto [q, k] = trace.head_queries_keys(head, batch);
       if (!split) projections(head, "");
       // One dot product written out, as the walkthrough does for its omega_24.

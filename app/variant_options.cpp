@@ -1,0 +1,51 @@
+#include "variant_options.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace attn::cli {
+
+namespace {
+
+bool given(const Options& o, std::string_view name) {
+  return std::find(o.given.begin(), o.given.end(), name) != o.given.end();
+}
+
+}  // namespace
+
+void check_variant_options(const Options& o) {
+  for (const char* name : {"--rope-theta", "--rope-pairs"}) {
+    if (given(o, name) && !o.config.rope) {
+      throw Error(fmt::format("{} sets the rotary embeddings: it goes with --rope", name));
+    }
+  }
+  if (o.config.rope && o.cross) {
+    throw Error(
+        "--rope turns each token by its position in its own sentence: it does not go with "
+        "--cross, whose two sentences share no positions");
+  }
+  if (!given(o, "--kv-heads")) return;
+  const std::int64_t kv = o.config.kv_heads, heads = o.config.heads;
+  if (o.config.multihead != MultiheadForm::kSplit) {
+    throw Error(fmt::format(
+        "--kv-heads shares the K and V of the split form's heads: it needs --multihead split "
+        "(the wrapper form's heads each have their own)"));
+  }
+  if (kv > heads || heads % kv != 0) {
+    throw Error(fmt::format(
+        "--kv-heads {} does not divide --heads {}: each K/V head serves the same number of "
+        "query heads",
+        kv, heads));
+  }
+  for (const char* name : {"--w-key", "--w-value"}) {
+    if (given(o, name) && kv != heads) {
+      throw Error(fmt::format(
+          "{} gives one head's weights per query head: it does not go with --kv-heads {} "
+          "(fewer K/V heads than --heads {})",
+          name, kv, heads));
+    }
+  }
+}
+
+}  // namespace attn::cli
