@@ -38,6 +38,7 @@ template <>
 std::span<const EnumName<OutputFormat>> names_of<OutputFormat>();
 template <>
 std::span<const EnumName<Loss>> names_of<Loss>();
+template <>
 std::span<const EnumName<RopePairs>> names_of<RopePairs>();
 
 // The name of a value ("?" for none).
