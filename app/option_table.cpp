@@ -785,6 +785,8 @@ const std::vector<std::pair<std::string, std::string>>& exclusive_options() {
       {"--explain-grad", "--query"}, {"--explain-grad", "--explain"},
       {"--explain-grad", "--format"}, {"--explain-grad", "--export"},
       {"--explain-grad", "--steps"},
+      // The backward pass has no gradient through the rotation nor the shared K/V heads.
+      {"--backward", "--rope"}, {"--backward", "--kv-heads"},
   };
   return pairs;
 }

@@ -1180,7 +1180,10 @@ PY
 }
 case_backward_errors() {
   printf '1,2\n3,4\n' >"$work/t2.csv"
-  expect_error "--loss chooses the backward pass's loss: it needs --backward" --loss mse &&
+  expect_error "--rope and --backward do not go together (see attn-trace --help)" --backward --rope &&
+    expect_error "--kv-heads and --backward do not go together (see attn-trace --help)" \
+      --backward --heads 2 --kv-heads 1 --multihead split --d-out 4 &&
+    expect_error "--loss chooses the backward pass's loss: it needs --backward" --loss mse &&
     expect_error "--lr takes a step against the gradients: it needs --backward" --lr 0.1 &&
     expect_error "--explain-grad works out a gradient of the backward pass: it needs --backward" \
       --explain-grad 2,5 &&
