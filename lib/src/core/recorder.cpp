@@ -111,6 +111,7 @@ const Matrix& Recorder::add_rows(Step& s, Matrix values, const Labels& labels) {
   if (labels.largest) {
     b.largest[i] = b.largest[i] ? std::max(*b.largest[i], *labels.largest) : *labels.largest;
   }
+  s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - last_).count();
   if (s.columns_are_keys) {
     b.digesters[i].add(values, trace_.config.threads);
   } else {
@@ -118,10 +119,9 @@ const Matrix& Recorder::add_rows(Step& s, Matrix values, const Labels& labels) {
     s.values.middleRows(b.first, b.count) = values;
   }
   s.rows_done = b.first + b.count;
-  const auto now = std::chrono::steady_clock::now();
-  s.seconds += std::chrono::duration<double>(now - last_).count();
-  last_ = now;
   if (trace_.config.on_record) trace_.config.on_record(s);
+  // The digest is the summary's work, as on_step's is: no step's time.
+  last_ = std::chrono::steady_clock::now();
   b.values.push_back(std::move(values));
   return b.values.back();
 }
