@@ -17,6 +17,12 @@ namespace {
 
 bool split_form(const TraceConfig& c) { return c.multihead == MultiheadForm::kSplit; }
 
+// Whether a head's attention goes through blocks of query rows (the summary of a long input).
+// The KV cache and the online softmax read the head's whole scores: they are traced whole.
+bool rows_at_a_time(const TraceConfig& c) {
+  return c.release_scores && c.stream_scores && !c.decode && c.online_softmax == 0;
+}
+
 // The keys' length: T, or T₂ for cross-attention.
 std::string t_k(const TraceConfig& c) { return c.cross ? "T₂" : "T"; }
 
@@ -186,7 +192,7 @@ Mask make_mask(const Trace& trace, const TokenizedSentence& queries,
   // masks nothing more, and the mask is the causal one, equation and all.
   const bool window = c.window > 0 && c.window < t_q;
   m.window = window ? c.window : 0;
-  if (!c.stream_scores) m.values = m.rows(0, t_q);
+  if (!rows_at_a_time(c)) m.values = m.rows(0, t_q);
   if (window) {
     m.equation = fmt::format("M = triu(ones(T, {0}), diagonal=1) | tril(ones(T, {0}), "
                              "diagonal=−{1}){2}",
@@ -315,8 +321,7 @@ const Matrix& attend(Recorder& rec, const Item& item, const Matrix& q, const Mat
                      const Matrix& v, std::int64_t d_k, std::optional<int> head) {
   const TraceConfig& c = rec.config();
   const Eigen::Index t = q.rows();
-  // The KV cache and the online softmax read the head's whole scores: they are traced whole.
-  if (!c.stream_scores || c.decode || c.online_softmax > 0) {
+  if (!rows_at_a_time(c)) {
     return attend_rows(rec, item, HeadRows{q, k, v, 0, t}, d_k, head);
   }
   // Rows at a time: K and V packed once, then each block of queries attends every key.
