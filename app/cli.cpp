@@ -1,5 +1,4 @@
 #include "cli.hpp"
-#include "variant_options.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -30,6 +29,7 @@
 #include "attn/tokenizer_gpt2.hpp"
 #include "attn/version.hpp"
 #include "option_table.hpp"
+#include "variant_options.hpp"
 
 namespace attn::cli {
 
@@ -385,10 +385,10 @@ void check_backward_options(const Options& o) {
     throw Error("--explain-grad works out a gradient of the backward pass: it needs --backward");
   }
   if (backward && (o.query || o.explain)) {
-    throw Error(fmt::format(
-        "--backward adds the gradient steps to a trace: it does not go with {}; "
-        "--explain-grad I,J works out a gradient",
-        o.query ? "--query" : "--explain"));
+    throw Error(
+        fmt::format("--backward adds the gradient steps to a trace: it does not go with {}; "
+                    "--explain-grad I,J works out a gradient",
+                    o.query ? "--query" : "--explain"));
   }
 }
 
@@ -427,8 +427,7 @@ void check_view_options(const Options& o) {
   if (o.step && !text && !heatmap) refuse("--step", "pauses text and heatmaps after each step");
   if (given_option(o, "--precision") &&
       !(text || heatmap || svg || svg_export || html ||
-        (plain && o.format == OutputFormat::kMarkdown) || o.query || o.explain ||
-        o.explain_grad)) {
+        (plain && o.format == OutputFormat::kMarkdown) || o.query || o.explain || o.explain_grad)) {
     refuse("--precision",
            "sets the decimals that text, markdown, heatmaps, SVG figures and HTML print");
   }
@@ -526,8 +525,8 @@ class Progress {
     if (s.batch) where += fmt::format("sentence {}, ", *s.batch + 1);
     if (s.head) where += fmt::format("head {}/{}, ", *s.head + 1, heads_);
     const std::int64_t rows = s.shape.size() >= 2 ? s.shape[s.shape.size() - 2] : 0;
-    const std::string done = s.rows_done < rows ? fmt::format("rows {}/{}", s.rows_done, rows)
-                                                : std::string("done");
+    const std::string done =
+        s.rows_done < rows ? fmt::format("rows {}/{}", s.rows_done, rows) : std::string("done");
     std::fprintf(stderr, "\r\x1b[Kattn-trace: %s%s %s (%.1f s)", where.c_str(), s.id.c_str(),
                  done.c_str(), elapsed);
     std::fflush(stderr);
@@ -569,9 +568,8 @@ Outcome run(Options& o) {
   }
   // The summary of a plain run reduces each step to a line as soon as it is final, and frees the
   // (T, T) scores head by head: a long input needs one head's scores in memory, not all.
-  const bool stream_summary =
-      o.format == OutputFormat::kSummary && !o.expect && !o.export_dir && !o.explain && !o.query &&
-      !config.backward;
+  const bool stream_summary = o.format == OutputFormat::kSummary && !o.expect && !o.export_dir &&
+                              !o.explain && !o.query && !config.backward;
   std::string lines, attention;
   if (stream_summary) {
     config.release_scores = true;
@@ -588,8 +586,8 @@ Outcome run(Options& o) {
   progress->finish();
   const auto computed = std::chrono::steady_clock::now();
   // The HTML page shows the chosen steps itself: its workings need the whole trace.
-  const bool html = o.format == OutputFormat::kHtml && !o.explain && !o.query && !o.export_dir &&
-                    !o.explain_grad;
+  const bool html =
+      o.format == OutputFormat::kHtml && !o.explain && !o.query && !o.export_dir && !o.explain_grad;
   if (!o.steps.empty() && !html) select_steps(trace, o.steps);
 
   Outcome outcome;

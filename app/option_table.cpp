@@ -385,8 +385,8 @@ std::vector<OptionSpec> model_options() {
       "needs `--rope`",
       [](Options& o) -> RopePairs& { return o.config.rope_pairs; }));
   model.push_back(number(
-      "--kv-heads", "--heads", fmt::format("1 .. {}, dividing `--heads`; needs `--multihead split`",
-                                           kMaxHeads),
+      "--kv-heads", "--heads",
+      fmt::format("1 .. {}, dividing `--heads`; needs `--multihead split`", kMaxHeads),
       "Grouped-query attention: N key/value heads shared by the query heads (1: multi-query)",
       "grouped-query attention: N key/value heads, K/V head j serving query heads j·H/N … "
       "(j+1)·H/N − 1 (`repeat_interleave`); 1 is multi-query attention; W_k and W_v are N·d_out/H "
@@ -772,21 +772,33 @@ const std::vector<OptionSpec>& diff_option_table() {
 
 const std::vector<std::pair<std::string, std::string>>& exclusive_options() {
   static const std::vector<std::pair<std::string, std::string>> pairs = {
-      {"--d-out", "--d-kq"},     {"--d-out", "--d-v"},
-      {"--format", "--query"},   {"--explain", "--query"},
-      {"--explain", "--format"}, {"--steps", "--query"},
-      {"--export", "--query"},   {"--embedding", "--vocab-size"},
-      {"--embedding", "--d-in"}, {"--x", "--vocab-size"},
-      {"--x", "--d-in"},         {"--x", "--embedding"},
-      {"--x", "--cross"},        {"--w-query", "--d-kq"},
-      {"--w-query", "--d-out"},  {"--w-key", "--d-kq"},
-      {"--w-key", "--d-out"},    {"--w-value", "--d-v"},
+      {"--d-out", "--d-kq"},
+      {"--d-out", "--d-v"},
+      {"--format", "--query"},
+      {"--explain", "--query"},
+      {"--explain", "--format"},
+      {"--steps", "--query"},
+      {"--export", "--query"},
+      {"--embedding", "--vocab-size"},
+      {"--embedding", "--d-in"},
+      {"--x", "--vocab-size"},
+      {"--x", "--d-in"},
+      {"--x", "--embedding"},
+      {"--x", "--cross"},
+      {"--w-query", "--d-kq"},
+      {"--w-query", "--d-out"},
+      {"--w-key", "--d-kq"},
+      {"--w-key", "--d-out"},
+      {"--w-value", "--d-v"},
       {"--w-value", "--d-out"},
-      {"--explain-grad", "--query"}, {"--explain-grad", "--explain"},
-      {"--explain-grad", "--format"}, {"--explain-grad", "--export"},
+      {"--explain-grad", "--query"},
+      {"--explain-grad", "--explain"},
+      {"--explain-grad", "--format"},
+      {"--explain-grad", "--export"},
       {"--explain-grad", "--steps"},
       // The backward pass has no gradient through the rotation nor the shared K/V heads.
-      {"--backward", "--rope"}, {"--backward", "--kv-heads"},
+      {"--backward", "--rope"},
+      {"--backward", "--kv-heads"},
   };
   return pairs;
 }

@@ -91,16 +91,15 @@ TEST_CASE("every gradient equals torch.autograd's, in both kernel flavours") {
       const attn::Trace trace = attn::run_trace(backward_config(ref, kernel));
       for (const attn::test::json& expected : ref.at("steps")) {
         const auto id = expected.at("id").get<std::string>();
-        const attn::Step& step = trace.step(id, index_of(expected.at("head")),
-                                            index_of(expected.at("batch")));
+        const attn::Step& step =
+            trace.step(id, index_of(expected.at("head")), index_of(expected.at("batch")));
         const std::string where = what + " " + id + " head " + expected.at("head").dump() +
                                   " batch " + expected.at("batch").dump();
         // A batch's weight gradients: the reference script runs autograd per sentence, which
         // adds the sentences' sums; the tool adds every token's row in one sum, as PyTorch's
         // batched product does. Within 1e-6 of the largest value; every other step to the bit.
         const bool summed_over_batch =
-            trace.inputs.size() > 1 &&
-            (id.starts_with("grad_w_") || id == "grad_embedding_table");
+            trace.inputs.size() > 1 && (id.starts_with("grad_w_") || id == "grad_embedding_table");
         const Matrix ref_values = attn::test::tensor_from_bits(expected);
         if (summed_over_batch && ref_values.allFinite()) {
           attn::test::check_matrix_near(step.values, ref_values,

@@ -97,9 +97,8 @@ TEST_CASE("decoding gives the full causal computation's rows, with the largest d
     TraceConfig c;
     c.kernel = kernel;
     c.decode = true;
-    for (const auto& [sentence, heads] :
-         std::vector<std::pair<std::string, int>>{{std::string(kWalkthroughSentence), 1},
-                                                  {"a b c d e f g h i j k l", 2}}) {
+    for (const auto& [sentence, heads] : std::vector<std::pair<std::string, int>>{
+             {std::string(kWalkthroughSentence), 1}, {"a b c d e f g h i j k l", 2}}) {
       c.sentences = {sentence};
       c.heads = heads;
       c.vocab_size = 100;
@@ -151,8 +150,8 @@ TEST_CASE("the online softmax equals the ordinary softmax's Z within 1e-6, for a
       const Matrix& z = t.step("context_vectors").values;
       const Step& online = t.step("online_context");
       CHECK(largest_difference(online.values, z) <= 1e-6f * z.cwiseAbs().maxCoeff());
-      const Eigen::Index tiles = (t_k + std::min<Eigen::Index>(tile, t_k) - 1) /
-                                 std::min<Eigen::Index>(tile, t_k);
+      const Eigen::Index tiles =
+          (t_k + std::min<Eigen::Index>(tile, t_k) - 1) / std::min<Eigen::Index>(tile, t_k);
       CHECK(t.step("online_max").values.cols() == tiles);
       CHECK(t.step("online_sum").values.allFinite());  // no exp(−inf − (−inf))
       CHECK(t.step("online_rescale").values.allFinite());
@@ -210,8 +209,8 @@ TEST_CASE("the online softmax row by row, tile by tile") {
   // A tile of only −inf is skipped: nothing changes.
   Matrix masked(1, 3);
   masked << -INFINITY, -INFINITY, 5.0f;
-  const OnlineRow r = online_softmax_row(masked, Matrix::Identity(3, 3), 2, TorchKernel::kAvx2,
-                                         MaskedRows::kNan);
+  const OnlineRow r =
+      online_softmax_row(masked, Matrix::Identity(3, 3), 2, TorchKernel::kAvx2, MaskedRows::kNan);
   CHECK(r.tiles[0].skipped);
   CHECK(std::isinf(r.tiles[0].m));
   CHECK(r.tiles[1].rescale == 0.0f);
@@ -247,9 +246,8 @@ TEST_CASE("decoding with cross-attention is refused, and the tile size is checke
                        Error);
   c = {};
   c.online_softmax = -1;
-  CHECK_THROWS_WITH_AS(run_trace(c),
-                       "online softmax tile size -1 is out of range: allowed 0..1099511627776",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      run_trace(c), "online softmax tile size -1 is out of range: allowed 0..1099511627776", Error);
   // Cross-attention with the online softmax is fine: T_k tiles of the other sentence.
   c = {};
   c.cross = "The quick brown fox jumps";

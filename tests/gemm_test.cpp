@@ -167,7 +167,8 @@ TEST_CASE("a product prepared for blocks of rows keeps the whole product's kerne
   using attn::MatmulKernel;
   const Matrix q = random_matrix(300, 64, 51), k = random_matrix(280, 64, 52);
   const Matrix v = random_matrix(280, 48, 53);
-  for (MatmulKernel kernel : {MatmulKernel::kAuto, MatmulKernel::kReference, MatmulKernel::kBlocked}) {
+  for (MatmulKernel kernel :
+       {MatmulKernel::kAuto, MatmulKernel::kReference, MatmulKernel::kBlocked}) {
     CAPTURE(static_cast<int>(kernel));
     const Matrix omega = attn::omega_scores(q, k, 2, kernel);
     const attn::RowBlockProduct keys(k, /*transposed=*/true, q.rows(), kernel, 2);

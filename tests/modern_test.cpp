@@ -38,7 +38,8 @@ attn::TraceConfig modern_config(const test::json& ref, TorchKernel kernel) {
   c.window = s.at("window").get<std::int64_t>();
   c.rope = s.at("rope").get<bool>();
   c.rope_theta = s.at("rope_theta").get<double>();
-  c.rope_pairs = attn::parse_name<attn::RopePairs>("pairing", s.at("rope_pairs").get<std::string>());
+  c.rope_pairs =
+      attn::parse_name<attn::RopePairs>("pairing", s.at("rope_pairs").get<std::string>());
   c.kernel = kernel;
   return c;
 }
@@ -135,7 +136,8 @@ TEST_CASE("rope: position 0 is the identity, pairs keep their length, and scores
       for (std::int64_t i = 0; i < half; ++i) {
         const auto a = pairs == attn::RopePairs::kHalf ? i : 2 * i;
         const auto b = pairs == attn::RopePairs::kHalf ? i + half : 2 * i + 1;
-        const double before = std::hypot(x(0, a), x(0, b)), after = std::hypot(out(0, a), out(0, b));
+        const double before = std::hypot(x(0, a), x(0, b)),
+                     after = std::hypot(out(0, a), out(0, b));
         CHECK(after == doctest::Approx(before).epsilon(1e-6));
       }
     }

@@ -110,8 +110,8 @@ TEST_CASE("tokens as a reader sees them") {
   std::string nel;  // NEL's two byte tokens, joined
   for (const std::int64_t id : attn::gpt2_encode("\u0085")) nel += attn::gpt2_token(id);
   CHECK(attn::gpt2_readable(nel) == "\\x85");
-  CHECK(attn::gpt2_readable("ï»¿") == "\\ufeff");      // BOM
-  CHECK(attn::gpt2_readable("æĪ") == "\\xe6\\x88");    // two bytes of 我
+  CHECK(attn::gpt2_readable("ï»¿") == "\\ufeff");    // BOM
+  CHECK(attn::gpt2_readable("æĪ") == "\\xe6\\x88");  // two bytes of 我
   CHECK(attn::gpt2_readable("ĠæĪĳ") == "␣我");
   CHECK(attn::gpt2_readable("\\") == "\\");
   CHECK(attn::gpt2_readable("<|endoftext|>") == "<|endoftext|>");
@@ -121,8 +121,8 @@ TEST_CASE("the Tokenizer: tokens, a dictionary of GPT-2's ids, refusals") {
   const auto tok = attn::gpt2_tokenizer();
   CHECK(tok->name() == "gpt2");
   const auto tokens = tok->tokens("Life is short, eat dessert first", "the sentence");
-  CHECK(tokens == std::vector<std::string>{"Life", "Ġis", "Ġshort", ",", "Ġeat", "Ġdessert",
-                                           "Ġfirst"});
+  CHECK(tokens ==
+        std::vector<std::string>{"Life", "Ġis", "Ġshort", ",", "Ġeat", "Ġdessert", "Ġfirst"});
   const attn::Vocabulary v = tok->vocabulary(tokens);
   CHECK(v.ids() == Ids{11, 318, 717, 1790, 4483, 14662, 23084});
   CHECK(v.words()[1] == "Ġis");

@@ -48,8 +48,8 @@ OnlineRow online_softmax_row(const Matrix& s, const Matrix& v, std::int64_t tile
 
 // Every row: m, c and ℓ after each tile, the last O, and Z.
 struct OnlineSoftmax {
-  Matrix m, rescale, l;  // (T, tiles)
-  Matrix o, z;           // (T, d_v)
+  Matrix m, rescale, l;      // (T, tiles)
+  Matrix o, z;               // (T, d_v)
   std::int64_t skipped = 0;  // (row, tile) pairs skipped, the tile wholly masked for the row
 };
 OnlineSoftmax online_softmax(const Matrix& scaled, const Matrix& v, std::int64_t tile,

@@ -33,8 +33,8 @@ RopeTables rope_tables(std::int64_t positions, std::int64_t d, float theta, Rope
 // rounded to float32 (no fused multiply-add), where rotate(x) = cat(−x[d/2:], x[:d/2]) (half)
 // or (−x₁, x₀, −x₃, x₂, …) (interleaved). cos and sin are the tables' row for the position.
 // x and out may be the same array. Requires d even.
-void rope_rotate_row(const float* x, const float* cos, const float* sin, float* out,
-                     std::int64_t d, RopePairs pairs);
+void rope_rotate_row(const float* x, const float* cos, const float* sin, float* out, std::int64_t d,
+                     RopePairs pairs);
 
 // Every row i of x rotated at position i, each block of d_head columns as its own head (the
 // tables' width is d_head). Requires x.cols() a multiple of d_head and x.rows() <= the tables'

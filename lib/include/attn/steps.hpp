@@ -81,8 +81,8 @@ enum class StepKind : std::uint8_t {
   kOnlineOutput,   // O after the last tile
   kOnlineContext,  // Z = O / ℓ
   // Rotary position embeddings (recorded after the projections, before ω).
-  kRopeCos,        // the cos table
-  kRopeSin,        // the sin table
+  kRopeCos,         // the cos table
+  kRopeSin,         // the sin table
   kRotatedQueries,  // Q rotated
   kRotatedKeys,     // K rotated
 };

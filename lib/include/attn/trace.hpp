@@ -188,7 +188,7 @@ struct TokenizedSentence {
   // The tokens as the tokenizer writes them, where `words` shows them otherwise (GPT-2's
   // "Ġshort", shown as "␣short"); empty when they are the words.
   std::vector<std::string> tokens;
-  std::int64_t length = 0;         // words before the padding
+  std::int64_t length = 0;  // words before the padding
 };
 
 struct Trace {

@@ -35,8 +35,7 @@ GradCellWorking work_out_grad_cell(const Trace& trace, std::optional<int> head,
   w.terms = w.da_row.cwiseProduct(w.a_row);
   w.a = w.a_row(0, kj);
   w.ds = (w.da_row(0, kj) - w.row_dot) * w.a;
-  w.root = static_cast<float>(
-      std::sqrt(static_cast<double>(split ? c.d_kq / c.heads : c.d_kq)));
+  w.root = static_cast<float>(std::sqrt(static_cast<double>(split ? c.d_kq / c.heads : c.d_kq)));
   const StepKind mask_kind = StepKind::kMask;
   for (const Step& s : trace.steps) {
     if (s.kind == mask_kind && s.head == head && s.batch == batch) w.masked = s.values(qi, kj) != 0;

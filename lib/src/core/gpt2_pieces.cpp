@@ -11,8 +11,20 @@ namespace attn {
 
 Gpt2Class gpt2_class(char32_t cp) {
   switch (cp) {  // White_Space
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
-    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return Gpt2Class::kSpace;
     default:
       if (cp >= 0x2000 && cp <= 0x200A) return Gpt2Class::kSpace;

@@ -15,9 +15,10 @@ namespace {
 
 void check_grouping(std::int64_t heads, std::int64_t kv_heads) {
   if (kv_heads < 1 || heads < 1 || heads % kv_heads != 0) {
-    throw Error(fmt::format("{} query heads cannot share {} key/value heads: the K/V heads must "
-                            "divide the query heads",
-                            heads, kv_heads));
+    throw Error(
+        fmt::format("{} query heads cannot share {} key/value heads: the K/V heads must "
+                    "divide the query heads",
+                    heads, kv_heads));
   }
 }
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "attn/statistics.hpp"
 #include "attn/rope.hpp"
+#include "attn/statistics.hpp"
 #include "attn/steps.hpp"
 #include "attn/trace.hpp"
 
@@ -81,9 +81,9 @@ class Recorder {
     std::size_t next = 0;            // the position of the next add() in the block
     std::vector<std::size_t> steps;  // indices in trace_.steps
     std::vector<RowDigester> digesters;
-    std::vector<std::string> notes;          // a `largest` note's text, before formatting
+    std::vector<std::string> notes;  // a `largest` note's text, before formatting
     std::vector<std::optional<float>> largest;
-    std::deque<Matrix> values;               // this block's values, as add() returned them
+    std::deque<Matrix> values;  // this block's values, as add() returned them
   };
   std::optional<Block> block_;
 
@@ -139,8 +139,8 @@ struct Mask {
   Matrix values;
   std::string equation, note;
   std::vector<std::string> fully_masked;  // 1-based numbers of the rows that mask every key
-  // The rule: key j after query i (causal), outside the window, or a padded query or key (i >= query_length or
-  // j >= key_length).
+  // The rule: key j after query i (causal), outside the window, or a padded query or key (i >=
+  // query_length or j >= key_length).
   bool causal = false;
   Eigen::Index window = 0;  // > 0: key j more than window − 1 tokens before query i, too
   Eigen::Index t_q = 0, t_k = 0, query_length = 0, key_length = 0;

@@ -56,12 +56,12 @@ Scores score(Recorder& rec, const Item& item, const HeadRows& h, std::optional<i
   const Symbols s = symbols(c);
   const std::vector<std::string>& rows = item.queries.words;
   const std::vector<std::string>& cols = item.keys.words;
-  const Matrix& omega = require_finite(
-      rec.add(StepKind::kOmega, fmt::format("ω = {} {}ᵀ", s.q, s.k), {"T", t_k(c)},
-              h.omega ? h.omega->rows(h.q, h.first, h.count, c.threads)
-                      : omega_scores(h.q, h.k, c.threads, c.matmul),
-              item.index, head, {.rows = rows, .cols = cols}),
-      "the scores ω", h.first);
+  const Matrix& omega =
+      require_finite(rec.add(StepKind::kOmega, fmt::format("ω = {} {}ᵀ", s.q, s.k), {"T", t_k(c)},
+                             h.omega ? h.omega->rows(h.q, h.first, h.count, c.threads)
+                                     : omega_scores(h.q, h.k, c.threads, c.matmul),
+                             item.index, head, {.rows = rows, .cols = cols}),
+                     "the scores ω", h.first);
   rec.mark_product(h.count, h.k.rows(), h.q.cols());
   if (!item.mask.masked) return {omega, omega};
   rec.add(StepKind::kMask, item.mask.equation, {"T", t_k(c)}, item.mask.values, item.index, head,
@@ -194,9 +194,10 @@ Mask make_mask(const Trace& trace, const TokenizedSentence& queries,
   m.window = window ? c.window : 0;
   if (!rows_at_a_time(c)) m.values = m.rows(0, t_q);
   if (window) {
-    m.equation = fmt::format("M = triu(ones(T, {0}), diagonal=1) | tril(ones(T, {0}), "
-                             "diagonal=−{1}){2}",
-                             t_k(c), c.window, trace.pad_id ? " | padding" : "");
+    m.equation = fmt::format(
+        "M = triu(ones(T, {0}), diagonal=1) | tril(ones(T, {0}), "
+        "diagonal=−{1}){2}",
+        t_k(c), c.window, trace.pad_id ? " | padding" : "");
     m.note = fmt::format(
         "1 = masked: key j comes after query i, or {} or more tokens before it (a window of {} "
         "keys: i−{}…i){}",
@@ -291,12 +292,11 @@ const Matrix& attend_rows(Recorder& rec, const Item& item, const HeadRows& h, st
               {"T", t_k(c)}, std::move(parts.weights), item.index, head, std::move(weight_labels));
   if (c.softmax_steps) record_weight_sums(rec, item, a, head);
   if (c.causal) causal_lesson(rec, item, scores.omega, a, d_k, head);
-  const Matrix& z = rec.add(
-      StepKind::kContextVectors, fmt::format("{} = A {}", s.z, s.v),
-      {"T", split_form(c) ? "d_head" : "d_v"},
-      h.context ? h.context->rows(a, 0, a.rows(), c.threads)
-                : context_vectors(a, h.v, c.threads, c.matmul),
-      item.index, head, {.rows = item.queries.words});
+  const Matrix& z = rec.add(StepKind::kContextVectors, fmt::format("{} = A {}", s.z, s.v),
+                            {"T", split_form(c) ? "d_head" : "d_v"},
+                            h.context ? h.context->rows(a, 0, a.rows(), c.threads)
+                                      : context_vectors(a, h.v, c.threads, c.matmul),
+                            item.index, head, {.rows = item.queries.words});
   rec.mark_product(a.rows(), h.v.cols(), a.cols());
   if (c.decode) decode_lesson(rec, item, h.q, h.k, h.v, d_k, z, head);
   if (c.online_softmax > 0) online_lesson(rec, item, scaled, h.v, z, head);

@@ -65,7 +65,8 @@ std::string loss_note(const TraceConfig& c, float loss) {
 std::vector<Matrix> record_loss(Recorder& rec, const Trace& trace, std::int64_t batch) {
   const TraceConfig& c = rec.config();
   std::vector<Matrix> outs;
-  for (std::int64_t b = 0; b < batch; ++b) outs.push_back(final_output(trace, index_if(batch > 1, b)));
+  for (std::int64_t b = 0; b < batch; ++b)
+    outs.push_back(final_output(trace, index_if(batch > 1, b)));
   const Matrix out = stacked(outs);
   Matrix target;
   if (c.loss == Loss::kMse) {
@@ -79,14 +80,12 @@ std::vector<Matrix> record_loss(Recorder& rec, const Trace& trace, std::int64_t 
     }
   }
   const std::string y = split_form(c) ? "out" : "Z";
-  const std::string equation = c.loss == Loss::kSum
-                                   ? fmt::format("L = {}.sum()", y)
-                                   : fmt::format("L = (({} − target)²).mean()", y);
+  const std::string equation = c.loss == Loss::kSum ? fmt::format("L = {}.sum()", y)
+                                                    : fmt::format("L = (({} − target)²).mean()", y);
   Matrix l(1, 1);
   l(0, 0) = loss_value(out, c.loss, target);
   rec.add(StepKind::kLoss, equation, {"1"}, l, std::nullopt, std::nullopt,
-          {.cols = {"L"},
-           .note = loss_note(c, l(0, 0))});
+          {.cols = {"L"}, .note = loss_note(c, l(0, 0))});
   const Matrix grad = loss_gradient(out, c.loss, target);
   std::vector<Matrix> grads;
   for (std::int64_t b = 0; b < batch; ++b) {
@@ -147,9 +146,10 @@ HeadGrads attend_backward(Recorder& rec, const Trace& trace, const Mask& mask, c
   const auto head = index_if(c.heads > 1, h);
   const auto [q, k] = trace.head_queries_keys(head, batch);
   const Eigen::Index hd = split ? c.d_v / c.heads : c.d_v;
-  const Matrix v = split ? Matrix(trace.step(StepKind::kValues, std::nullopt, batch)
-                                      .values.middleCols(h * hd, hd))
-                         : trace.step(StepKind::kValues, head, batch).values;
+  const Matrix v =
+      split
+          ? Matrix(trace.step(StepKind::kValues, std::nullopt, batch).values.middleCols(h * hd, hd))
+          : trace.step(StepKind::kValues, head, batch).values;
   const Matrix& a = trace.step(StepKind::kAttentionWeights, head, batch).values;
   const std::vector<std::string>& rows = trace.inputs[static_cast<std::size_t>(b)].words;
   const std::vector<std::string>& cols = trace.key_sentence(static_cast<int>(b)).words;
@@ -162,16 +162,17 @@ HeadGrads attend_backward(Recorder& rec, const Trace& trace, const Mask& mask, c
   rec.add(StepKind::kGradAttentionWeights, fmt::format("dL/dA = dL/dZ{0} V{0}ᵀ", sub),
           {"T", t_k(c)}, da, item, hh, square);
   HeadGrads g;
-  g.dv = rec.add(StepKind::kGradValues, fmt::format("dL/dV{0} = Aᵀ dL/dZ{0}", sub),
-                 {t_k(c), d_name}, transposed_product(a, dz, c.threads, c.matmul), item, hh,
-                 {.rows = cols});
+  g.dv =
+      rec.add(StepKind::kGradValues, fmt::format("dL/dV{0} = Aᵀ dL/dZ{0}", sub), {t_k(c), d_name},
+              transposed_product(a, dz, c.threads, c.matmul), item, hh, {.rows = cols});
   // torch.softmax's output is nan in a row whose every key is masked; the masked-rows rule zero
   // replaces that row by 0 afterwards (torch.where), whose backward gives the softmax a zero row.
   Matrix soft = a;
   bool any_full = false;
   for (Eigen::Index i = 0; mask.masked && i < a.rows(); ++i) {
     if (a.cols() > 0 && mask.values.row(i).minCoeff() == 1.0f) {
-      soft.row(i).setConstant(std::bit_cast<float>(0xffc00000u));  // x86's nan, as the softmax makes it
+      soft.row(i).setConstant(
+          std::bit_cast<float>(0xffc00000u));  // x86's nan, as the softmax makes it
       if (c.masked_rows == MaskedRows::kZero) da.row(i).setZero();
       any_full = true;
     }

@@ -52,7 +52,6 @@ Matrix forward_output(const TraceConfig& c, const Matrix& x, const Matrix& x_kv,
   return out;
 }
 
-
 namespace {
 
 bool split_form(const TraceConfig& c) { return c.multihead == MultiheadForm::kSplit; }

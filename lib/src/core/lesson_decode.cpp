@@ -46,8 +46,8 @@ void decode_lesson(Recorder& rec, const Item& item, const Matrix& q, const Matri
     const Matrix q_t = q.row(t), k_t = k.row(t), v_t = v.row(t);
     rec.add(StepKind::kDecodeQuery, equation(StepKind::kDecodeQuery), {"1", dk}, q_t, item.index,
             head, labels(StepKind::kDecodeQuery, word));
-    rec.add(StepKind::kDecodeKey, equation(StepKind::kDecodeKey), {"1", dk}, k_t, item.index,
-            head, labels(StepKind::kDecodeKey, word));
+    rec.add(StepKind::kDecodeKey, equation(StepKind::kDecodeKey), {"1", dk}, k_t, item.index, head,
+            labels(StepKind::kDecodeKey, word));
     rec.add(StepKind::kDecodeValue, equation(StepKind::kDecodeValue), {"1", dv}, v_t, item.index,
             head, labels(StepKind::kDecodeValue, word));
     cache_append(cache, k_t, v_t, cache_start(t, rec.config().window));
@@ -64,22 +64,21 @@ void decode_lesson(Recorder& rec, const Item& item, const Matrix& q, const Matri
     rec.add(StepKind::kDecodeScores, fmt::format("s_t = q_t K_cacheᵀ / √{}", d_k), {"1", "t"},
             std::move(r.scores), item.index, head, labels(StepKind::kDecodeScores, word, cached));
     rec.add(StepKind::kDecodeWeights, equation(StepKind::kDecodeWeights), {"1", "t"},
-            std::move(r.weights), item.index, head,
-            labels(StepKind::kDecodeWeights, word, cached));
+            std::move(r.weights), item.index, head, labels(StepKind::kDecodeWeights, word, cached));
     decoded.row(t) = r.z;
-    rec.add(StepKind::kDecodeContext, equation(StepKind::kDecodeContext), {"1", dv},
-            std::move(r.z), item.index, head, labels(StepKind::kDecodeContext, word));
+    rec.add(StepKind::kDecodeContext, equation(StepKind::kDecodeContext), {"1", dv}, std::move(r.z),
+            item.index, head, labels(StepKind::kDecodeContext, word));
   }
   const std::string why =
       "since a blocked product or a softmax's sum over a shorter row groups its terms "
       "differently";
-  rec.add(StepKind::kDecodeCheck, std::string(step_info(StepKind::kDecodeCheck).equation),
-          {"T", dv}, decoded, item.index, head,
-          {.rows = item.queries.words,
-           .note = fmt::format(
-               "the rows of context_vectors, decoded one token at a time: the largest "
-               "difference is {}",
-               difference_text(largest_difference(decoded, z), why))});
+  rec.add(
+      StepKind::kDecodeCheck, std::string(step_info(StepKind::kDecodeCheck).equation), {"T", dv},
+      decoded, item.index, head,
+      {.rows = item.queries.words,
+       .note = fmt::format("the rows of context_vectors, decoded one token at a time: the largest "
+                           "difference is {}",
+                           difference_text(largest_difference(decoded, z), why))});
 }
 
 void online_lesson(Recorder& rec, const Item& item, const Matrix& scaled, const Matrix& v,

@@ -16,9 +16,8 @@ std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights&
     // The walkthrough's wrapper: each head projects with its own weights.
     for (std::int64_t h = 0; h < c.heads; ++h) {
       const auto head = static_cast<int>(h);
-      const Qkv p =
-          rotate(rec, item, project(rec, item, w.heads[static_cast<std::size_t>(h)], head), w.rope,
-                 head);
+      const Qkv p = rotate(
+          rec, item, project(rec, item, w.heads[static_cast<std::size_t>(h)], head), w.rope, head);
       zs.push_back(attend(rec, item, *p.q, *p.k, *p.v, c.d_kq, head));
       rec.flush();  // this head's scores are done with
     }
@@ -27,8 +26,8 @@ std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights&
   // The split form: one projection, d_out wide; head h attends over its own columns,
   // q.view(T, H, d_head).transpose(0, 1)[h], and over those of its K/V head g (g = h with one
   // K/V head per query head; k.repeat_interleave(H / N, dim=0)[h] with N shared ones).
-  const Qkv p = rotate(rec, item, project(rec, item, w.heads[0], std::nullopt), w.rope,
-                       std::nullopt);
+  const Qkv p =
+      rotate(rec, item, project(rec, item, w.heads[0], std::nullopt), w.rope, std::nullopt);
   const Eigen::Index hd = c.d_kq / c.heads;  // d_head = d_out / H
   for (std::int64_t h = 0; h < c.heads; ++h) {
     const Eigen::Index g = kv_head_of(h, c.heads, c.kv_heads);

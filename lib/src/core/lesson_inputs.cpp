@@ -47,11 +47,11 @@ void check_vocabulary(const Trace& trace) {
                                              c.embedding->source, c.vocab_size)
                                : fmt::format("vocabulary size {} is smaller than", c.vocab_size);
   if (v.end_id() != v.size()) {  // a tokenizer's own ids
-    throw Error(fmt::format("{} {} token ids need ({} tokens, the largest id {}{}): it must be at "
-                            "least {}",
-                            what, whose, c.tokenizer->name(), v.end_id() - 1,
-                            trace.pad_id ? fmt::format(", padding id {}", *trace.pad_id) : "",
-                            needed));
+    throw Error(
+        fmt::format("{} {} token ids need ({} tokens, the largest id {}{}): it must be at "
+                    "least {}",
+                    what, whose, c.tokenizer->name(), v.end_id() - 1,
+                    trace.pad_id ? fmt::format(", padding id {}", *trace.pad_id) : "", needed));
   }
   throw Error(fmt::format("{} {} {} distinct words{}: it must be at least {}", what, whose,
                           v.size(), trace.pad_id ? " and the padding token" : "", needed));
@@ -71,7 +71,8 @@ TokenizedSentence tokenized(const Tokenizer& tokenizer, const Vocabulary& vocabu
     w = std::move(shown);
   }
   s.words = std::move(words);
-  if (!s.tokens.empty()) s.tokens.resize(std::max(padded_to, s.tokens.size()), std::string(kPadToken));
+  if (!s.tokens.empty())
+    s.tokens.resize(std::max(padded_to, s.tokens.size()), std::string(kPadToken));
   s.words.resize(std::max(padded_to, s.words.size()), std::string(kPadToken));
   s.ids.resize(s.words.size(), pad_id);
   return s;
@@ -108,8 +109,8 @@ void tokenize_inputs(Trace& trace, const LengthsKnown& known) {
   // Before anything large: T is known now.
   std::vector<std::string> distinct = all_words;
   std::sort(distinct.begin(), distinct.end());
-  const auto tokens = static_cast<std::int64_t>(
-      std::unique(distinct.begin(), distinct.end()) - distinct.begin() + (padded ? 1 : 0));
+  const auto tokens = static_cast<std::int64_t>(std::unique(distinct.begin(), distinct.end()) -
+                                                distinct.begin() + (padded ? 1 : 0));
   known(static_cast<std::int64_t>(t), static_cast<std::int64_t>(c.cross ? cross_words.size() : t),
         batch_size, padded, tokens);
   if (padded) trace.pad_id = c.tokenizer->padding_id(trace.vocabulary);
@@ -168,10 +169,9 @@ Inputs given_x(Trace& trace, Recorder& rec) {
 Inputs tokenize_and_embed(Trace& trace, Recorder& rec) {
   const TraceConfig& c = trace.config;
   if (c.x) return given_x(trace, rec);
-  tokenize_inputs(trace, [&rec](std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
-                                bool padded, std::int64_t tokens) {
-    plan_run(rec, t_q, t_k, batch, padded, tokens);
-  });
+  tokenize_inputs(trace,
+                  [&rec](std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded,
+                         std::int64_t tokens) { plan_run(rec, t_q, t_k, batch, padded, tokens); });
   // torch.manual_seed(seed); X = nn.Embedding(V, d_in[, padding_idx])(ids): one call for every
   // sentence, so that the generator runs once.
   std::vector<std::int64_t> all_ids;

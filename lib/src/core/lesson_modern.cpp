@@ -21,9 +21,10 @@ void check_rope(const TraceConfig& c) {
   }
   if (!std::isfinite(c.rope_theta) || !(c.rope_theta > 0.0) ||
       c.rope_theta > std::numeric_limits<float>::max()) {
-    throw Error(fmt::format("the rotary base θ {} is out of range: allowed a number > 0 that "
-                            "float32 holds",
-                            c.rope_theta));
+    throw Error(
+        fmt::format("the rotary base θ {} is out of range: allowed a number > 0 that "
+                    "float32 holds",
+                    c.rope_theta));
   }
   const std::int64_t d = head_width(c);
   if (d % 2 != 0) {
@@ -48,15 +49,16 @@ void check_grouping(TraceConfig& c) {
         c.kv_heads, c.heads));
   }
   if (c.heads % c.kv_heads != 0) {
-    throw Error(fmt::format("{} query heads cannot share {} key/value heads equally: the K/V "
-                            "heads must divide {}",
-                            c.heads, c.kv_heads, c.heads));
+    throw Error(
+        fmt::format("{} query heads cannot share {} key/value heads equally: the K/V "
+                    "heads must divide {}",
+                    c.heads, c.kv_heads, c.heads));
   }
   for (const auto* g : {&c.w_key, &c.w_value}) {
     if (*g) {
-      throw Error(fmt::format(
-          "{} in {}: with {} key/value heads the K and V weights are drawn, not given",
-          g == &c.w_key ? "W_k" : "W_v", (*g)->source, c.kv_heads));
+      throw Error(
+          fmt::format("{} in {}: with {} key/value heads the K and V weights are drawn, not given",
+                      g == &c.w_key ? "W_k" : "W_v", (*g)->source, c.kv_heads));
     }
   }
 }
@@ -78,8 +80,8 @@ std::string sharing_note(const TraceConfig& c) {
 
 void resolve_variants(TraceConfig& c) {
   if (c.window < 0) {
-    throw Error(fmt::format("window {} is out of range: allowed 1 or more keys (0: no window)",
-                            c.window));
+    throw Error(
+        fmt::format("window {} is out of range: allowed 1 or more keys (0: no window)", c.window));
   }
   if (c.window > 0) c.causal = true;
   check_grouping(c);
@@ -94,8 +96,7 @@ std::optional<RopeTables> record_rope_tables(Recorder& rec, std::int64_t t) {
   const std::int64_t d = head_width(c);
   const bool half = c.rope_pairs == RopePairs::kHalf;
   RopeTables tables = rope_tables(t, d, static_cast<float>(c.rope_theta), c.rope_pairs);
-  const std::string angles =
-      half ? "cat(angles, angles)" : "angles.repeat_interleave(2, dim=-1)";
+  const std::string angles = half ? "cat(angles, angles)" : "angles.repeat_interleave(2, dim=-1)";
   const std::string note = fmt::format(
       "row p is position p; {} hold the angle p · inv_freq_i, inv_freq_i = 1 / {}^(2i / {})",
       half ? fmt::format("columns i and i + {}", d / 2) : std::string("columns 2i and 2i + 1"),
@@ -115,18 +116,17 @@ Qkv rotate(Recorder& rec, const Item& item, const Qkv& p, const std::optional<Ro
   if (!rope) return p;
   const TraceConfig& c = rec.config();
   const bool split = c.multihead == MultiheadForm::kSplit;
-  const std::string turn =
-      c.rope_pairs == RopePairs::kHalf ? "rotate_half" : "rotate_every_two";
+  const std::string turn = c.rope_pairs == RopePairs::kHalf ? "rotate_half" : "rotate_every_two";
   const std::string per_head = split ? " (each head's columns)" : "";
   const std::string kv_dim = !split ? "d_kq" : c.kv_heads != c.heads ? "d_kv" : "d_out";
-  const Matrix& q = rec.add(
-      StepKind::kRotatedQueries, fmt::format("Q' = Q·cos + {}(Q)·sin{}", turn, per_head),
-      {"T", split ? "d_out" : "d_kq"}, rope_rotate(*p.q, *rope, c.rope_pairs), item.index, head,
-      {.rows = item.queries.words});
-  const Matrix& k = rec.add(
-      StepKind::kRotatedKeys, fmt::format("K' = K·cos + {}(K)·sin{}", turn, per_head),
-      {"T", kv_dim}, rope_rotate(*p.k, *rope, c.rope_pairs), item.index, head,
-      {.rows = item.keys.words, .note = sharing_note(c)});
+  const Matrix& q =
+      rec.add(StepKind::kRotatedQueries, fmt::format("Q' = Q·cos + {}(Q)·sin{}", turn, per_head),
+              {"T", split ? "d_out" : "d_kq"}, rope_rotate(*p.q, *rope, c.rope_pairs), item.index,
+              head, {.rows = item.queries.words});
+  const Matrix& k =
+      rec.add(StepKind::kRotatedKeys, fmt::format("K' = K·cos + {}(K)·sin{}", turn, per_head),
+              {"T", kv_dim}, rope_rotate(*p.k, *rope, c.rope_pairs), item.index, head,
+              {.rows = item.keys.words, .note = sharing_note(c)});
   return {&q, &k, p.v};
 }
 

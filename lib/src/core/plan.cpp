@@ -85,8 +85,8 @@ void plan_weights(std::vector<PlannedStep>& plan, const TraceConfig& c) {
 }
 
 // The weights' layout: (d_in, d_out) for rand, (d_out, d_in) otherwise.
-void plan_weight_like(std::vector<PlannedStep>& plan, const TraceConfig& c, StepKind q,
-                      StepKind k, StepKind v) {
+void plan_weight_like(std::vector<PlannedStep>& plan, const TraceConfig& c, StepKind q, StepKind k,
+                      StepKind v) {
   const bool rand = c.init == WeightInit::kRand;
   auto weight = [&](StepKind kind, std::int64_t d_out) {
     plan.push_back({kind, rand ? c.d_in : d_out, rand ? d_out : c.d_in});
@@ -197,8 +197,8 @@ double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, 
     // A block of rows of one head's (T, T_k) steps at a time, and its K and V packed once.
     const double per_row = squares / static_cast<double>(batch * c.heads * t_q);
     const auto rows = static_cast<double>(std::min(score_block_rows(c, t_k), t_q));
-    values += per_row * rows + static_cast<double>(t_k) * static_cast<double>(c.d_kq + c.d_v) -
-              squares;
+    values +=
+        per_row * rows + static_cast<double>(t_k) * static_cast<double>(c.d_kq + c.d_v) - squares;
   } else if (c.release_scores) {
     // One head's (T, T_k) steps are held at a time; without the causal lesson and the
     // softmax's steps, they are computed in one matrix (and a masked run has its mask).

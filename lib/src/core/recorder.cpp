@@ -38,14 +38,14 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
     // A later block: the step its first block created.
     if (block_->next >= block_->steps.size() ||
         trace_.steps[block_->steps[block_->next]].kind != kind) {
-      throw std::logic_error(fmt::format("step {} of a block of rows is not its first block's",
-                                         info.id));
+      throw std::logic_error(
+          fmt::format("step {} of a block of rows is not its first block's", info.id));
     }
     return add_rows(trace_.steps[block_->steps[block_->next]], std::move(values), labels);
   }
   const Eigen::Index rows = block_ ? block_->total : values.rows();
-  if (recorded_ >= plan_.size() || plan_[recorded_].kind != kind ||
-      plan_[recorded_].rows != rows || plan_[recorded_].cols != values.cols()) {
+  if (recorded_ >= plan_.size() || plan_[recorded_].kind != kind || plan_[recorded_].rows != rows ||
+      plan_[recorded_].cols != values.cols()) {
     throw std::logic_error(
         fmt::format("step {} ({}, {} x {}) is not the one planned: the plan and the trace disagree",
                     recorded_ + 1, info.id, rows, values.cols()));
@@ -104,8 +104,8 @@ const Matrix& Recorder::add_rows(Step& s, Matrix values, const Labels& labels) {
   Block& b = *block_;
   const std::size_t i = b.next++;
   if (values.rows() != b.count) {
-    throw std::logic_error(fmt::format("step {} has {} rows in a block of {}", s.id,
-                                       values.rows(), b.count));
+    throw std::logic_error(
+        fmt::format("step {} has {} rows in a block of {}", s.id, values.rows(), b.count));
   }
   s.row_labels.insert(s.row_labels.end(), labels.rows.begin(), labels.rows.end());
   if (labels.largest) {
@@ -148,8 +148,8 @@ void Recorder::end_rows() {
   for (std::size_t i = 0; i < b.steps.size(); ++i) {
     Step& s = trace_.steps[b.steps[i]];
     if (s.columns_are_keys) s.digest = std::make_shared<StepDigest>(b.digesters[i].finish());
-    s.note = b.largest[i] ? fmt::format(fmt::runtime(b.notes[i]), *b.largest[i])
-                          : std::move(b.notes[i]);
+    s.note =
+        b.largest[i] ? fmt::format(fmt::runtime(b.notes[i]), *b.largest[i]) : std::move(b.notes[i]);
   }
   block_.reset();
 }

@@ -42,8 +42,8 @@ RopeTables rope_tables(std::int64_t positions, std::int64_t d, float theta, Rope
   return t;
 }
 
-void rope_rotate_row(const float* x, const float* cos, const float* sin, float* out,
-                     std::int64_t d, RopePairs pairs) {
+void rope_rotate_row(const float* x, const float* cos, const float* sin, float* out, std::int64_t d,
+                     RopePairs pairs) {
   std::vector<float> rotated(static_cast<std::size_t>(d));
   const std::int64_t half = d / 2;
   for (std::int64_t c = 0; c < d; ++c) {

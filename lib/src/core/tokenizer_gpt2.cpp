@@ -29,7 +29,9 @@ struct ByteCharacters {
 
 ByteCharacters byte_characters() {
   ByteCharacters bc;
-  auto printable = [](int b) { return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174; };
+  auto printable = [](int b) {
+    return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+  };
   std::size_t next = 0;
   for (int b = 0; b < 256; ++b) {
     if (printable(b)) bc.order[next++] = static_cast<unsigned char>(b);
@@ -88,7 +90,8 @@ struct Tables {
   }
   // The rank of the merge of two adjacent tokens, or -1.
   std::int32_t rank(std::uint64_t key) const {
-    for (std::size_t slot = (key * 0x9E3779B97F4A7C15ULL) >> 47;; slot = (slot + 1) & (kSlots - 1)) {
+    for (std::size_t slot = (key * 0x9E3779B97F4A7C15ULL) >> 47;;
+         slot = (slot + 1) & (kSlots - 1)) {
       if (pair_slots[slot] == key || pair_slots[slot] == kEmpty) return pair_ranks[slot];
     }
   }
@@ -243,8 +246,8 @@ std::string readable_bytes(std::string_view bytes) {
 
 std::vector<std::int64_t> gpt2_encode(std::string_view text, std::string_view which) {
   if (const std::size_t bad = invalid_utf8_offset(text); bad != std::string_view::npos) {
-    throw Error(fmt::format("{} is not valid UTF-8 (byte {}): a sentence must be UTF-8 text",
-                            which, bad));
+    throw Error(
+        fmt::format("{} is not valid UTF-8 (byte {}): a sentence must be UTF-8 text", which, bad));
   }
   const Tables& t = tables();
   std::unordered_map<std::string_view, std::vector<std::int32_t>> cache;  // encoder.py's cache

@@ -110,8 +110,9 @@ void apply_given_shapes(TraceConfig& c) {
 void check_backward(TraceConfig& c) {
   if (!c.backward) {
     if (c.loss != Loss::kSum || c.target || c.learning_rate) {
-      throw Error("a loss, a target and a learning rate are settings of the backward pass: "
-                  "turn it on");
+      throw Error(
+          "a loss, a target and a learning rate are settings of the backward pass: "
+          "turn it on");
     }
     return;
   }

@@ -140,8 +140,7 @@ std::uint64_t sentence_byte_limit(std::uint64_t max_memory) {
   return std::min(max_memory, kMaxSentenceBytes);
 }
 
-std::string read_sentence(int fd, const std::string& source, std::uint64_t max_memory,
-                          bool exact) {
+std::string read_sentence(int fd, const std::string& source, std::uint64_t max_memory, bool exact) {
   const std::uint64_t limit = sentence_byte_limit(max_memory);
   auto fail = [&](int error) {
     return Error(fmt::format("{}: cannot read: {}", source, errno_text(error)));

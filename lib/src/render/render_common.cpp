@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "attn/names.hpp"
 #include "attn/error.hpp"
+#include "attn/names.hpp"
 #include "attn/tensor_format.hpp"
 #include "attn/text_width.hpp"
 
@@ -233,9 +233,10 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
 
   if (c.x) return;  // no words, no dictionary
   if (brief) {
-    out += fmt::format("tokens: {} of {}, {}\n", counted(trace.inputs.size(), "sentence"),
-                       counted(trace.inputs[0].words.size(), "token"),
-                       counted(trace.vocabulary.size(), words ? "distinct word" : "distinct token"));
+    out +=
+        fmt::format("tokens: {} of {}, {}\n", counted(trace.inputs.size(), "sentence"),
+                    counted(trace.inputs[0].words.size(), "token"),
+                    counted(trace.vocabulary.size(), words ? "distinct word" : "distinct token"));
     return;
   }
   if (!words) {

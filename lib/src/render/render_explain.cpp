@@ -55,13 +55,15 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
       return fmt::format("[{}]", fmt::join(v, ", "));
     };
     out += '\n';
-    out += wrapped_line(fmt::format(
-        "0. the rotary embeddings turn the query by its position {} and the key by its "
-        "position {} ({} pairs, θ {}):",
-        qi, kj, name_of(c.rope_pairs), c.rope_theta));
-    out += wrapped_line(fmt::format("   {} before: {}", sup("q", i), row(cell.q_unrotated)), "     ");
+    out += wrapped_line(
+        fmt::format("0. the rotary embeddings turn the query by its position {} and the key by its "
+                    "position {} ({} pairs, θ {}):",
+                    qi, kj, name_of(c.rope_pairs), c.rope_theta));
+    out +=
+        wrapped_line(fmt::format("   {} before: {}", sup("q", i), row(cell.q_unrotated)), "     ");
     out += wrapped_line(fmt::format("   {} after:  {}", sup("q", i), row(cell.q)), "     ");
-    out += wrapped_line(fmt::format("   {} before: {}", sup("k", j), row(cell.k_unrotated)), "     ");
+    out +=
+        wrapped_line(fmt::format("   {} before: {}", sup("k", j), row(cell.k_unrotated)), "     ");
     out += wrapped_line(fmt::format("   {} after:  {}", sup("k", j), row(cell.k)), "     ");
     describe(StepKind::kRotatedQueries);
   }

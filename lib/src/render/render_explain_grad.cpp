@@ -23,13 +23,12 @@ void explain_grad_cell(std::string& out, const Trace& trace, std::optional<int> 
                     ds = "dL/d" + sub2("S", i, j), a = sub2("A", i, j),
                     r = fmt::format("r{}", subscript(i));
   out += '\n';
-  out += wrapped_line(fmt::format("{}: the gradient of score ({}, {}), query {} ({}) and key {} "
-                                  "({}){}",
-                                  dw, i, j, i, python_str_repr(qs.words[static_cast<std::size_t>(qi)]),
-                                  j, python_str_repr(ks.words[static_cast<std::size_t>(kj)]),
-                                  where_text(trace, head, batch)));
-  out += wrapped_line(
-      fmt::format("in PyTorch, which counts from 0: omega.grad[{}, {}]", qi, kj));
+  out += wrapped_line(fmt::format(
+      "{}: the gradient of score ({}, {}), query {} ({}) and key {} "
+      "({}){}",
+      dw, i, j, i, python_str_repr(qs.words[static_cast<std::size_t>(qi)]), j,
+      python_str_repr(ks.words[static_cast<std::size_t>(kj)]), where_text(trace, head, batch)));
+  out += wrapped_line(fmt::format("in PyTorch, which counts from 0: omega.grad[{}, {}]", qi, kj));
 
   out += fmt::format("\n1. {} = dL/dZ{} · v{}, term by term\n", da, subscript(i), sup("", j));
   for (Eigen::Index c = 0; c < w.products.cols(); ++c) {
@@ -55,8 +54,8 @@ void explain_grad_cell(std::string& out, const Trace& trace, std::optional<int> 
                      std::isnan(w.row_dot) ? " (every key of the row is masked: the softmax's "
                                              "output is nan)"
                                            : "");
-  out += fmt::format("3. through the softmax: {} = {} ({} − {}) = {} × ({} − {}) = {}\n", ds, a,
-                     da, r, number(w.a, p, false), number(w.da_row(0, kj), p, false),
+  out += fmt::format("3. through the softmax: {} = {} ({} − {}) = {} × ({} − {}) = {}\n", ds, a, da,
+                     r, number(w.a, p, false), number(w.da_row(0, kj), p, false),
                      number(w.row_dot, p, false), number(w.ds, p, false));
   if (w.masked) {
     out += wrapped_line(fmt::format("4. masked: the score was replaced by −inf, so nothing "
@@ -64,9 +63,9 @@ void explain_grad_cell(std::string& out, const Trace& trace, std::optional<int> 
                                     dw),
                         "   ");
   } else {
-    out += fmt::format("4. through the scaling: {} = {} / √d_k = {} / {} = {}\n", dw, ds,
-                       number(w.ds, p, false), number(w.root, p, false),
-                       number(w.domega, p, false));
+    out +=
+        fmt::format("4. through the scaling: {} = {} / √d_k = {} / {} = {}\n", dw, ds,
+                    number(w.ds, p, false), number(w.root, p, false), number(w.domega, p, false));
   }
   out += fmt::format("   the trace's grad_omega[{}, {}] = {}\n", qi, kj,
                      number(w.trace_domega, p, false));

@@ -3,12 +3,11 @@
 
 #include "render_explain_online.hpp"
 
-#include "attn/grouping.hpp"
-
 #include <fmt/format.h>
 
 #include <cmath>
 
+#include "attn/grouping.hpp"
 #include "attn/online_softmax.hpp"
 #include "render_common.hpp"
 
@@ -33,7 +32,8 @@ std::string scalar_text(float x, int p) {
 // This head's values: its own V (wrapper), or its columns of the one V (split).
 Matrix head_values(const Trace& trace, std::optional<int> head, std::optional<int> batch) {
   const TraceConfig& c = trace.config;
-  if (c.multihead == MultiheadForm::kWrapper) return trace.step(StepKind::kValues, head, batch).values;
+  if (c.multihead == MultiheadForm::kWrapper)
+    return trace.step(StepKind::kValues, head, batch).values;
   // Its K/V head's columns (grouped-query attention shares them).
   const Eigen::Index d_head = c.d_v / c.heads;
   const std::int64_t kv = kv_head_of(head.value_or(0), c.heads, c.kv_heads ? c.kv_heads : c.heads);
@@ -48,9 +48,8 @@ void explain_online_row(std::string& out, const Trace& trace, std::optional<int>
   const int p = options.precision;
   const std::int64_t i = qi + 1;
   const Matrix s = trace.step(StepKind::kScaledScores, head, batch).values.row(qi);
-  const OnlineRow row =
-      online_softmax_row(s, head_values(trace, head, batch), c.online_softmax, c.kernel,
-                         c.masked_rows);
+  const OnlineRow row = online_softmax_row(s, head_values(trace, head, batch), c.online_softmax,
+                                           c.kernel, c.masked_rows);
   out += '\n';
   out += wrapped_line(fmt::format(
       "FlashAttention's online softmax of row {}, over tiles of {} keys{}: it never holds the "
@@ -79,8 +78,8 @@ void explain_online_row(std::string& out, const Trace& trace, std::optional<int>
     m = t.m;
   }
   const float l = row.tiles.back().l;
-  out += vector_line(fmt::format("   Z{} = O / ℓ, with ℓ = {}: ", subscript(i), number(l, p, false)),
-                     row.z, p);
+  out += vector_line(
+      fmt::format("   Z{} = O / ℓ, with ℓ = {}: ", subscript(i), number(l, p, false)), row.z, p);
   out += vector_line(fmt::format("   the trace's context_vectors[{}] = ", qi),
                      trace.step(StepKind::kContextVectors, head, batch).values.row(qi), p);
 }

@@ -1,4 +1,3 @@
-#include "attn/names.hpp"
 #include "attn/render_json.hpp"
 
 #include <fmt/format.h>
@@ -8,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/describe.hpp"
+#include "attn/names.hpp"
 #include "attn/version.hpp"
 
 namespace attn {

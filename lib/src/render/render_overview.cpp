@@ -2,9 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <set>
-
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 
 #include "attn/error.hpp"
@@ -411,8 +410,8 @@ std::string variant_lines(const Trace& trace, std::int64_t t_q, std::int64_t t_k
   const TraceConfig& c = trace.config;
   std::string out;
   if (c.kv_heads != 0 && c.kv_heads != c.heads) {
-    out += fit(fmt::format("\ngrouped-query heads: {} K/V heads for {} query heads; {}",
-                           c.kv_heads, c.heads, kv_sharing_text(c.heads, c.kv_heads)),
+    out += fit(fmt::format("\ngrouped-query heads: {} K/V heads for {} query heads; {}", c.kv_heads,
+                           c.heads, kv_sharing_text(c.heads, c.kv_heads)),
                width, "  ");
   }
   if (c.window <= 0 || c.window >= t_q) return out;

@@ -45,9 +45,8 @@ std::string summary_step_line(const Step& s, int threads) {
   const Eigen::Index rows = s.digest ? s.digest->rows : s.values.rows();
   const Eigen::Index cols = s.digest ? s.digest->cols : s.values.cols();
   return fmt::format("{:<28} {:>12} {:>12} {:>12} {:>12} {:>8}  {:016x}\n", s.id + where(s),
-                     fmt::format("[{}, {}]", rows, cols), g(st.min),
-                     g(st.max), st.finite ? g(st.mean) : std::string("-"), st.nonfinite,
-                     st.checksum);
+                     fmt::format("[{}, {}]", rows, cols), g(st.min), g(st.max),
+                     st.finite ? g(st.mean) : std::string("-"), st.nonfinite, st.checksum);
 }
 
 std::string summary_attention(const Step& s, std::int64_t queries, int threads) {

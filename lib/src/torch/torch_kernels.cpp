@@ -323,8 +323,7 @@ Matrix RowBlockProduct::rows(const Matrix& a, Eigen::Index first, Eigen::Index c
     return c;
   }
   // The reference order, as matmul: each cell the same left-to-right sum.
-  const double work =
-      static_cast<double>(count) * static_cast<double>(n) * static_cast<double>(k);
+  const double work = static_cast<double>(count) * static_cast<double>(n) * static_cast<double>(k);
   parallel_for(count, threads, work, [&](std::int64_t begin, std::int64_t end) {
     for (Eigen::Index i = begin; i < end; ++i) {
       const float* ai = a_rows + i * a.cols();
