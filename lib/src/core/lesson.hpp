@@ -29,6 +29,19 @@ struct Labels {
   std::string id_suffix = {};  // after the catalogue's id, for a step recorded once per token
 };
 
+// The block a Recorder is recording (begin_rows): its rows, and the steps it adds to, in order.
+// (Outside the class: a nested struct with member initializers is not complete where the
+// class's std::optional member needs it to be, for clang.)
+struct RecorderBlock {
+  Eigen::Index first = 0, count = 0, total = 0;
+  std::size_t next = 0;            // the position of the next add() in the block
+  std::vector<std::size_t> steps;  // indices in the trace's steps
+  std::vector<RowDigester> digesters;
+  std::vector<std::string> notes;  // a `largest` note's text, before formatting
+  std::vector<std::optional<float>> largest;
+  std::deque<Matrix> values;  // this block's values, as add() returned them
+};
+
 // Records steps into a trace, adding the batch and head dimensions to their shapes where they
 // apply, and hands them on (TraceConfig::on_step) once they are final.
 class Recorder {
@@ -75,17 +88,8 @@ class Recorder {
   Matrix hand_on(bool take_last);
   const Matrix& add_rows(Step& s, Matrix values, const Labels& labels);
 
-  // The block being recorded (begin_rows): its rows, and the steps it adds to, in order.
-  struct Block {
-    Eigen::Index first = 0, count = 0, total = 0;
-    std::size_t next = 0;            // the position of the next add() in the block
-    std::vector<std::size_t> steps;  // indices in trace_.steps
-    std::vector<RowDigester> digesters;
-    std::vector<std::string> notes;  // a `largest` note's text, before formatting
-    std::vector<std::optional<float>> largest;
-    std::deque<Matrix> values;  // this block's values, as add() returned them
-  };
-  std::optional<Block> block_;
+  // The block being recorded (begin_rows).
+  std::optional<RecorderBlock> block_;
 
   Trace& trace_;
   std::int64_t batch_size_;

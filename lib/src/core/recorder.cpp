@@ -78,7 +78,7 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
   s.col_labels = std::move(labels.cols);
   if (block_) {
     trace_.steps.push_back(std::move(s));
-    Block& b = *block_;
+    RecorderBlock& b = *block_;
     b.steps.push_back(trace_.steps.size() - 1);
     b.digesters.emplace_back(kind == StepKind::kAttentionWeights
                                  ? std::optional<std::int64_t>(kSummaryQueries)
@@ -101,7 +101,7 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
 }
 
 const Matrix& Recorder::add_rows(Step& s, Matrix values, const Labels& labels) {
-  Block& b = *block_;
+  RecorderBlock& b = *block_;
   const std::size_t i = b.next++;
   if (values.rows() != b.count) {
     throw std::logic_error(
@@ -139,7 +139,7 @@ void Recorder::begin_rows(Eigen::Index first, Eigen::Index count, Eigen::Index t
 }
 
 void Recorder::end_rows() {
-  Block& b = *block_;
+  RecorderBlock& b = *block_;
   if (b.next != b.steps.size()) {
     throw std::logic_error("a block of rows recorded other steps than the first block");
   }
