@@ -48,17 +48,6 @@ std::optional<int> optional_index(const test::json& j) {
   return j.is_null() ? std::nullopt : std::optional<int>(j.get<int>());
 }
 
-// |actual − PyTorch| <= 1e-6 of the step's largest finite |value|, nan and ±inf where PyTorch has
-// them.
-void check_relative(const Matrix& actual, const test::json& expected, const std::string& what) {
-  const Matrix want = test::tensor_from_bits(expected);
-  float largest = 0.0f;
-  for (Eigen::Index i = 0; i < want.size(); ++i) {
-    if (std::isfinite(want.data()[i])) largest = std::max(largest, std::fabs(want.data()[i]));
-  }
-  test::check_matrix_near(actual, want, 1e-6f * largest, what);
-}
-
 constexpr const char* kCases[] = {"rope_half",
                                   "rope_half_wide",
                                   "rope_interleaved_fox_causal",
@@ -106,7 +95,7 @@ TEST_CASE("every modern variant equals PyTorch's at every step, in both kernel f
         if (!rope || before_rope || kernel == TorchKernel::kDefault) {
           test::check_bits(step.values, expected, where);
         } else {
-          check_relative(step.values, expected, where);
+          test::check_relative(step.values, expected, where);
         }
         ++checked;
       }

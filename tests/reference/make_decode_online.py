@@ -8,6 +8,10 @@ Each case embeds and projects as variants.py does, then runs, per head and batch
 - online: FlashAttention's loop over tiles of B keys, row by row: m = -inf, l = 0, O = 0; a tile
   whose scores are all -inf is skipped; else m' = maximum(m, S.max(-1)), c = exp(m - m'),
   P = exp(S - m'), l = c * l + P.sum(-1), O = c * O + P @ V_tile, m = m'; Z = O / l.
+With rotary embeddings (make_modern_references.py's tables and rotation), decode rotates each new
+token's q_t and k_t at its position t, and online reads the rotated Q and K; with K/V heads shared
+(--kv-heads), query head h reads K/V head h // (H / N); with a window W, the cache keeps its last W
+keys and values, and online's scores carry the band mask (a tile wholly outside it is skipped).
 The steps hold only these (the ordinary steps have their own references); the files have the
 layout of variants.py's. Run with python3-torch 1.13.1: it runs itself again with Debian's
 reference BLAS on the library path, and again for the default kernels.
@@ -28,11 +32,14 @@ import torch  # noqa: E402
 from make_references import ROOT, FLAVOURS, capability, env_info, write  # noqa: E402
 from variants import (ARTICLE, FOX, PAD, causal_mask, document, embedding, rand_weights, step,  # noqa: E402
                       tokenize)
+from make_modern_references import rope_tables, rotate  # noqa: E402
 
 RECIPE = {
     "decode": ("for t in range(T):  # per head and sentence\n"
                "    q_t, k_t, v_t = (x_t @ W or W(x_t))[head's columns]  # x_t = X[t:t+1]\n"
+               "    q_t, k_t = rotate(q_t, cos[t:t+1], sin[t:t+1]), rotate(k_t, ...)  # --rope\n"
                "    K_cache = torch.cat([K_cache, k_t]); V_cache = torch.cat([V_cache, v_t])\n"
+               "    K_cache, V_cache = K_cache[-W:], V_cache[-W:]  # --window W\n"
                "    s = (q_t @ K_cache.T).masked_fill(padding[t, :t+1], -torch.inf) / d**0.5\n"
                "    a = torch.softmax(s, dim=-1); z_t = a @ V_cache\n"
                "decode_check = torch.cat([z_1, ..., z_T])"),
@@ -47,8 +54,11 @@ RECIPE = {
 
 
 def setup(sentences, seed=123, vocab_size=50000, d_in=3, d_kq=2, d_v=4, heads=1,
-          multihead="wrapper", init="rand", causal=False):
-    """Per batch item and head: (x rows, projections of one row, Q, K, V, mask, d)."""
+          multihead="wrapper", init="rand", causal=False, kv_heads=None, window=0, rope=False,
+          theta=10000.0, pairs="half"):
+    """Per batch item and head: (x rows, projections of one row at its position, Q, K, V, mask, d)."""
+    kv_heads = kv_heads or heads
+    causal = causal or window > 0
     words, dictionary = tokenize(*sentences)
     T = max(len(w) for w in words)
     pad_id = None
@@ -59,31 +69,45 @@ def setup(sentences, seed=123, vocab_size=50000, d_in=3, d_kq=2, d_v=4, heads=1,
     X = embedding(seed, vocab_size, d_in, ids, padding_idx=pad_id)
     torch.manual_seed(seed)
     split = multihead == "split"
+    hd = d_kq // heads if split else d_kq
+    kvw = kv_heads * hd
     if split and init == "linear":
-        layers = [torch.nn.Linear(d_in, d_kq, bias=False) for _ in range(3)]
+        layers = [torch.nn.Linear(d_in, w, bias=False) for w in (d_kq, kvw, kvw)]
         proj = [[lambda x, l=l: l(x).detach() for l in layers]]
     elif split:
-        ws = rand_weights(d_in, d_kq, d_v)
+        ws = (torch.rand(d_in, d_kq), torch.rand(d_in, kvw), torch.rand(d_in, kvw))
         proj = [[lambda x, w=w: x @ w for w in ws]]
     else:
         proj = [[lambda x, w=w: x @ w for w in rand_weights(d_in, d_kq, d_v)] for _ in range(heads)]
-    hd = d_kq // heads if split else d_kq
+    cos, sin = rope_tables(T, hd, theta, pairs) if rope else (None, None)
     valid = torch.tensor(ids) != (pad_id if pad_id is not None else -1)
     items = []
     for b in range(len(ids)):
         mask = ~(valid[b][:, None] & valid[b][None, :])
         if causal:
             mask = mask | causal_mask(T).bool()
+        if window:
+            mask = mask | torch.tril(torch.ones(T, T), diagonal=-window).bool()
         for h in range(heads):
             p = proj[0] if split else proj[h]
-            cols = slice(h * hd, (h + 1) * hd) if split else slice(None)
-            one = (lambda x, p=p, cols=cols: tuple(f(x)[:, cols] for f in p))
-            q, k, v = one(X[b])
+            j = h // (heads // kv_heads)  # the K/V head that query head h reads
+            qcols = slice(h * hd, (h + 1) * hd) if split else slice(None)
+            kvcols = slice(j * hd, (j + 1) * hd) if split else slice(None)
+
+            def one(x, at, p=p, qcols=qcols, kvcols=kvcols):
+                q, k, v = p[0](x)[:, qcols], p[1](x)[:, kvcols], p[2](x)[:, kvcols]
+                if rope:
+                    q = rotate(q, cos[at], sin[at], pairs)
+                    k = rotate(k, cos[at], sin[at], pairs)
+                return q, k, v
+            q, k, v = one(X[b], slice(None))
             items.append({"batch": b if len(ids) > 1 else None, "head": h if heads > 1 else None,
-                          "x": X[b], "one": one, "q": q, "k": k, "v": v, "mask": mask, "d": hd})
+                          "x": X[b], "one": one, "q": q, "k": k, "v": v, "mask": mask, "d": hd,
+                          "window": window})
     settings = {"sentences": list(sentences), "seed": seed, "vocab_size": vocab_size, "d_in": d_in,
-                "d_kq": d_kq, "d_v": d_v, "heads": heads, "multihead": multihead, "init": init,
-                "causal": causal}
+                "d_kq": d_kq, "d_v": d_v, "heads": heads, "kv_heads": kv_heads,
+                "multihead": multihead, "init": init, "causal": causal, "window": window,
+                "rope": rope, "rope_theta": theta, "rope_pairs": pairs}
     return words, dictionary, ids, items, settings
 
 
@@ -93,9 +117,13 @@ def decode(it, zero):
     K_cache, V_cache = it["k"][:0], it["v"][:0]
     out, zs = [], []
     for t in range(T):
-        q_t, k_t, v_t = it["one"](it["x"][t:t + 1])
+        q_t, k_t, v_t = it["one"](it["x"][t:t + 1], slice(t, t + 1))
         K_cache, V_cache = torch.cat([K_cache, k_t]), torch.cat([V_cache, v_t])
-        padding = it["mask"][t:t + 1, :t + 1]
+        first = 0
+        if it["window"]:
+            first = max(0, t + 1 - it["window"])
+            K_cache, V_cache = K_cache[-it["window"]:], V_cache[-it["window"]:]
+        padding = it["mask"][t:t + 1, first:t + 1]
         s = (q_t @ K_cache.T).masked_fill(padding, -torch.inf) / it["d"] ** 0.5
         a = torch.softmax(s, dim=-1)
         if zero and bool(padding.all()):
@@ -170,6 +198,26 @@ CASES = {
                                     sentences=(ARTICLE, "eat dessert", "short life is sweet")),
     "online_batch_padded_causal_zero": dict(kind="online", B=2, causal=True, masked_rows="zero",
                                             sentences=(ARTICLE, "eat dessert")),
+    # With issue 17's other variants: rotary embeddings, shared K/V heads and windows.
+    "decode_rope_half": dict(kind="decode", rope=True, d_in=4, d_kq=4),
+    "decode_rope_interleaved_split_heads2": dict(kind="decode", rope=True, pairs="interleaved",
+                                                 heads=2, multihead="split", init="linear",
+                                                 d_kq=8, d_v=8),
+    "decode_gqa_4_2": dict(kind="decode", heads=4, kv_heads=2, multihead="split", init="linear",
+                           d_kq=8, d_v=8),
+    "decode_window_2": dict(kind="decode", window=2),
+    "decode_window_rope_mqa_fox": dict(kind="decode", sentences=(FOX,), seed=7, d_in=8, heads=4,
+                                       kv_heads=1, multihead="split", d_kq=8, d_v=8, window=3,
+                                       rope=True),
+    "decode_batch_window_zero": dict(kind="decode", sentences=(ARTICLE, "eat dessert"), window=3,
+                                     masked_rows="zero"),
+    "online_rope_half_b2": dict(kind="online", B=2, rope=True, d_in=4, d_kq=4),
+    "online_mqa_4_1_causal_b3": dict(kind="online", B=3, heads=4, kv_heads=1, multihead="split",
+                                     d_kq=8, d_v=8, causal=True),
+    "online_window_2_b2": dict(kind="online", B=2, window=2),
+    "online_window_rope_gqa_fox_b3": dict(kind="online", B=3, sentences=(FOX,), seed=7, d_in=8,
+                                          heads=4, kv_heads=2, multihead="split", init="linear",
+                                          d_kq=8, d_v=8, window=3, rope=True),
 }
 
 

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <fstream>
@@ -115,6 +116,15 @@ void check_matrix_near(const Matrix& actual, const Matrix& expected, float toler
         fmt::format("worst cell ({}, {}): got {:.9g}, expected {:.9g}, |diff| {:.3g} > {:.3g}", wi,
                     wj, actual(wi, wj), expected(wi, wj), worst, tolerance));
   }
+}
+
+void check_relative(const Matrix& actual, const json& expected, const std::string& what) {
+  const Matrix want = tensor_from_bits(expected);
+  float largest = 0.0f;
+  for (Eigen::Index i = 0; i < want.size(); ++i) {
+    if (std::isfinite(want.data()[i])) largest = std::max(largest, std::fabs(want.data()[i]));
+  }
+  check_matrix_near(actual, want, 1e-6f * largest, what);
 }
 
 }  // namespace attn::test
