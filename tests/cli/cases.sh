@@ -1265,6 +1265,15 @@ case_decode_heads_split_batch() {
   expect_output decode_heads_split_batch --decode --heads 2 --multihead split --d-out 4 \
     -s "Life is short" -s "eat dessert" --steps key_cache_t2,decode_weights_t2,decode_check
 }
+case_decode_window_rope_gqa() {
+  # The cache keeps the window's last keys, one cache per K/V head, q_t and k_t turned.
+  expect_output decode_window_rope_gqa --decode --window 3 --rope --heads 4 --kv-heads 2 \
+    --multihead split --d-out 8 --steps decode_query_t5,key_cache_t5,decode_weights_t5
+}
+case_online_softmax_window_explain() {
+  # A tile wholly outside the window is skipped for that row.
+  expect_output online_softmax_window_explain --online-softmax 2 --window 2 --explain 5,4
+}
 case_online_softmax() { expect_output online_softmax --online-softmax 2; }
 case_online_softmax_causal_explain() {
   expect_output online_softmax_causal_explain --online-softmax 2 --causal --explain 3,2

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "attn/decode.hpp"
+#include "attn/grouping.hpp"
 #include "attn/online_softmax.hpp"
 #include "lesson.hpp"
 
@@ -24,12 +25,50 @@ std::string difference_text(float worst, std::string_view why) {
   return fmt::format("{:.1e}: float32 rounding, {}", worst, why);
 }
 
+// The cache's equation: with a window of W, it keeps its last W rows.
+std::string cache_equation(StepKind kind, std::int64_t window) {
+  const std::string base(step_info(kind).equation);
+  return window > 0 ? fmt::format("{}[-{}:]", base, window) : base;
+}
+
+// What a cache step adds: which query heads share this K/V head's cache, and which tokens the
+// window has dropped. Empty when neither applies.
+std::string cache_note(const TraceConfig& c, std::optional<int> head, Eigen::Index first) {
+  std::vector<std::string> parts;
+  if (head && c.kv_heads > 0 && c.kv_heads < c.heads) {
+    const std::int64_t g = kv_head_of(*head, c.heads, c.kv_heads);
+    const HeadRange served = query_heads_of(g, c.heads, c.kv_heads);
+    parts.push_back(fmt::format("the cache of K/V head {}, shared by query heads {}–{} (one cache "
+                                "for {} heads)",
+                                g + 1, served.first + 1, served.first + served.count,
+                                served.count));
+  }
+  if (first > 0) {
+    parts.push_back(fmt::format("the window of {} keeps the last {} tokens; {} dropped", c.window,
+                                c.window,
+                                first == 1 ? std::string("token 1 was")
+                                           : fmt::format("tokens 1–{} were", first)));
+  }
+  std::string note;
+  for (const std::string& p : parts) note += (note.empty() ? "" : "; ") + p;
+  return note;
+}
+
 }  // namespace
 
 void decode_lesson(Recorder& rec, const Item& item, const Matrix& q, const Matrix& k,
                    const Matrix& v, std::int64_t d_k, const Matrix& z, std::optional<int> head) {
   const TraceConfig& c = rec.config();
   const std::string dk = split_form(c) ? "d_head" : "d_k", dv = split_form(c) ? "d_head" : "d_v";
+  // With a window, the cache holds min(t, W) rows; with rotary embeddings, q_t and k_t are turned
+  // by the new token's position, t − 1 (positions count from 0, t from 1).
+  const std::string cache_rows = c.window > 0 ? fmt::format("min(t, {})", c.window) : "t";
+  auto projection = [&](StepKind kind) {
+    const std::string base(step_info(kind).equation);
+    if (!c.rope || kind == StepKind::kDecodeValue) return base;
+    const std::size_t eq = base.find(" = ");
+    return fmt::format("{} = rotate({}, p = t − 1)", base.substr(0, eq), base.substr(eq + 3));
+  };
   KvCache cache;
   Matrix decoded(q.rows(), v.cols());
   for (Eigen::Index t = 0; t < q.rows(); ++t) {
@@ -44,26 +83,29 @@ void decode_lesson(Recorder& rec, const Item& item, const Matrix& q, const Matri
     auto equation = [](StepKind kind) { return std::string(step_info(kind).equation); };
     const std::vector<std::string> word = words_of(item, t, t + 1);
     const Matrix q_t = q.row(t), k_t = k.row(t), v_t = v.row(t);
-    rec.add(StepKind::kDecodeQuery, equation(StepKind::kDecodeQuery), {"1", dk}, q_t, item.index,
+    rec.add(StepKind::kDecodeQuery, projection(StepKind::kDecodeQuery), {"1", dk}, q_t, item.index,
             head, labels(StepKind::kDecodeQuery, word));
-    rec.add(StepKind::kDecodeKey, equation(StepKind::kDecodeKey), {"1", dk}, k_t, item.index, head,
-            labels(StepKind::kDecodeKey, word));
-    rec.add(StepKind::kDecodeValue, equation(StepKind::kDecodeValue), {"1", dv}, v_t, item.index,
-            head, labels(StepKind::kDecodeValue, word));
-    cache_append(cache, k_t, v_t, cache_start(t, rec.config().window));
+    rec.add(StepKind::kDecodeKey, projection(StepKind::kDecodeKey), {"1", dk}, k_t, item.index,
+            head, labels(StepKind::kDecodeKey, word));
+    rec.add(StepKind::kDecodeValue, projection(StepKind::kDecodeValue), {"1", dv}, v_t,
+            item.index, head, labels(StepKind::kDecodeValue, word));
+    cache_append(cache, k_t, v_t, cache_start(t, c.window));
     const std::vector<std::string> cached = words_of(item, cache.first, t + 1);
     const Eigen::Index n = cache.keys.rows();
-    rec.add(StepKind::kKeyCache, equation(StepKind::kKeyCache), {"t", dk}, cache.keys, item.index,
-            head, labels(StepKind::kKeyCache, cached));
-    rec.add(StepKind::kValueCache, equation(StepKind::kValueCache), {"t", dv}, cache.values,
-            item.index, head, labels(StepKind::kValueCache, cached));
+    Labels cache_labels = labels(StepKind::kKeyCache, cached);
+    cache_labels.note = cache_note(c, head, cache.first);
+    rec.add(StepKind::kKeyCache, cache_equation(StepKind::kKeyCache, c.window), {cache_rows, dk},
+            cache.keys, item.index, head, cache_labels);
+    cache_labels.title = labels(StepKind::kValueCache, {}).title;
+    rec.add(StepKind::kValueCache, cache_equation(StepKind::kValueCache, c.window), {cache_rows, dv},
+            cache.values, item.index, head, std::move(cache_labels));
     // The cache holds no later key; a padding key in it is still masked.
     const Matrix mask_row =
         item.mask.masked ? Matrix(item.mask.values.block(t, cache.first, 1, n)) : Matrix();
     CachedRow r = attend_cached(q_t, cache, mask_row, d_k, c.kernel, c.masked_rows, c.matmul);
-    rec.add(StepKind::kDecodeScores, fmt::format("s_t = q_t K_cacheᵀ / √{}", d_k), {"1", "t"},
+    rec.add(StepKind::kDecodeScores, fmt::format("s_t = q_t K_cacheᵀ / √{}", d_k), {"1", cache_rows},
             std::move(r.scores), item.index, head, labels(StepKind::kDecodeScores, word, cached));
-    rec.add(StepKind::kDecodeWeights, equation(StepKind::kDecodeWeights), {"1", "t"},
+    rec.add(StepKind::kDecodeWeights, equation(StepKind::kDecodeWeights), {"1", cache_rows},
             std::move(r.weights), item.index, head, labels(StepKind::kDecodeWeights, word, cached));
     decoded.row(t) = r.z;
     rec.add(StepKind::kDecodeContext, equation(StepKind::kDecodeContext), {"1", dv}, std::move(r.z),
