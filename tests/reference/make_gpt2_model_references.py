@@ -14,19 +14,19 @@ weights are drawn in the order shapes() lists them, the scales in RECIPE):
                     test passes --n-head 4; layer 0, every head
   bf16_l1_h2_d16    stored as BF16; config.json (n_positions 32); layer 0, every head
 
-The prefix case's tensors are in the file sorted by name, as a saved file has them; the others'
-in the order drawn. A case stored as F16 or BF16 has every tensor rounded to that type and back
-before the steps are computed: they are the steps of the weights as the file holds them. The prompt's token ids come
-from make_gpt2_tokens.py's encoder over data/gpt2. expected.json has the layout of variants.py's
-files ({"case", "recipe", "settings", "prompt", "token_ids", "tokens", "steps"}; "tokens" are the
-encoder.json strings of the ids); "steps", in this order: token_embeddings, position_embeddings,
-embeddings, residual_stream (the hidden state entering the traced layer; only when it is not layer
-0), ln_1, w_query, w_key, w_value, b_query, b_key, b_value, w_out, b_out, queries, keys, values,
-then per traced head omega, mask, masked_omega, scaled_scores, attention_weights, context_vectors,
-and last context_concat (every head) and output. Before writing, the script checks its per-head
-forward pass against a batched one (every head at once, HF's scaled-then-masked scores, the
-activations by their formulas): block by block, from the same hidden state, they agree to 1e-6
-relative to max(1, |value|).
+The prefix case's tensors are in the file sorted by name, as a saved file has them; the others' in
+the order drawn. A case stored as F16 or BF16 has every tensor rounded to that type and back before
+the steps are computed: they are the steps of the weights as the file holds them. The prompt's
+token ids come from make_gpt2_tokens.py's encoder over data/gpt2. expected.json has the layout of
+variants.py's files ({"case", "recipe", "settings", "prompt", "token_ids", "tokens", "steps"};
+"tokens" are the encoder.json strings of the ids); "steps", in this order: token_embeddings,
+position_embeddings, embeddings, residual_stream (the hidden state entering the traced layer; only
+when it is not layer 0), ln_1, w_query, w_key, w_value, b_query, b_key, b_value, w_out, b_out,
+queries, keys, values, then per traced head omega, mask, masked_omega, scaled_scores,
+attention_weights, context_vectors, and last context_concat (every head) and output. Before
+writing, the script checks its per-head forward pass against a batched one (every head at once,
+HF's scaled-then-masked scores, the activations by their formulas): block by block, from the same
+hidden state, they agree to 1e-6 relative to max(1, |value|).
 
 PyTorch's matmul is the reference BLAS's, as in make_references.py: the script runs itself again
 with Debian's reference BLAS first on the library path. Run from the project root with Debian's
@@ -38,10 +38,10 @@ PyTorch (python3-torch 1.13.1) and python3-regex:
 
 The second form writes only DIR/model.safetensors and DIR/config.json: a random checkpoint of GPT-2
 small's exact shapes (12 layers, 12 heads, n_embd 768, n_positions 1024, vocab 50257, F32, names
-without prefix, with the h.N.attn.bias buffers [1, 1, 1024, 1024] of the real 548 MB file, and
-the real file's config.json, which has no n_inner), for timing --model. Weights and embeddings
-~ N(0, 0.02) as GPT-2's initialisation, biases 0, layer norms weight 1 and bias 0. The tensors
-are drawn and written one at a time. It is not stored in the repository. The script is not run by CI.
+without prefix, with the h.N.attn.bias buffers [1, 1, 1024, 1024] of the real 548 MB file, and the
+real file's config.json, which has no n_inner), for timing --model. Weights and embeddings
+~ N(0, 0.02) as GPT-2's initialisation, biases 0, layer norms weight 1 and bias 0. The tensors are
+drawn and written one at a time. It is not stored in the repository. The script is not run by CI.
 """
 import json
 import math
