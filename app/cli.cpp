@@ -26,6 +26,7 @@
 #include "attn/render_summary.hpp"
 #include "attn/render_svg.hpp"
 #include "attn/render_table.hpp"
+#include "attn/gpt2_model.hpp"
 #include "attn/tokenizer_gpt2.hpp"
 #include "attn/version.hpp"
 #include "option_table.hpp"
@@ -82,6 +83,8 @@ std::string remedy(Setting setting) {
       return " with --d-out";
     case Setting::kReplace:
       return " with --force";
+    case Setting::kModelHeads:
+      return " with --n-head";
     case Setting::kNone:
       break;
   }
@@ -457,6 +460,32 @@ void check_view_options(const Options& o) {
   }
 }
 
+// A GPT-2 checkpoint: opened and checked, its layer and head chosen; its tokenizer is GPT-2's.
+void choose_model(Options& o) {
+  if (!o.model) {
+    for (const char* name : {"--layer", "--head", "--n-head"}) {
+      if (given_option(o, name)) {
+        throw Error(fmt::format("{} chooses in a GPT-2 checkpoint: it goes with --model", name));
+      }
+    }
+    return;
+  }
+  if (given_option(o, "--tokenizer") && o.tokenizer != TokenizerChoice::kGpt2) {
+    throw Error("--model reads GPT-2's tokens: --tokenizer words does not go with it");
+  }
+  o.tokenizer = TokenizerChoice::kGpt2;
+  o.config.model = Gpt2Checkpoint::open(*o.model, o.n_head.value_or(0));
+  const Gpt2Config& m = o.config.model->config();
+  if (o.config.layer >= m.n_layer) {
+    throw Error(fmt::format("--layer {} is not in {}: its layers are 0 … {}", o.config.layer,
+                            *o.model, m.n_layer - 1));
+  }
+  if (o.config.model_head && *o.config.model_head >= m.n_head) {
+    throw Error(fmt::format("--head {} is not in {}: its heads are 0 … {}", *o.config.model_head,
+                            *o.model, m.n_head - 1));
+  }
+}
+
 // The tokenizer, and GPT-2's vocabulary size unless one is given.
 void choose_tokenizer(Options& o) {
   if (o.tokenizer != TokenizerChoice::kGpt2) return;
@@ -468,6 +497,7 @@ void choose_tokenizer(Options& o) {
 
 TraceConfig make_config(Options& o) {
   check_view_options(o);
+  choose_model(o);
   choose_tokenizer(o);
   check_variant_options(o);
   o.sentences = read_sentences(o);
@@ -515,7 +545,9 @@ namespace {
 // The progress line: after a second, what is being computed, at most ten times a second.
 class Progress {
  public:
-  explicit Progress(std::int64_t heads) : heads_(heads) {}
+  // A model's heads are numbered from 0 (layer L, head H), the lesson's from 1 (head h/H).
+  explicit Progress(const TraceConfig& config)
+      : heads_(config.heads), layer_(config.model ? std::optional(config.layer) : std::nullopt) {}
   void operator()(const Step& s) {
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - start_).count();
@@ -523,7 +555,8 @@ class Progress {
     shown_ = now;
     std::string where;
     if (s.batch) where += fmt::format("sentence {}, ", *s.batch + 1);
-    if (s.head) where += fmt::format("head {}/{}, ", *s.head + 1, heads_);
+    if (s.head && layer_) where += fmt::format("layer {}, head {}, ", *layer_, *s.head);
+    if (s.head && !layer_) where += fmt::format("head {}/{}, ", *s.head + 1, heads_);
     const std::int64_t rows = s.shape.size() >= 2 ? s.shape[s.shape.size() - 2] : 0;
     const std::string done =
         s.rows_done < rows ? fmt::format("rows {}/{}", s.rows_done, rows) : std::string("done");
@@ -544,6 +577,7 @@ class Progress {
 
  private:
   std::int64_t heads_;
+  std::optional<std::int64_t> layer_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point shown_{};
   bool printed_ = false;
@@ -561,7 +595,7 @@ Outcome run(Options& o) {
     outcome.out = render_overview(outline_trace(config), o.width);
     return outcome;
   }
-  auto progress = std::make_shared<Progress>(config.heads);
+  auto progress = std::make_shared<Progress>(config);
   if (o.progress == ProgressChoice::kAlways ||
       (o.progress == ProgressChoice::kAuto && o.stderr_terminal)) {
     config.on_record = [progress](const Step& s) { (*progress)(s); };
@@ -578,8 +612,8 @@ Outcome run(Options& o) {
       if (!o.steps.empty() && std::find(o.steps.begin(), o.steps.end(), s.id) == o.steps.end()) {
         return;
       }
-      lines += summary_step_line(s, config.threads);
-      attention += summary_attention(s, kSummaryQueries, config.threads);
+      lines += summary_step_line(s, config.threads, &config);
+      attention += summary_attention(s, kSummaryQueries, config.threads, &config);
     };
   }
   Trace trace = run_trace(config);

@@ -70,6 +70,9 @@ struct Options {
   // The backward pass: the mse loss's target file; one cell of dL/dω explained ("I,J").
   std::optional<std::string> target, explain_grad;
   TokenizerChoice tokenizer = TokenizerChoice::kWords;  // the walkthrough's words, or GPT-2's
+  // A GPT-2 checkpoint (model.safetensors), and its head count where it has no config.json.
+  std::optional<std::string> model;
+  std::optional<std::int64_t> n_head;
 };
 
 // `attn-trace diff A.json B.json`.

@@ -679,8 +679,50 @@ std::vector<OptionSpec> gradient_options() {
   return grads;
 }
 
+// A GPT-2 checkpoint: which file, which layer, which heads.
+std::vector<OptionSpec> checkpoint_options() {
+  std::vector<OptionSpec> gpt2;
+  gpt2.push_back(file_option(
+      "--model",
+      "Trace a GPT-2 checkpoint's attention: its tokens, embeddings, and a layer's heads "
+      "(implies --tokenizer gpt2)",
+      "a GPT-2 `model.safetensors` (F32, F16 or BF16), with its `config.json` beside it or "
+      "`--n-head`",
+      &Options::model, "PATH"));
+  gpt2.back().meaning =
+      "trace a GPT-2 checkpoint in safetensors (Hugging Face's `model.safetensors`, its names "
+      "with or without `transformer.`): GPT-2's tokens, the token and position embeddings, the "
+      "residual stream entering `--layer` after the blocks before it, ln_1, and each head's Q, K, "
+      "V, scores, weights and context, then c_proj; the hyperparameters come from `config.json` "
+      "beside the file; implies `--tokenizer gpt2` and causal attention";
+  gpt2.push_back(number(
+      "--layer", "0", "0 .. n_layer − 1; needs `--model`",
+      "With --model: the layer traced, numbered from 0 as the checkpoint's h.L",
+      "the layer whose attention is traced, numbered from 0 as the checkpoint names it (`h.L`); "
+      "the blocks before it run whole, and the trace starts from the stream they leave",
+      [](Options & o) -> auto& { return o.config.layer; },
+      integer_in<std::int64_t>(0, std::int64_t{1} << 30, "0..n_layer−1")));
+  gpt2.push_back(number(
+      "--head", "every head", "0 .. n_head − 1; needs `--model`",
+      "With --model: trace this head only, numbered from 0 (the others still feed c_proj)",
+      "trace only this head of the layer, numbered from 0 as bertviz and TransformerLens number "
+      "them; the other heads are computed for the heads side by side and c_proj, and not shown",
+      [](Options & o) -> auto& { return o.config.model_head; },
+      integer_in<std::int64_t>(0, kMaxHeads - 1, fmt::format("0..{}", kMaxHeads - 1))));
+  gpt2.push_back(number(
+      "--n-head", "config.json's n_head", fmt::format("1 .. {}, dividing n_embd", kMaxHeads),
+      "With --model and no config.json beside it: the checkpoint's number of heads",
+      "the checkpoint's number of heads, for a `model.safetensors` without its `config.json` "
+      "(the other hyperparameters come from the tensors' shapes); with a `config.json`, it must "
+      "agree with its `n_head`",
+      [](Options & o) -> auto& { return o.n_head; },
+      integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads))));
+  return gpt2;
+}
+
 std::vector<OptionSection> make_table() {
   return {{"The sentence", sentence_options()},       {"The model", model_options()},
+          {"A GPT-2 checkpoint", checkpoint_options()},
           {"What is shown", view_options()},          {"Scripts", script_options()},
           {"Your own numbers", own_number_options()}, {"Speed and memory", speed_options()},
           {"The backward pass", gradient_options()}};
@@ -799,6 +841,30 @@ const std::vector<std::pair<std::string, std::string>>& exclusive_options() {
       // The backward pass has no gradient through the rotation nor the shared K/V heads.
       {"--backward", "--rope"},
       {"--backward", "--kv-heads"},
+      // A checkpoint brings its own tokens, widths, heads and weights, and is GPT-2's attention.
+      {"--model", "--seed"},
+      {"--model", "--vocab-size"},
+      {"--model", "--d-in"},
+      {"--model", "--d-kq"},
+      {"--model", "--d-v"},
+      {"--model", "--d-out"},
+      {"--model", "--heads"},
+      {"--model", "--multihead"},
+      {"--model", "--init"},
+      {"--model", "--x"},
+      {"--model", "--embedding"},
+      {"--model", "--w-query"},
+      {"--model", "--w-key"},
+      {"--model", "--w-value"},
+      {"--model", "--w-out"},
+      {"--model", "--b-out"},
+      {"--model", "--cross"},
+      {"--model", "--rope"},
+      {"--model", "--kv-heads"},
+      {"--model", "--window"},
+      {"--model", "--decode"},
+      {"--model", "--online-softmax"},
+      {"--model", "--backward"},
   };
   return pairs;
 }

@@ -118,13 +118,14 @@ void check_matrix_near(const Matrix& actual, const Matrix& expected, float toler
   }
 }
 
-void check_relative(const Matrix& actual, const json& expected, const std::string& what) {
+void check_relative(const Matrix& actual, const json& expected, const std::string& what,
+                    float relative) {
   const Matrix want = tensor_from_bits(expected);
   float largest = 0.0f;
   for (Eigen::Index i = 0; i < want.size(); ++i) {
     if (std::isfinite(want.data()[i])) largest = std::max(largest, std::fabs(want.data()[i]));
   }
-  check_matrix_near(actual, want, 1e-6f * largest, what);
+  check_matrix_near(actual, want, relative * largest, what);
 }
 
 }  // namespace attn::test

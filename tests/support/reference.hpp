@@ -43,8 +43,9 @@ void check_digest(const Matrix& actual, const json& digest, const std::string& w
 void check_matrix_near(const Matrix& actual, const Matrix& expected, float tolerance,
                        const std::string& what);
 
-// Checks |actual − reference| <= 1e-6 of the reference tensor's largest finite |value|, with nan
-// and ±inf where the reference has them.
-void check_relative(const Matrix& actual, const json& expected, const std::string& what);
+// Checks |actual − reference| <= `relative` (1e-6) of the reference tensor's largest finite
+// |value|, with nan and ±inf where the reference has them.
+void check_relative(const Matrix& actual, const json& expected, const std::string& what,
+                    float relative = 1e-6f);
 
 }  // namespace attn::test

@@ -12,6 +12,7 @@ enum class Setting {
   kMaxMemory,  // the memory limit
   kWidths,     // d_kq and d_v together (d_out)
   kReplace,    // replacing an earlier export or file
+  kModelHeads, // a checkpoint's head count, where it has no config.json
 };
 
 // The one exception type the library throws for a failed precondition or bad input.

@@ -30,9 +30,11 @@ struct ExportEntry {
 
 // The name of step number `number` (from 1) of `count`: NN_ID[_headH][_sentenceB].npy, NN
 // zero-padded to the digits of `count` and at least 2, so that names sort in step order at any
-// count; head and batch 0-based, printed from 1.
+// count; head and batch 0-based, printed from 1. A model's trace (`layer`) names the layer and
+// numbers its heads from 0, as the checkpoint does: NN_ID_layerL_headH.npy.
 std::string export_file_name(std::size_t number, std::size_t count, std::string_view id,
-                             std::optional<int> head, std::optional<int> batch);
+                             std::optional<int> head, std::optional<int> batch,
+                             std::optional<std::int64_t> layer = std::nullopt);
 
 // The files of an export, in the order of their names, without the manifest. Each step is one
 // file, a 2-D slice (1-D for a vector step) named by export_file_name. A step whose tensor has

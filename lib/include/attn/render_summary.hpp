@@ -22,10 +22,13 @@ std::string render_summary(const Trace& trace, std::int64_t queries = 5, int thr
 // and may free them: render_summary is summary_head, then summary_step_line of every step, then
 // summary_attention of every step.
 std::string summary_head(const Trace& trace);  // the settings, the tokens, the column names
-std::string summary_step_line(const Step& step, int threads = 1);
+// `config`: the trace's, which numbers a model's heads from 0.
+std::string summary_step_line(const Step& step, int threads = 1,
+                              const TraceConfig* config = nullptr);
 // For an attention_weights step: the row-sum residual and the first queries' most-attended keys;
 // empty for any other step.
-std::string summary_attention(const Step& step, std::int64_t queries = 5, int threads = 1);
+std::string summary_attention(const Step& step, std::int64_t queries = 5, int threads = 1,
+                              const TraceConfig* config = nullptr);
 
 // --timings: each step's wall time (Step::seconds) and, for the matrix products, their GFLOP/s,
 // then the products' total, all steps, the output (`output_seconds`) and the whole run

@@ -85,6 +85,14 @@ enum class StepKind : std::uint8_t {
   kRopeSin,         // the sin table
   kRotatedQueries,  // Q rotated
   kRotatedKeys,     // K rotated
+  // A GPT-2 checkpoint (--model):
+  kTokenEmbeddings,     // wte's rows of the ids
+  kPositionEmbeddings,  // wpe's rows 0 … T−1
+  kResidualStream,      // the stream entering the layer traced, after the blocks before it
+  kLayerNorm,           // ln_1 of the stream: the attention's X
+  kBQuery,              // b_q, c_attn's bias for the queries
+  kBKey,                // b_k
+  kBValue,              // b_v
 };
 
 // What a step is, for every view.

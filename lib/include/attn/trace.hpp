@@ -14,6 +14,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/backward.hpp"
+#include "attn/gpt2_model.hpp"
 #include "attn/matrix.hpp"
 #include "attn/rope.hpp"
 #include "attn/steps.hpp"
@@ -105,6 +106,16 @@ struct TraceConfig {
   std::int64_t kv_heads = 0;
   // A sliding window (implies causal): query i sees keys max(0, i − window + 1) … i. 0: none.
   std::int64_t window = 0;
+
+  // A GPT-2 checkpoint (attn/gpt2_model.hpp): the sentences are GPT-2's tokens, embedded by its
+  // wte and wpe; blocks 0 … layer − 1 run whole; then layer `layer`'s attention is traced, every
+  // head or only `model_head` (the others are computed, for the heads side by side and c_proj).
+  // resolve() sets the lesson's settings from it: GPT-2's tokenizer, the split form with n_head
+  // heads, d_in = d_kq = d_v = n_embd, vocab_size, causal. Layers and heads are numbered from 0,
+  // as the checkpoint's h.L names them, in every view (head_number).
+  std::shared_ptr<const Gpt2Checkpoint> model;
+  std::int64_t layer = 0;
+  std::optional<std::int64_t> model_head;
 
   // Called with each step, in computation order, once its values are final (during run_trace).
   // With release_scores, the values of the (T, T) steps (those whose columns are keys) are freed
@@ -212,6 +223,13 @@ struct Trace {
   // The tokens that label keys: the cross sentence's, or the batch item's own.
   const TokenizedSentence& key_sentence(int batch) const;
 };
+
+// How a head is numbered in every view: from 1, or from 0 in a model's trace (as h.L.attn's
+// heads are numbered).
+int head_number(const TraceConfig& config, int head);
+
+// Whether head h's steps are recorded: every head, or a model's chosen one.
+bool head_traced(const TraceConfig& config, std::int64_t head);
 
 // The config with the dimensions that given matrices imply (vocab_size, d_in, d_kq, d_v), every
 // setting checked against its allowed range and the others. Throws Error naming the setting or

@@ -126,12 +126,27 @@ struct HeadWeights {
 struct Weights {
   std::vector<HeadWeights> heads;  // one set per head (wrapper), or one d_out wide (split)
   Matrix w_o, b_o;                 // the split form's output projection
+  Matrix b_q, b_k, b_v;            // a model's projection biases (c_attn's), one row each
   // With rotary embeddings, their cos and sin tables (like a module's buffers).
   std::optional<RopeTables> rope;
 };
 
 // torch.manual_seed(seed), then every weight in PyTorch's creation order.
 Weights draw_weights(Recorder& rec);
+
+// --- a GPT-2 checkpoint (lesson_model.cpp) ----------------------------------------------------
+
+// wte's and wpe's rows of every sentence, and their sum h₀, recorded per item.
+Inputs embed_model(Trace& trace, Recorder& rec);
+
+// The traced layer's attention weights: W_q, W_k, W_v and their biases, cut from c_attn; W_o and
+// b_o, its c_proj.
+Weights model_weights(Recorder& rec);
+
+// The stream entering the traced layer (blocks 0 … layer − 1 run on h₀), then ln_1 of it: the
+// attention's X, which it returns (the step's values).
+const Matrix& enter_layer(Recorder& rec, const Matrix& h0, int item,
+                          const std::vector<std::string>& words);
 
 // --- attention, one batch item at a time (lesson_attend.cpp) ----------------------------------
 
@@ -169,6 +184,8 @@ struct Qkv {
   const Matrix *q, *k, *v;
 };
 Qkv project(Recorder& rec, const Item& item, const HeadWeights& w, std::optional<int> head);
+// A model's Q, K and V of every head: X W + b (lesson_model.cpp).
+Qkv model_project(Recorder& rec, const Item& item, const Weights& w);
 
 // One head's attention: ω, the mask, the scaling, the softmax (and its steps), the causal
 // lesson's other way, and the context vectors Z, which it returns.

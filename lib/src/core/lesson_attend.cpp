@@ -271,7 +271,8 @@ const Matrix& attend_rows(Recorder& rec, const Item& item, const HeadRows& h, st
   // reads the scaled scores again), each step of the head's
   // scores is handed on as soon as the next one is computed, in its memory: one (T, T) matrix
   // per head instead of three.
-  const bool in_place = c.release_scores && !c.causal && c.online_softmax == 0;
+  const bool in_place =
+      c.release_scores && !(c.causal && !c.model) && c.online_softmax == 0;
   const Matrix& scaled =
       rec.add(StepKind::kScaledScores,
               fmt::format("{0} / √{1} = {0} / √{2}", scores_name, s.d_k, d_k), {"T", t_k(c)},
@@ -291,7 +292,7 @@ const Matrix& attend_rows(Recorder& rec, const Item& item, const HeadRows& h, st
                               : fmt::format("A = softmax({} / √{})", scores_name, s.d_k),
               {"T", t_k(c)}, std::move(parts.weights), item.index, head, std::move(weight_labels));
   if (c.softmax_steps) record_weight_sums(rec, item, a, head);
-  if (c.causal) causal_lesson(rec, item, scores.omega, a, d_k, head);
+  if (c.causal && !c.model) causal_lesson(rec, item, scores.omega, a, d_k, head);
   const Matrix& z = rec.add(StepKind::kContextVectors, fmt::format("{} = A {}", s.z, s.v),
                             {"T", split_form(c) ? "d_head" : "d_v"},
                             h.context ? h.context->rows(a, 0, a.rows(), c.threads)

@@ -3,11 +3,26 @@
 
 #include <fmt/format.h>
 
+#include "attn/attention.hpp"
 #include "attn/weights.hpp"
 #include "lesson.hpp"
 #include "modern.hpp"
 
 namespace attn::lesson {
+
+namespace {
+
+// One head's Z, computed as attend computes it, without recording a step.
+Matrix untraced_head(const TraceConfig& c, const Item& item, const Matrix& q, const Matrix& k,
+                     const Matrix& v, Eigen::Index d_k) {
+  Matrix scores = omega_scores(q, k, c.threads, c.matmul);
+  if (item.mask.masked) scores = apply_mask(scores, item.mask.rows(0, q.rows()));
+  return context_vectors(
+      softmax_rows(scale(scores, d_k, c.threads), c.kernel, c.masked_rows, c.threads), v,
+      c.threads, c.matmul);
+}
+
+}  // namespace
 
 std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights& w) {
   const TraceConfig& c = rec.config();
@@ -26,11 +41,17 @@ std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights&
   // The split form: one projection, d_out wide; head h attends over its own columns,
   // q.view(T, H, d_head).transpose(0, 1)[h], and over those of its K/V head g (g = h with one
   // K/V head per query head; k.repeat_interleave(H / N, dim=0)[h] with N shared ones).
-  const Qkv p =
-      rotate(rec, item, project(rec, item, w.heads[0], std::nullopt), w.rope, std::nullopt);
+  const Qkv p = c.model ? model_project(rec, item, w)
+                        : rotate(rec, item, project(rec, item, w.heads[0], std::nullopt), w.rope,
+                                 std::nullopt);
   const Eigen::Index hd = c.d_kq / c.heads;  // d_head = d_out / H
   for (std::int64_t h = 0; h < c.heads; ++h) {
     const Eigen::Index g = kv_head_of(h, c.heads, c.kv_heads);
+    if (!head_traced(c, h)) {  // a model's head not chosen: computed for c_proj, not recorded
+      zs.push_back(untraced_head(c, item, p.q->middleCols(h * hd, hd),
+                                 p.k->middleCols(g * hd, hd), p.v->middleCols(g * hd, hd), hd));
+      continue;
+    }
     zs.push_back(attend(rec, item, p.q->middleCols(h * hd, hd), p.k->middleCols(g * hd, hd),
                         p.v->middleCols(g * hd, hd), hd, static_cast<int>(h)));
     rec.flush();
@@ -56,7 +77,7 @@ void combine_heads(Recorder& rec, const Item& item, const Weights& w,
   if (!split) return;
   Matrix out = apply_weight(z, w.w_o, c.init, c.threads, c.matmul);  // (T, d_out)
   std::string equation = projection_equation(c.init, "out", "Z", "W_o");
-  if (c.init == WeightInit::kLinear) {
+  if (c.init == WeightInit::kLinear || c.model) {
     for (Eigen::Index i = 0; i < out.rows(); ++i) {
       for (Eigen::Index j = 0; j < out.cols(); ++j) out(i, j) = out(i, j) + w.b_o(0, j);
     }

@@ -106,6 +106,16 @@ void tokenize_inputs(Trace& trace, const LengthsKnown& known) {
   for (const auto& w : words) t = std::max(t, w.size());
   const bool padded =
       std::any_of(words.begin(), words.end(), [t](const auto& w) { return w.size() < t; });
+  if (c.model && static_cast<std::int64_t>(t) > c.model->config().n_positions) {
+    const auto longest = std::find_if(words.begin(), words.end(),
+                                      [t](const auto& w) { return w.size() == t; }) -
+                         words.begin();
+    throw Error(fmt::format(
+        "{} has {} tokens, more than the model's {} positions (n_positions): give a shorter text",
+        batch_size > 1 ? fmt::format("sentence {} of {}", longest + 1, batch_size)
+                       : std::string("the text"),
+        t, c.model->config().n_positions));
+  }
   // Before anything large: T is known now.
   std::vector<std::string> distinct = all_words;
   std::sort(distinct.begin(), distinct.end());
@@ -172,6 +182,7 @@ Inputs tokenize_and_embed(Trace& trace, Recorder& rec) {
   tokenize_inputs(trace,
                   [&rec](std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded,
                          std::int64_t tokens) { plan_run(rec, t_q, t_k, batch, padded, tokens); });
+  if (c.model) return embed_model(trace, rec);
   // torch.manual_seed(seed); X = nn.Embedding(V, d_in[, padding_idx])(ids): one call for every
   // sentence, so that the generator runs once.
   std::vector<std::int64_t> all_ids;

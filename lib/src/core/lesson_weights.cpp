@@ -25,6 +25,7 @@ Matrix record_weight(Recorder& rec, StepKind kind, const std::string& equation,
 
 Weights draw_weights(Recorder& rec) {
   const TraceConfig& c = rec.config();
+  if (c.model) return model_weights(rec);
   TorchGenerator gen(c.seed);  // torch.manual_seed(seed)
   const bool split = c.multihead == MultiheadForm::kSplit;
   const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";

@@ -49,7 +49,7 @@ void plan_head(std::vector<PlannedStep>& plan, const TraceConfig& c, std::int64_
   }
   square(StepKind::kAttentionWeights);
   if (c.softmax_steps) plan.push_back({StepKind::kWeightSums, t_q, 2});
-  if (c.causal) {
+  if (c.causal && !c.model) {
     square(StepKind::kUnmaskedWeights);
     square(StepKind::kZeroedWeights);
     square(StepKind::kRenormalizedWeights);
@@ -140,12 +140,52 @@ void plan_backward(std::vector<PlannedStep>& plan, const TraceConfig& c, std::in
   plan.push_back({StepKind::kLossAfterStep, 1, 1});
 }
 
+// A model's trace (lesson_model.cpp): per item its embeddings, then its stream entering the layer
+// and ln_1; the layer's weights; then per item Q, K and V, each traced head, the heads side by
+// side and c_proj.
+std::vector<PlannedStep> plan_model(const TraceConfig& c, std::int64_t t, std::int64_t batch,
+                                    bool padded) {
+  const std::int64_t d = c.d_in;
+  std::vector<PlannedStep> plan;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (StepKind kind :
+         {StepKind::kTokenEmbeddings, StepKind::kPositionEmbeddings, StepKind::kEmbeddings}) {
+      plan.push_back({kind, t, d});
+    }
+  }
+  for (std::int64_t b = 0; b < batch; ++b) {
+    if (c.layer > 0) plan.push_back({StepKind::kResidualStream, t, d});
+    plan.push_back({StepKind::kLayerNorm, t, d});
+  }
+  for (StepKind kind : {StepKind::kWQuery, StepKind::kWKey, StepKind::kWValue}) {
+    plan.push_back({kind, d, d});
+  }
+  for (StepKind kind : {StepKind::kBQuery, StepKind::kBKey, StepKind::kBValue}) {
+    plan.push_back({kind, 1, d});
+  }
+  plan.push_back({StepKind::kWOut, d, d});
+  plan.push_back({StepKind::kBOut, 1, d});
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (StepKind kind : {StepKind::kQueries, StepKind::kKeys, StepKind::kValues}) {
+      plan.push_back({kind, t, d});
+    }
+    for (std::int64_t h = 0; h < c.heads; ++h) {
+      if (head_traced(c, h)) plan_head(plan, c, t, t, d / c.heads, true);
+    }
+    if (c.heads > 1) plan.push_back({StepKind::kContextConcat, t, d});
+    plan.push_back({StepKind::kOutput, t, d});
+  }
+  (void)padded;  // the mask is recorded either way: GPT-2 is causal
+  return plan;
+}
+
 }  // namespace
 
 std::vector<PlannedStep> plan_steps(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
                                     std::int64_t batch, bool padded, std::int64_t tokens) {
   const bool split = c.multihead == MultiheadForm::kSplit;
   const bool masked = c.causal || padded;
+  if (c.model) return plan_model(c, t_q, batch, padded);
   std::vector<PlannedStep> plan;
   for (std::int64_t b = 0; b < batch; ++b) plan.push_back({StepKind::kEmbeddings, t_q, c.d_in});
   if (c.cross) plan.push_back({StepKind::kEmbeddings2, t_k, c.d_in});

@@ -6,7 +6,7 @@ namespace attn {
 
 namespace {
 
-constexpr std::array<StepInfo, 68> kCatalogue = {{
+constexpr std::array<StepInfo, 75> kCatalogue = {{
     {StepKind::kEmbeddings, "embeddings", "the embedded sentence, one row per token",
      "X = Embedding(V, d_in)(ids)",
      "Each token id picks one row of the embedding table: a vector of d_in numbers that stands "
@@ -264,6 +264,34 @@ constexpr std::array<StepInfo, 68> kCatalogue = {{
     {StepKind::kRotatedKeys, "rotated_keys", "keys turned by their positions",
      "K' = K·cos + rotate_half(K)·sin",
      "Each key's pairs turned by its position's angles, as the queries are.", false, false, true},
+    {StepKind::kTokenEmbeddings, "token_embeddings", "token embeddings, the rows of wte",
+     "wte[ids]",
+     "Each token id picks its row of the model's token embedding table wte: n_embd numbers "
+     "that training has made stand for the token.",
+     false, false, true},
+    {StepKind::kPositionEmbeddings, "position_embeddings", "position embeddings, the rows of wpe",
+     "wpe[0 … T−1]",
+     "GPT-2 learns one vector per position, and adds position t's to the token at t: the "
+     "attention's dot products have no order of their own, and this gives them one.",
+     false, false, true},
+    {StepKind::kResidualStream, "residual_stream", "the residual stream entering the layer",
+     "h_L = block_{L−1}(… block_0(h_0))",
+     "Each block adds to the stream: h + attn(ln_1(h)), then h + mlp(ln_2(h)), the MLP with "
+     "GELU between its two projections. The layer traced reads what the blocks before it left.",
+     false, false, true},
+    {StepKind::kLayerNorm, "ln_1", "the stream layer-normed: the attention's input X",
+     "X = ln_1(h)",
+     "Each row shifted to mean 0 and scaled to variance 1, then multiplied by ln_1's learned "
+     "weight and shifted by its bias: what the attention projects.",
+     false, false, true},
+    {StepKind::kBQuery, "b_query", "query bias", "b_q = c_attn.bias[0 : d]",
+     "GPT-2's projections have biases: c_attn adds b_q to every query.", false, false, true},
+    {StepKind::kBKey, "b_key", "key bias", "b_k = c_attn.bias[d : 2d]",
+     "c_attn adds b_k to every key. It adds the same number to every score of a query's row, so "
+     "the softmax cancels it.",
+     false, false, true},
+    {StepKind::kBValue, "b_value", "value bias", "b_v = c_attn.bias[2d : 3d]",
+     "c_attn adds b_v to every value.", false, false, true},
 }};
 
 }  // namespace

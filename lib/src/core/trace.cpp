@@ -19,7 +19,7 @@ const Step& Trace::step(StepKind kind, std::optional<int> head, std::optional<in
     if (s.kind == kind && s.head == head && s.batch == batch) return s;
   }
   std::string where;
-  if (head) where += fmt::format(" for head {}", *head + 1);
+  if (head) where += fmt::format(" for head {}", head_number(config, *head));
   if (batch) where += fmt::format(" for sentence {}", *batch + 1);
   throw Error(fmt::format("the trace has no step '{}'{}", step_info(kind).id, where));
 }
@@ -30,7 +30,7 @@ const Step& Trace::step(std::string_view id, std::optional<int> head,
     if (s.id == id && s.head == head && s.batch == batch) return s;
   }
   std::string where;
-  if (head) where += fmt::format(" for head {}", *head + 1);
+  if (head) where += fmt::format(" for head {}", head_number(config, *head));
   if (batch) where += fmt::format(" for sentence {}", *batch + 1);
   throw Error(fmt::format("the trace has no step '{}'{}", id, where));
 }
@@ -78,6 +78,12 @@ Trace run_trace(const TraceConfig& config) {
   trace.config = resolve(config);
   lesson::Recorder rec(trace);
   const lesson::Inputs inputs = lesson::tokenize_and_embed(trace, rec);
+  // A model's attention reads ln_1 of the stream entering its layer: each item's, before the
+  // layer's weights.
+  std::vector<const Matrix*> x = inputs.x;
+  for (std::size_t b = 0; trace.config.model && b < x.size(); ++b) {
+    x[b] = &lesson::enter_layer(rec, *inputs.x[b], static_cast<int>(b), trace.inputs[b].words);
+  }
   lesson::Weights weights = lesson::draw_weights(rec);
   weights.rope = lesson::record_rope_tables(rec, inputs.x[0]->rows());
   for (std::size_t b = 0; b < inputs.x.size(); ++b) {
@@ -87,8 +93,8 @@ Trace run_trace(const TraceConfig& config) {
     const lesson::Item item{index,
                             queries,
                             keys,
-                            *inputs.x[b],
-                            inputs.x_cross ? *inputs.x_cross : *inputs.x[b],
+                            *x[b],
+                            inputs.x_cross ? *inputs.x_cross : *x[b],
                             lesson::make_mask(trace, queries, keys)};
     lesson::combine_heads(rec, item, weights, lesson::attend_heads(rec, item, weights));
   }

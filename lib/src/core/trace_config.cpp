@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attn/error.hpp"
+#include "attn/tokenizer_gpt2.hpp"
 #include "attn/trace.hpp"
 #include "modern.hpp"
 
@@ -130,11 +131,59 @@ void check_backward(TraceConfig& c) {
   c.release_scores = false;  // the backward pass reads every head's weights
 }
 
+// A model's trace: the lesson's settings from the checkpoint; what GPT-2 does not have refused.
+void resolve_model(TraceConfig& c) {
+  if (!c.model) {
+    if (c.layer != 0 || c.model_head) {
+      throw Error("a layer and a head are chosen in a model's trace: give a model");
+    }
+    return;
+  }
+  const Gpt2Config& m = c.model->config();
+  auto refuse = [](const char* what) {
+    throw Error(fmt::format("a model's trace {}", what));
+  };
+  if (c.x || c.embedding || c.w_query || c.w_key || c.w_value || c.w_out || c.b_out) {
+    refuse("takes no given matrices: the checkpoint's are the ones traced");
+  }
+  if (c.cross) refuse("has no cross-attention: GPT-2 attends over its own tokens");
+  if (c.rope || c.window > 0 || (c.kv_heads != 0 && c.kv_heads != m.n_head)) {
+    refuse("is GPT-2's: learned positions, a K/V head per query head, no window");
+  }
+  if (c.backward) refuse("has no backward pass");
+  if (c.decode || c.online_softmax > 0) {
+    refuse("has no KV cache nor online softmax: they follow the lesson's weights");
+  }
+  if (c.layer < 0 || c.layer >= m.n_layer) {
+    throw Error(fmt::format("layer {} is not in the model: its layers are 0 … {}", c.layer,
+                            m.n_layer - 1));
+  }
+  if (c.model_head && (*c.model_head < 0 || *c.model_head >= m.n_head)) {
+    throw Error(fmt::format("head {} is not in the model: its heads are 0 … {}", *c.model_head,
+                            m.n_head - 1));
+  }
+  c.tokenizer = gpt2_tokenizer();
+  c.multihead = MultiheadForm::kSplit;
+  c.heads = m.n_head;
+  c.kv_heads = m.n_head;
+  c.d_in = c.d_kq = c.d_v = m.n_embd;
+  c.vocab_size = m.vocab_size;
+  c.causal = true;
+  c.init = WeightInit::kRand;  // Conv1D stores W as (in, out): y = x W + b
+}
+
 }  // namespace
+
+int head_number(const TraceConfig& config, int head) { return config.model ? head : head + 1; }
+
+bool head_traced(const TraceConfig& config, std::int64_t head) {
+  return !config.model_head || *config.model_head == head;
+}
 
 TraceConfig resolve(const TraceConfig& config) {
   TraceConfig c = config;
   if (c.sentences.empty() && !c.x) throw Error("no sentence: give at least one");
+  resolve_model(c);
   apply_given_shapes(c);
   if (c.x && !c.embedding) c.vocab_size = std::max<std::int64_t>(c.vocab_size, 1);
   check_range("vocabulary size", c.vocab_size, 1, kMaxVocabSize);

@@ -202,7 +202,9 @@ TraceDocument trace_document(const Trace& trace, const std::string& source) {
   TraceDocument doc;
   doc.source = source;
   for (const Step& s : trace.steps) {
-    doc.steps.push_back({s.id, s.head ? std::optional<int>(*s.head + 1) : std::nullopt,
+    doc.steps.push_back({s.id,
+                         s.head ? std::optional<int>(head_number(trace.config, *s.head))
+                                : std::nullopt,
                          s.batch ? std::optional<int>(*s.batch + 1) : std::nullopt, s.row_labels,
                          s.col_labels, s.values});
   }

@@ -66,16 +66,20 @@ void append_values(std::string& out, const Matrix& m) {
 }  // namespace
 
 std::string export_file_name(std::size_t number, std::size_t count, std::string_view id,
-                             std::optional<int> head, std::optional<int> batch) {
+                             std::optional<int> head, std::optional<int> batch,
+                             std::optional<std::int64_t> layer) {
   const std::size_t digits = std::max<std::size_t>(2, std::to_string(count).size());
   std::string name = fmt::format("{:0{}}_{}", number, digits, id);
-  if (head) name += fmt::format("_head{}", *head + 1);
+  if (head && layer) name += fmt::format("_layer{}_head{}", *layer, *head);
+  if (head && !layer) name += fmt::format("_head{}", *head + 1);
   if (batch) name += fmt::format("_sentence{}", *batch + 1);
   return name + ".npy";
 }
 
 std::vector<ExportEntry> export_plan(const Trace& trace, bool figures) {
   const std::size_t count = trace.steps.size();
+  const std::optional<std::int64_t> layer =
+      trace.config.model ? std::optional(trace.config.layer) : std::nullopt;
   // Slices of one tensor: the same id, and the same head and sentence where the tensor's
   // dimensions do not hold them (the wrapper form's heads are separate tensors).
   struct Group {
@@ -111,7 +115,7 @@ std::vector<ExportEntry> export_plan(const Trace& trace, bool figures) {
     g.ordered = std::move(ordered);
     g.whole_name = export_file_name(g.members.front() + 1, count, s.id,
                                     has_dim(s, "H") ? std::nullopt : s.head,
-                                    has_dim(s, "B") ? std::nullopt : s.batch);
+                                    has_dim(s, "B") ? std::nullopt : s.batch, layer);
   }
 
   std::vector<ExportEntry> plan;
@@ -119,7 +123,8 @@ std::vector<ExportEntry> export_plan(const Trace& trace, bool figures) {
     const Step& s = trace.steps[i];
     const Group& g = *group_of[i];
     ExportEntry slice{
-        export_file_name(i + 1, count, s.id, s.head, s.batch), {i}, slice_shape(s), true, "", ""};
+        export_file_name(i + 1, count, s.id, s.head, s.batch, layer), {i}, slice_shape(s), true, "",
+        ""};
     if (!g.whole_name.empty()) {
       // The whole tensor just before its first slice, whose number it shares.
       if (g.members.front() == i) plan.push_back({g.whole_name, g.ordered, s.shape, true, "", ""});

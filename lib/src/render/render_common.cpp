@@ -190,46 +190,63 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
         "cross: {} (keys and values)",
         brief && trace.cross ? brief_sentence(*c.cross, *trace.cross) : python_str_repr(*c.cross)));
   }
-  std::vector<std::string> settings = {fmt::format("seed {}", c.seed)};
   const bool words = c.x || c.tokenizer->name() == "words";  // the walkthrough's dictionary
-  if (!words) settings.push_back(fmt::format("tokenizer {}", c.tokenizer->name()));
-  if (!c.x) settings.push_back(fmt::format("vocab-size {}", c.vocab_size));
-  settings.push_back(fmt::format("d-in {}", c.d_in));
-  settings.push_back(fmt::format("d-kq {}", c.d_kq));
-  settings.push_back(fmt::format("d-v {}", c.d_v));
-  settings.push_back(fmt::format("torch-kernel {}", kernel_name(c.kernel)));
-  if (c.embedding) {
-    settings.push_back(fmt::format("embedding {}", escape_controls(c.embedding->source)));
+  if (c.model) {
+    // A model's trace: the checkpoint's settings, not the lesson's.
+    const Gpt2Config& m = c.model->config();
+    std::vector<std::string> settings = {
+        fmt::format("model {}", escape_controls(c.model->path())),
+        fmt::format("GPT-2 with {} layers, {} heads, n_embd {}, {}", m.n_layer, m.n_head, m.n_embd,
+                    m.dtype),
+        fmt::format("layer {}", c.layer),
+        c.model_head ? fmt::format("head {}", *c.model_head)
+                     : fmt::format("heads 0 … {}", m.n_head - 1),
+        fmt::format("torch-kernel {}", kernel_name(c.kernel))};
+    if (c.matmul != MatmulKernel::kAuto) {
+      settings.push_back(fmt::format("matmul {}", matmul_name(c.matmul)));
+    }
+    out += wrap_items("settings: ", settings, ", ", "  ") + "\n";
+  } else {
+    std::vector<std::string> settings = {fmt::format("seed {}", c.seed)};
+    if (!words) settings.push_back(fmt::format("tokenizer {}", c.tokenizer->name()));
+    if (!c.x) settings.push_back(fmt::format("vocab-size {}", c.vocab_size));
+    settings.push_back(fmt::format("d-in {}", c.d_in));
+    settings.push_back(fmt::format("d-kq {}", c.d_kq));
+    settings.push_back(fmt::format("d-v {}", c.d_v));
+    settings.push_back(fmt::format("torch-kernel {}", kernel_name(c.kernel)));
+    if (c.embedding) {
+      settings.push_back(fmt::format("embedding {}", escape_controls(c.embedding->source)));
+    }
+    for (const auto& [name, m] : {std::pair{"w-query", &c.w_query},
+                                  {"w-key", &c.w_key},
+                                  {"w-value", &c.w_value},
+                                  {"w-out", &c.w_out},
+                                  {"b-out", &c.b_out}}) {
+      if (*m) settings.push_back(fmt::format("{} {}", name, escape_controls((*m)->source)));
+    }
+    if (c.heads > 1 || c.multihead != MultiheadForm::kWrapper) {
+      settings.push_back(fmt::format("heads {} ({})", c.heads, multihead_name(c.multihead)));
+    }
+    if (c.init != WeightInit::kRand) settings.push_back(fmt::format("init {}", init_name(c.init)));
+    if (c.matmul != MatmulKernel::kAuto) {
+      settings.push_back(fmt::format("matmul {}", matmul_name(c.matmul)));
+    }
+    if (c.kv_heads != 0 && c.kv_heads != c.heads) {
+      settings.push_back(fmt::format("kv-heads {}", c.kv_heads));
+    }
+    if (c.rope) {
+      settings.push_back(fmt::format("rope (θ {}, {})", c.rope_theta, name_of(c.rope_pairs)));
+    }
+    if (c.causal) settings.push_back("causal");
+    if (c.window > 0 && !trace.inputs.empty() &&
+        c.window < static_cast<std::int64_t>(trace.inputs[0].words.size())) {
+      settings.push_back(fmt::format("window {}", c.window));
+    }
+    if (c.causal || trace.pad_id) {
+      settings.push_back(fmt::format("masked-rows {}", masked_rows_name(c.masked_rows)));
+    }
+    out += wrap_items("settings: ", settings, ", ", "  ") + "\n";
   }
-  for (const auto& [name, m] : {std::pair{"w-query", &c.w_query},
-                                {"w-key", &c.w_key},
-                                {"w-value", &c.w_value},
-                                {"w-out", &c.w_out},
-                                {"b-out", &c.b_out}}) {
-    if (*m) settings.push_back(fmt::format("{} {}", name, escape_controls((*m)->source)));
-  }
-  if (c.heads > 1 || c.multihead != MultiheadForm::kWrapper) {
-    settings.push_back(fmt::format("heads {} ({})", c.heads, multihead_name(c.multihead)));
-  }
-  if (c.init != WeightInit::kRand) settings.push_back(fmt::format("init {}", init_name(c.init)));
-  if (c.matmul != MatmulKernel::kAuto) {
-    settings.push_back(fmt::format("matmul {}", matmul_name(c.matmul)));
-  }
-  if (c.kv_heads != 0 && c.kv_heads != c.heads) {
-    settings.push_back(fmt::format("kv-heads {}", c.kv_heads));
-  }
-  if (c.rope) {
-    settings.push_back(fmt::format("rope (θ {}, {})", c.rope_theta, name_of(c.rope_pairs)));
-  }
-  if (c.causal) settings.push_back("causal");
-  if (c.window > 0 && !trace.inputs.empty() &&
-      c.window < static_cast<std::int64_t>(trace.inputs[0].words.size())) {
-    settings.push_back(fmt::format("window {}", c.window));
-  }
-  if (c.causal || trace.pad_id) {
-    settings.push_back(fmt::format("masked-rows {}", masked_rows_name(c.masked_rows)));
-  }
-  out += wrap_items("settings: ", settings, ", ", "  ") + "\n";
 
   if (c.x) return;  // no words, no dictionary
   if (brief) {
@@ -280,10 +297,18 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
   }
 }
 
+std::string head_text(const TraceConfig& config, int head, bool brief) {
+  if (config.model) {
+    return brief ? fmt::format("L{}H{}", config.layer, head)
+                 : fmt::format("layer {}, head {}", config.layer, head);
+  }
+  return brief ? fmt::format("head {}", head + 1) : fmt::format("head {} of {}", head + 1, config.heads);
+}
+
 std::string where_text(const Trace& trace, const std::optional<int>& head,
                        const std::optional<int>& batch) {
   std::vector<std::string> parts;
-  if (head) parts.push_back(fmt::format("head {} of {}", *head + 1, trace.config.heads));
+  if (head) parts.push_back(head_text(trace.config, *head));
   if (batch) parts.push_back(fmt::format("sentence {} of {}", *batch + 1, trace.inputs.size()));
   return parts.empty() ? "" : fmt::format(" ({})", fmt::join(parts, ", "));
 }

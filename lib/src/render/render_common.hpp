@@ -53,6 +53,10 @@ void check_query_and_key(const Trace& trace, std::int64_t query, std::int64_t ke
 // (a count instead) when `brief`, for long inputs.
 void append_preamble(std::string& out, const Trace& trace, bool brief = false);
 // " (head 2 of 4, sentence 1 of 3)", or empty.
+// A head as every view names it: "head 2 of 4"; in a model's trace, "layer 5, head 1" (both from
+// 0, as the checkpoint numbers them). Brief: "head 2", "L5H1".
+std::string head_text(const TraceConfig& config, int head, bool brief = false);
+
 std::string where_text(const Trace& trace, const std::optional<int>& head,
                        const std::optional<int>& batch);
 

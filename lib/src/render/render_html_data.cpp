@@ -129,7 +129,7 @@ Workings workings_json(const Trace& trace, MatrixPool& pool) {
       const int exps = pool.add(std::move(exponentials));
       w.index[{head.value_or(-1), batch.value_or(-1)}] = static_cast<int>(items.size());
       std::string label;
-      if (head) label += fmt::format("head {}", *head + 1);
+      if (head) label += render_detail::head_text(trace.config, *head, /*brief=*/true);
       if (batch) label += fmt::format("{}sentence {}", head ? ", " : "", *batch + 1);
       items.push_back(fmt::format(
           "{{\"head\":{},\"batch\":{},\"label\":{},\"where\":{},\"q\":{},\"k\":{},\"omega\":{},"

@@ -57,6 +57,20 @@ json settings_of(const Trace& trace) {
   s["w_value"] = optional_source(c.w_value);
   s["w_out"] = optional_source(c.w_out);
   s["b_out"] = optional_source(c.b_out);
+  if (c.model) {
+    const Gpt2Config& m = c.model->config();
+    s["model"] = json{{"path", c.model->path()},
+                      {"layer", c.layer},
+                      {"head", c.model_head ? json(*c.model_head) : json(nullptr)},
+                      {"n_layer", m.n_layer},
+                      {"n_head", m.n_head},
+                      {"n_embd", m.n_embd},
+                      {"n_positions", m.n_positions},
+                      {"n_inner", m.n_inner},
+                      {"activation_function", activation_name(m.activation)},
+                      {"layer_norm_epsilon", m.layer_norm_epsilon},
+                      {"dtype", m.dtype}};
+  }
   return s;
 }
 
@@ -70,12 +84,17 @@ std::string optional_index(const std::optional<int>& i) {
   return i ? std::to_string(*i + 1) : std::string("null");
 }
 
+// A step's head as the trace numbers it (head_number), or null.
+std::string head_index(const TraceConfig& config, const std::optional<int>& head) {
+  return head ? std::to_string(head_number(config, *head)) : std::string("null");
+}
+
 // The fields of a step other than its values, one per line, each followed by a comma.
-std::string step_fields(const Step& s) {
+std::string step_fields(const TraceConfig& config, const Step& s) {
   std::string out;
   out += fmt::format("      \"id\": {},\n      \"title\": {},\n      \"equation\": {},\n",
                      json_string(s.id), json_string(s.title), json_string(s.equation));
-  out += fmt::format("      \"head\": {},\n      \"batch\": {},\n", optional_index(s.head),
+  out += fmt::format("      \"head\": {},\n      \"batch\": {},\n", head_index(config, s.head),
                      optional_index(s.batch));
   out += fmt::format("      \"shape\": [{}, {}],\n", s.values.rows(), s.values.cols());
   out += fmt::format("      \"tensor_shape\": {},\n",
@@ -131,7 +150,7 @@ std::string render_manifest(const Trace& trace, const std::vector<ExportEntry>& 
     if (!f.figure.empty()) out += fmt::format("      \"figure\": {},\n", json_string(f.figure));
     std::string fields;
     if (f.steps.size() == 1) {
-      fields = step_fields(s);
+      fields = step_fields(trace.config, s);
     } else {
       // The whole tensor of several slices: the step without one slice's shape and labels (each
       // slice's entry has its own), and the slices' files in the tensor's order.
@@ -145,7 +164,7 @@ std::string render_manifest(const Trace& trace, const std::vector<ExportEntry>& 
       fields += fmt::format("      \"id\": {},\n      \"title\": {},\n      \"equation\": {},\n",
                             json_string(s.id), json_string(s.title), json_string(s.equation));
       fields += fmt::format("      \"head\": {},\n      \"batch\": {},\n",
-                            heads ? std::string("null") : optional_index(s.head),
+                            heads ? std::string("null") : head_index(trace.config, s.head),
                             batch ? std::string("null") : optional_index(s.batch));
       fields += fmt::format("      \"tensor_shape\": {},\n",
                             dump(json{{"names", s.shape_names}, {"sizes", s.shape}}));
@@ -172,7 +191,7 @@ std::string render_json(const Trace& trace, bool describe) {
   for (std::size_t i = 0; i < trace.steps.size(); ++i) {
     const Step& s = trace.steps[i];
     out += i ? ",\n    {\n" : "\n    {\n";
-    out += step_fields(s);
+    out += step_fields(trace.config, s);
     if (describe) {
       out += fmt::format("      \"description\": {},\n", json_string(describe_step(s.id)));
     }

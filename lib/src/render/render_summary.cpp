@@ -18,10 +18,13 @@ using namespace render_detail;
 
 namespace {
 
-// " h2 s1": the step's head and sentence, 1-based.
-std::string where(const Step& s) {
+// " h2 s1": the step's head and sentence, 1-based (a model's head: " L5H1", from 0).
+std::string where(const Step& s, const TraceConfig* c = nullptr) {
   std::string w;
-  if (s.head) w += fmt::format(" h{}", *s.head + 1);
+  if (s.head) {
+    w += c && c->model ? fmt::format(" {}", head_text(*c, *s.head, true))
+                       : fmt::format(" h{}", *s.head + 1);
+  }
   if (s.batch) w += fmt::format(" s{}", *s.batch + 1);
   return w;
 }
@@ -38,18 +41,19 @@ std::string summary_head(const Trace& trace) {
   return out;
 }
 
-std::string summary_step_line(const Step& s, int threads) {
+std::string summary_step_line(const Step& s, int threads, const TraceConfig* config) {
   // A step computed rows at a time has its statistics instead of its values.
   const MatrixStatistics st =
       s.digest ? s.digest->statistics : matrix_statistics(s.values, threads);
   const Eigen::Index rows = s.digest ? s.digest->rows : s.values.rows();
   const Eigen::Index cols = s.digest ? s.digest->cols : s.values.cols();
-  return fmt::format("{:<28} {:>12} {:>12} {:>12} {:>12} {:>8}  {:016x}\n", s.id + where(s),
+  return fmt::format("{:<28} {:>12} {:>12} {:>12} {:>12} {:>8}  {:016x}\n", s.id + where(s, config),
                      fmt::format("[{}, {}]", rows, cols), g(st.min), g(st.max),
                      st.finite ? g(st.mean) : std::string("-"), st.nonfinite, st.checksum);
 }
 
-std::string summary_attention(const Step& s, std::int64_t queries, int threads) {
+std::string summary_attention(const Step& s, std::int64_t queries, int threads,
+                              const TraceConfig* config) {
   if (s.kind != StepKind::kAttentionWeights) return {};
   AttentionGlance glance;
   if (s.digest && s.digest->glance) {
@@ -60,7 +64,8 @@ std::string summary_attention(const Step& s, std::int64_t queries, int threads) 
   } else {
     glance = attention_glance(s.values, queries, threads);
   }
-  std::string out = fmt::format("\nattention_weights{}: largest |row sum − 1| = {:.1e}\n", where(s),
+  std::string out = fmt::format("\nattention_weights{}: largest |row sum − 1| = {:.1e}\n",
+                                where(s, config),
                                 glance.largest_residual);
   for (const AttentionGlance::Query& q : glance.queries) {
     const std::string who = python_str_repr(s.row_labels.at(static_cast<std::size_t>(q.row)));
@@ -104,7 +109,8 @@ std::string render_timings(const Trace& trace, double total_seconds, double outp
     const std::string shape =
         s.shape.size() >= 2 ? fmt::format("[{}, {}]", s.shape[s.shape.size() - 2], s.shape.back())
                             : fmt::format("[{}]", s.shape.empty() ? 0 : s.shape.back());
-    out += trimmed(fmt::format("{:<28} {:>14} {:>10.3f} {:>9}", s.id + where(s), shape,
+    out += trimmed(fmt::format("{:<28} {:>14} {:>10.3f} {:>9}", s.id + where(s, &trace.config),
+                               shape,
                                1e3 * st.seconds, rate(st.gflops)));
   }
   out += trimmed(fmt::format("{:<28} {:>14} {:>10.3f} {:>9}", "matrix products", "",
@@ -119,8 +125,8 @@ std::string render_timings(const Trace& trace, double total_seconds, double outp
 
 std::string render_summary(const Trace& trace, std::int64_t queries, int threads) {
   std::string out = summary_head(trace);
-  for (const Step& s : trace.steps) out += summary_step_line(s, threads);
-  for (const Step& s : trace.steps) out += summary_attention(s, queries, threads);
+  for (const Step& s : trace.steps) out += summary_step_line(s, threads, &trace.config);
+  for (const Step& s : trace.steps) out += summary_attention(s, queries, threads, &trace.config);
   return out;
 }
 

@@ -88,7 +88,7 @@ std::string render_markdown(const Trace& trace, const TextOptions& options) {
   for (std::size_t i = 0; i < n; ++i) {
     const Step& s = trace.steps[i];
     std::string where;
-    if (s.head) where += fmt::format(", head {} of {}", *s.head + 1, trace.config.heads);
+    if (s.head) where += fmt::format(", {}", render_detail::head_text(trace.config, *s.head));
     if (s.batch) where += fmt::format(", sentence {} of {}", *s.batch + 1, trace.inputs.size());
     std::vector<std::string> sizes;
     for (const std::int64_t d : s.shape) sizes.push_back(std::to_string(d));

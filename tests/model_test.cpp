@@ -1,0 +1,347 @@
+// A GPT-2 checkpoint (--model): every step of a layer's attention against PyTorch's GPT-2
+// (tests/reference/make_gpt2_model_references.py: F32, F16, BF16, with and without the
+// transformer. prefix and config.json), the dtypes' conversion, and every malformed file's error.
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "attn/error.hpp"
+#include "attn/gpt2_model.hpp"
+#include "attn/trace.hpp"
+#include "support/reference.hpp"
+#include "support/temp_dir.hpp"
+
+namespace attn {
+
+namespace {
+
+using test::json;
+
+const std::string kModels = std::string(ATTN_REFERENCE_DIR) + "/gpt2_model/";
+
+json expected(const std::string& name) {
+  std::ifstream in(kModels + name + "/expected.json");
+  REQUIRE(in);
+  return json::parse(in);
+}
+
+// The case's trace, as attn-trace --model runs it.
+Trace model_trace(const json& ref, const std::string& name) {
+  const json& s = ref.at("settings");
+  TraceConfig c;
+  c.model = Gpt2Checkpoint::open(kModels + name + "/model.safetensors",
+                                 s.at("config_json").get<bool>() ? 0 : s.at("n_head").get<int>());
+  c.sentences = {ref.at("prompt").get<std::string>()};
+  c.layer = s.at("layer").get<std::int64_t>();
+  if (!s.at("head").is_null()) c.model_head = s.at("head").get<std::int64_t>();
+  return run_trace(c);
+}
+
+}  // namespace
+
+TEST_CASE("every step of a GPT-2 checkpoint's layer is PyTorch's within 1e-5") {
+  for (const char* name : {"f32_l2_h2_d32", "f16_l3_h4_d64", "prefix_l2_h4_d32", "bf16_l1_h2_d16"}) {
+    CAPTURE(name);
+    const json ref = expected(name);
+    const Trace trace = model_trace(ref, name);
+    const json& s = ref.at("settings");
+    const Gpt2Config& m = trace.config.model->config();
+    CHECK(m.n_layer == s.at("n_layer").get<std::int64_t>());
+    CHECK(m.n_head == s.at("n_head").get<std::int64_t>());
+    CHECK(m.n_inner == s.at("n_inner").get<std::int64_t>());
+    CHECK(m.dtype == s.at("dtype").get<std::string>());
+    CHECK(m.prefix == (s.at("prefix").get<bool>() ? "transformer." : ""));
+    CHECK(m.config_json == s.at("config_json").get<bool>());
+    CHECK(activation_name(m.activation) == s.at("activation_function").get<std::string>());
+    CHECK(trace.inputs.at(0).ids == ref.at("token_ids").get<std::vector<std::int64_t>>());
+    // The same steps, in the same order, each within 1e-5 of its largest value.
+    REQUIRE(trace.steps.size() == ref.at("steps").size());
+    for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+      const Step& step = trace.steps[i];
+      const json& want = ref.at("steps")[i];
+      CAPTURE(step.id);
+      CAPTURE(step.head);
+      CHECK(step.id == want.at("id").get<std::string>());
+      CHECK(step.head == (want.at("head").is_null()
+                              ? std::nullopt
+                              : std::optional<int>(want.at("head").get<int>())));
+      test::check_relative(step.values, want, fmt::format("{} {}", name, step.id), 1e-5f);
+    }
+  }
+}
+
+TEST_CASE("a model's trace numbers its layer and heads from 0, and one head's trace feeds c_proj") {
+  const json ref = expected("f32_l2_h2_d32");
+  const Trace all = model_trace(ref, "f32_l2_h2_d32");
+  TraceConfig c = all.config;
+  c.model_head = 1;
+  const Trace one = run_trace(c);
+  CHECK(head_number(one.config, 1) == 1);
+  CHECK(one.step(StepKind::kAttentionWeights, 1).values ==
+        all.step(StepKind::kAttentionWeights, 1).values);
+  CHECK_THROWS(one.step(StepKind::kAttentionWeights, 0));
+  CHECK(one.step(StepKind::kOutput).values == all.step(StepKind::kOutput).values);
+  // No causal lesson: GPT-2's mask is the one way it masks.
+  CHECK_THROWS(all.step(StepKind::kUnmaskedWeights, 0));
+}
+
+TEST_CASE("a model refuses a layer, a head or a prompt it does not have") {
+  const json ref = expected("bf16_l1_h2_d16");
+  TraceConfig c;
+  c.model = Gpt2Checkpoint::open(kModels + "bf16_l1_h2_d16/model.safetensors");
+  c.sentences = {"Hello world"};
+  c.layer = 1;
+  CHECK_THROWS_WITH_AS(run_trace(c), "layer 1 is not in the model: its layers are 0 … 0", Error);
+  c.layer = 0;
+  c.model_head = 2;
+  CHECK_THROWS_WITH_AS(run_trace(c), "head 2 is not in the model: its heads are 0 … 1", Error);
+  c.model_head.reset();
+  std::string long_text;
+  for (int i = 0; i < 40; ++i) long_text += " word";
+  c.sentences = {long_text};
+  CHECK_THROWS_WITH_AS(run_trace(c),
+                       "the text has 40 tokens, more than the model's 32 positions (n_positions): "
+                       "give a shorter text",
+                       Error);
+  c.sentences = {"Hello world"};
+  c.rope = true;
+  CHECK_THROWS_WITH_AS(
+      run_trace(c),
+      "a model's trace is GPT-2's: learned positions, a K/V head per query head, no window",
+      Error);
+}
+
+// --- the file format ------------------------------------------------------------------------
+
+namespace {
+
+struct Entry {
+  std::string name, dtype = "F32";
+  std::vector<std::int64_t> shape;
+  std::vector<unsigned char> bytes = {};  // empty: the size the shape needs, a pattern of floats
+};
+
+std::size_t element_bytes(const std::string& dtype) {
+  return dtype == "F32" || dtype == "I32" ? 4 : dtype == "I64" ? 8 : 2;
+}
+
+// A safetensors file: the header (or `header` as given), then the entries' bytes back to back.
+std::string safetensors(std::vector<Entry> entries, const std::string& header = "") {
+  json h = json::object();
+  std::string data;
+  for (Entry& e : entries) {
+    std::size_t n = 1;
+    for (std::int64_t d : e.shape) n *= static_cast<std::size_t>(d);
+    if (e.bytes.empty()) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const float v = 0.01f * static_cast<float>(static_cast<int>(i % 13) - 6);
+        const std::uint64_t bits = std::bit_cast<std::uint32_t>(v);
+        const std::size_t size = element_bytes(e.dtype);
+        for (std::size_t b = 0; b < size; ++b) {  // F16 and BF16: the float's high half
+          const std::size_t shift = 8 * (size == 2 ? b + 2 : b);
+          e.bytes.push_back(static_cast<unsigned char>(shift < 32 ? (bits >> shift) & 0xff : 0));
+        }
+      }
+    }
+    h[e.name] = {{"dtype", e.dtype},
+                 {"shape", e.shape},
+                 {"data_offsets", {data.size(), data.size() + e.bytes.size()}}};
+    data.append(e.bytes.begin(), e.bytes.end());
+  }
+  const std::string text = header.empty() ? h.dump() : header;
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>(text.size() >> (8 * i));
+  return out + text + data;
+}
+
+// GPT-2's tensors for a tiny model: vocab 8, n_embd 4, 4 positions, n_inner 16.
+std::vector<Entry> tiny_gpt2(int layers = 1, const std::string& prefix = "") {
+  std::vector<Entry> e = {{prefix + "wte.weight", "F32", {8, 4}},
+                          {prefix + "wpe.weight", "F32", {4, 4}}};
+  for (int l = 0; l < layers; ++l) {
+    const std::string h = fmt::format("{}h.{}.", prefix, l);
+    for (const char* part : {"ln_1", "ln_2"}) {
+      e.push_back({h + part + ".weight", "F32", {4}});
+      e.push_back({h + part + ".bias", "F32", {4}});
+    }
+    e.push_back({h + "attn.c_attn.weight", "F32", {4, 12}});
+    e.push_back({h + "attn.c_attn.bias", "F32", {12}});
+    e.push_back({h + "attn.c_proj.weight", "F32", {4, 4}});
+    e.push_back({h + "attn.c_proj.bias", "F32", {4}});
+    e.push_back({h + "mlp.c_fc.weight", "F32", {4, 16}});
+    e.push_back({h + "mlp.c_fc.bias", "F32", {16}});
+    e.push_back({h + "mlp.c_proj.weight", "F32", {16, 4}});
+    e.push_back({h + "mlp.c_proj.bias", "F32", {4}});
+  }
+  e.push_back({prefix + "ln_f.weight", "F32", {4}});
+  e.push_back({prefix + "ln_f.bias", "F32", {4}});
+  return e;
+}
+
+void write(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+// The error that opening these bytes (with this config.json, if any) gives, without the path.
+std::string open_error(const std::string& bytes, const std::string& config = "",
+                       std::int64_t n_head = 2) {
+  test::TempDir dir;
+  write(dir / "model.safetensors", bytes);
+  if (!config.empty()) write(dir / "config.json", config);
+  try {
+    Gpt2Checkpoint::open((dir / "model.safetensors").string(), n_head);
+  } catch (const Error& e) {
+    std::string what = e.what();
+    const std::string path = (dir / "model.safetensors").string();
+    for (const std::string& p : {path, (dir / "config.json").string()}) {
+      if (what.rfind(p, 0) == 0) return "FILE" + what.substr(p.size());
+    }
+    return what;
+  }
+  return "opened";
+}
+
+std::vector<Entry> replaced(std::vector<Entry> e, const std::string& name, Entry with) {
+  for (Entry& x : e) {
+    if (x.name == name) x = std::move(with);
+  }
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("a tiny checkpoint opens, with its hyperparameters from the shapes") {
+  test::TempDir dir;
+  write(dir / "model.safetensors", safetensors(tiny_gpt2(2, "transformer.")));
+  const auto m = Gpt2Checkpoint::open((dir / "model.safetensors").string(), 2);
+  CHECK(m->config().n_layer == 2);
+  CHECK(m->config().n_embd == 4);
+  CHECK(m->config().vocab_size == 8);
+  CHECK(m->config().n_positions == 4);
+  CHECK(m->config().n_inner == 16);
+  CHECK(m->config().prefix == "transformer.");
+  CHECK_FALSE(m->config().config_json);
+  // A trace of id 0 ("!" in GPT-2's vocabulary), the one token the tiny vocabulary has a row for.
+  TraceConfig c;
+  c.model = m;
+  c.sentences = {"!"};
+  const Trace t = run_trace(c);
+  CHECK(t.inputs[0].ids == std::vector<std::int64_t>{0});
+  CHECK(t.step(StepKind::kTokenEmbeddings).values == m->token_rows({0}));
+}
+
+TEST_CASE("F16 and BF16 are converted exactly") {
+  // 1.5, −0, 65504 (the largest half), 2^−24 (the smallest subnormal), inf, 3·2^−16 (subnormal)
+  const std::vector<std::uint16_t> half = {0x3e00, 0x8000, 0x7bff, 0x0001, 0x7c00, 0x0003};
+  const std::vector<float> want = {1.5f, -0.0f, 65504.0f, std::ldexp(1.0f, -24),
+                                   INFINITY, 3 * std::ldexp(1.0f, -24)};
+  std::vector<unsigned char> bytes;
+  for (std::uint16_t h : half) {
+    bytes.push_back(static_cast<unsigned char>(h & 0xff));
+    bytes.push_back(static_cast<unsigned char>(h >> 8));
+  }
+  auto e = replaced(tiny_gpt2(), "wpe.weight", {"wpe.weight", "F16", {1, 4}, {}});
+  e = replaced(e, "wte.weight", {"wte.weight", "F16", {1, 4}, {}});
+  e[0].bytes.assign(bytes.begin(), bytes.begin() + 8);   // 1.5, −0, 65504, 2^−24
+  e[1].bytes.assign(bytes.begin() + 8, bytes.end());     // inf, 3·2^−24,
+  e[1].bytes.insert(e[1].bytes.end(), bytes.begin(), bytes.begin() + 4);  // 1.5, −0
+  test::TempDir dir;
+  write(dir / "model.safetensors", safetensors(e));
+  const auto m = Gpt2Checkpoint::open((dir / "model.safetensors").string(), 2);
+  const Matrix row = m->token_rows({0});
+  for (int i = 0; i < 4; ++i) CHECK(std::bit_cast<std::uint32_t>(row(0, i)) == std::bit_cast<std::uint32_t>(want[static_cast<std::size_t>(i)]));
+  const Matrix pos = m->position_rows(1);
+  CHECK(pos(0, 0) == INFINITY);
+  CHECK(std::bit_cast<std::uint32_t>(pos(0, 1)) == std::bit_cast<std::uint32_t>(3 * std::ldexp(1.0f, -24)));
+  // And a BF16 tensor.
+  auto b = replaced(tiny_gpt2(), "wpe.weight", {"wpe.weight", "BF16", {4, 4}, {}});
+  write(dir / "model.safetensors", safetensors(b));
+  const auto mb = Gpt2Checkpoint::open((dir / "model.safetensors").string(), 2);
+  // The pattern's first value, −0.06f, its low half dropped.
+  CHECK(std::bit_cast<std::uint32_t>(mb->position_rows(1)(0, 0)) ==
+        (std::bit_cast<std::uint32_t>(-0.06f) & 0xffff0000u));
+}
+
+TEST_CASE("every malformed checkpoint gets one clear error") {
+  const auto ok = tiny_gpt2();
+  CHECK(open_error(safetensors(ok)) == "opened");
+  CHECK(open_error("abcd") ==
+        "FILE: is not a safetensors file: 4 bytes, fewer than the header's 8-byte length");
+  std::string too_long = safetensors(ok);
+  too_long[5] = 1;
+  CHECK(open_error(too_long).starts_with(
+      "FILE: is not a safetensors file: its header length 1099511"));
+  CHECK(open_error(safetensors({}, "{\"a\": [1, 2")) ==
+        "FILE: is not a safetensors file: its 11-byte header is not JSON");
+  CHECK(open_error(safetensors({}, "[1, 2, 3]")) ==
+        "FILE: is not a safetensors file: its header is not a JSON object");
+  CHECK(open_error(safetensors({}, R"({"x": 3})")) ==
+        "FILE: tensor 'x' is not an object with dtype, shape and data_offsets");
+  CHECK(open_error(safetensors(replaced(ok, "wte.weight", {"wte.weight", "Q4", {8, 4}, {0, 0}}))) ==
+        "FILE: tensor 'wte.weight' has dtype 'Q4', which is not a safetensors dtype");
+  CHECK(open_error(safetensors({}, R"({"x": {"dtype": "F32", "shape": [2, -1], "data_offsets": [0, 0]}})")) ==
+        "FILE: tensor 'x' has shape [2,-1]: each size must be an integer from 0 to 2^40");
+  CHECK(open_error(safetensors({}, R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0]}})")) ==
+        "FILE: tensor 'x' has data_offsets [0]: they must be two byte offsets [begin, end]");
+  CHECK(open_error(safetensors({}, R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})")) ==
+        "FILE: tensor 'x' has data_offsets [0, 8], outside the file's 0 bytes of data");
+  CHECK(open_error(safetensors({{"x", "F32", {3}, std::vector<unsigned char>(8)}})) ==
+        "FILE: tensor 'x' has data_offsets [0, 8]: 8 bytes, but F32 [3] needs 12");
+  CHECK(open_error(safetensors({{"a", "F32", {2}, std::vector<unsigned char>(8)}},
+                               R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, )"
+                               R"("b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})")) ==
+        "FILE: tensors 'a' and 'b' overlap: bytes [0, 8) and [4, 8)");
+  CHECK(open_error(safetensors({{"x", "F32", {1}}})) ==
+        "FILE: has no tensor 'wte.weight' (nor 'transformer.wte.weight'): it is not a GPT-2 "
+        "checkpoint");
+  auto missing = ok;
+  std::erase_if(missing, [](const Entry& e) { return e.name == "h.0.attn.c_proj.bias"; });
+  CHECK(open_error(safetensors(missing)) ==
+        "FILE: has no tensor 'h.0.attn.c_proj.bias': a GPT-2 checkpoint has it");
+  CHECK(open_error(safetensors(replaced(ok, "h.0.attn.c_attn.weight",
+                                        {"h.0.attn.c_attn.weight", "F32", {4, 11}}))) ==
+        "FILE: tensor 'h.0.attn.c_attn.weight' has shape [4, 11]: GPT-2 needs [4, 12]");
+  CHECK(open_error(safetensors(replaced(ok, "wpe.weight", {"wpe.weight", "I64", {4, 4}}))) ==
+        "FILE: tensor 'wpe.weight' is I64: a model's weights must be F32, F16 or BF16");
+  CHECK(open_error(safetensors(ok), "", 0) ==
+        "FILE: has no config.json beside it: give the number of heads");
+  CHECK(open_error(safetensors(ok), "", 3) == "FILE: 3 heads do not divide n_embd 4: d_head would not be whole");
+  // config.json
+  CHECK(open_error(safetensors(ok), "{") == "FILE: is not valid JSON");
+  CHECK(open_error(safetensors(ok), R"({"n_head": 2, "activation_function": "relu"})", 0) ==
+        "FILE: activation_function 'relu' is not supported: gelu_new (GPT-2's tanh form) or gelu");
+  CHECK(open_error(safetensors(ok), R"({"n_head": 2, "n_embd": 768})", 0) ==
+        "FILE: n_embd is 768, but wte.weight's shape gives 4");
+  CHECK(open_error(safetensors(ok), R"({"n_head": 2, "n_inner": null, "n_layer": 1})", 0) ==
+        "opened");
+  CHECK(open_error(safetensors(replaced(ok, "h.0.mlp.c_fc.weight", {"h.0.mlp.c_fc.weight", "F32", {4, 8}})),
+                   R"({"n_head": 2})", 0) ==
+        "FILE: n_inner is null, which means 4 · n_embd = 16, but mlp.c_fc.weight's shape gives 8");
+  CHECK(open_error(safetensors(ok), R"({"n_layer": 1})", 0) == "FILE: has no n_head");
+  CHECK(open_error(safetensors(ok), R"({"n_head": 4})", 2) ==
+        "FILE: n_head is 4, but 2 heads were asked for");
+  CHECK(open_error(safetensors(ok), R"({"n_head": 0})", 0) ==
+        "FILE: n_head is 0: it must be a positive integer");
+  CHECK(open_error(safetensors(ok), R"({"n_head": 2, "layer_norm_epsilon": "x"})", 0) ==
+        "FILE: layer_norm_epsilon is \"x\": it must be a number in (0, 1)");
+  // Not a file.
+  test::TempDir dir;
+  CHECK_THROWS_WITH_AS(Gpt2Checkpoint::open(dir.path().string()),
+                       fmt::format("the model {} is not a file: give a model.safetensors",
+                                   dir.path().string())
+                           .c_str(),
+                       Error);
+  CHECK_THROWS_WITH_AS(Gpt2Checkpoint::open((dir / "none.safetensors").string()),
+                       fmt::format("cannot open the model {}: No such file or directory",
+                                   (dir / "none.safetensors").string())
+                           .c_str(),
+                       Error);
+}
+
+}  // namespace attn
