@@ -652,7 +652,7 @@ case_error_key_past_end() {
 }
 case_error_key_without_query() { expect_error "--key 3 needs --query" --key 3; }
 case_error_unknown_option() {
-  expect_error "unknown option --head: did you mean --heads? (see attn-trace --help)" --head 2
+  expect_error "unknown option --heds: did you mean --heads? (see attn-trace --help)" --heds 2
 }
 case_error_unknown_kernel() {
   expect_error "--torch-kernel: neon not in {avx2,default} (see attn-trace --help)" --torch-kernel neon
