@@ -1259,6 +1259,68 @@ case_gpt2_unknown_tokenizer() {
   expect_error "--tokenizer: gpt3 not in {words,gpt2} (see attn-trace --help)" --tokenizer gpt3
 }
 
+# --- a GPT-2 checkpoint (--model) ----------------------------------------------------------------
+gpt2_models=data/reference/gpt2_model
+case_model_text() {
+  expect_output model_text --model $gpt2_models/bf16_l1_h2_d16/model.safetensors "Hello world"
+}
+case_model_layer_head_summary() {
+  expect_output model_layer_head_summary --model $gpt2_models/f16_l3_h4_d64/model.safetensors \
+    --layer 2 --head 3 --format summary "Life is short, eat dessert first"
+}
+case_model_heatmap_without_config() {
+  expect_output model_heatmap --model $gpt2_models/prefix_l2_h4_d32/model.safetensors --n-head 4 \
+    --head 2 --format heatmap --steps attention_weights "Attention is all you need."
+}
+case_model_every_view() {
+  local args=(--model $gpt2_models/f32_l2_h2_d32/model.safetensors --layer 1 "Life is short, eat dessert first")
+  local view
+  for view in "" "--query 2" "--explain 3,2" "--explain 3,2 --head 1" "--format heatmap" \
+    "--format csv" "--format markdown" "--format summary" "--format overview" "--format html" \
+    "--format svg --steps attention_weights --head 0" "--format json" "--describe" \
+    "--softmax-steps" "--steps omega,output"; do
+    # shellcheck disable=SC2086
+    run "${args[@]}" $view
+    [ "$(cat "$work/status")" = 0 ] && [ ! -s "$work/stderr" ] && [ -s "$work/stdout" ] ||
+      { echo "FAIL: $view"; cat "$work/stderr"; return 1; }
+  done
+  # A batch: padded with <|endoftext|>, whose rows the mask hides.
+  run --model $gpt2_models/f32_l2_h2_d32/model.safetensors -s "Hi" -s "Hello world" --format summary
+  [ "$(cat "$work/status")" = 0 ] && grep -q "^attention_weights L0H1 s1" "$work/stdout" ||
+    { cat "$work/stderr"; return 1; }
+  # Layers and heads from 0 in every view: JSON, export names, text.
+  "$binary" "${args[@]}" --head 1 --format json >"$work/a.json" &&
+    grep -q '"head": 1,' "$work/a.json" && ! grep -q '"head": 2,' "$work/a.json" || return 1
+  "$binary" "${args[@]}" --head 1 --export "$work/out" >/dev/null &&
+    [ -f "$work/out/21_attention_weights_layer1_head1.npy" ] || { ls "$work/out"; return 1; }
+  "$binary" "${args[@]}" --head 1 --steps attention_weights | grep -q "(layer 1, head 1)$" || return 1
+  "$binary" diff "$work/a.json" "$work/a.json" >/dev/null &&
+    "$binary" "${args[@]}" --head 1 --expect "$work/a.json" >/dev/null || return 1
+}
+case_model_errors() {
+  local m=$gpt2_models/f32_l2_h2_d32/model.safetensors
+  expect_error "--layer chooses in a GPT-2 checkpoint: it goes with --model" --layer 1 || return 1
+  expect_error "--head chooses in a GPT-2 checkpoint: it goes with --model" --head 0 || return 1
+  expect_error "--seed and --model do not go together (see attn-trace --help)" --model $m --seed 3 ||
+    return 1
+  expect_error "--layer 2 is not in $m: its layers are 0 … 1" --model $m --layer 2 || return 1
+  expect_error "--head 2 is not in $m: its heads are 0 … 1" --model $m --head 2 || return 1
+  expect_error "$gpt2_models/prefix_l2_h4_d32/model.safetensors: has no config.json beside it: give the number of heads with --n-head" \
+    --model $gpt2_models/prefix_l2_h4_d32/model.safetensors || return 1
+  expect_error "$gpt2_models/f32_l2_h2_d32/config.json: n_head is 2, but 4 heads were asked for" \
+    --model $m --n-head 4 || return 1
+  expect_error "--model reads GPT-2's tokens: --tokenizer words does not go with it" \
+    --model $m --tokenizer words || return 1
+  expect_error "cannot open the model $gpt2_models/none.safetensors: No such file or directory" \
+    --model $gpt2_models/none.safetensors || return 1
+  expect_error "the model $gpt2_models is not a file: give a model.safetensors" --model $gpt2_models ||
+    return 1
+  expect_error "$gpt2_models/f32_l2_h2_d32/config.json: is not a safetensors file: its header length 7237123119542962811 runs past the end of the file (205 bytes)" \
+    --model $gpt2_models/f32_l2_h2_d32/config.json || return 1
+  expect_error "the text has 40 tokens, more than the model's 32 positions (n_positions): give a shorter text" \
+    --model $gpt2_models/bf16_l1_h2_d16/model.safetensors "$(printf ' word%.0s' {1..40})"
+}
+
 # --- the KV cache (--decode) and the online softmax (--online-softmax) ---------------------------
 case_decode() { expect_output decode --decode; }
 case_decode_heads_split_batch() {

@@ -67,11 +67,14 @@ void combine_heads(Recorder& rec, const Item& item, const Weights& w,
   for (std::size_t h = 0; h < zs.size(); ++h) {
     z.middleCols(static_cast<Eigen::Index>(h) * zs[0].cols(), zs[0].cols()) = zs[h];
   }
+  // A model's dimension is d_model, and its heads are numbered from 0.
+  const char* d_out = c.model ? "d_model" : "d_out";
   if (c.heads > 1) {
     rec.add(StepKind::kContextConcat,
-            split ? "Z = Z₁ | … | Z_H (transpose(1, 2).view(T, d_out))"
-                  : std::string(step_info(StepKind::kContextConcat).equation),
-            {"T", split ? "d_out" : "H·d_v"}, z, item.index, std::nullopt,
+            c.model  ? "Z = Z₀ | … | Z_{H−1} (merge_heads: transpose(1, 2).view(T, d_model))"
+            : split ? "Z = Z₁ | … | Z_H (transpose(1, 2).view(T, d_out))"
+                    : std::string(step_info(StepKind::kContextConcat).equation),
+            {"T", split ? d_out : "H·d_v"}, z, item.index, std::nullopt,
             {.rows = item.queries.words});
   }
   if (!split) return;
@@ -83,7 +86,8 @@ void combine_heads(Recorder& rec, const Item& item, const Weights& w,
     }
     equation += " + b_o";
   }
-  rec.add(StepKind::kOutput, equation, {"T", "d_out"}, out, item.index, std::nullopt,
+  if (c.model) equation += fmt::format(" (h.{}.attn.c_proj)", c.layer);
+  rec.add(StepKind::kOutput, equation, {"T", d_out}, out, item.index, std::nullopt,
           {.rows = item.queries.words});
   rec.mark_product(z.rows(), w.w_o.rows(), z.cols());
 }

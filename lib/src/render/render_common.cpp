@@ -196,8 +196,9 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
     const Gpt2Config& m = c.model->config();
     std::vector<std::string> settings = {
         fmt::format("model {}", escape_controls(c.model->path())),
-        fmt::format("GPT-2 with {} layers, {} heads, n_embd {}, {}", m.n_layer, m.n_head, m.n_embd,
-                    m.dtype),
+        fmt::format("GPT-2 with {}, {}, n_embd {}, {}",
+                    counted(static_cast<std::size_t>(m.n_layer), "layer"),
+                    counted(static_cast<std::size_t>(m.n_head), "head"), m.n_embd, m.dtype),
         fmt::format("layer {}", c.layer),
         c.model_head ? fmt::format("head {}", *c.model_head)
                      : fmt::format("heads 0 … {}", m.n_head - 1),

@@ -150,6 +150,7 @@ std::string render_explain(const Trace& trace, std::int64_t i, std::int64_t j,
     const std::optional<int> batch =
         trace.inputs.size() > 1 ? std::optional<int>(static_cast<int>(b)) : std::nullopt;
     for (std::int64_t h = 0; h < c.heads; ++h) {
+      if (!head_traced(c, h)) continue;  // a model's head not chosen
       const std::optional<int> head =
           c.heads > 1 ? std::optional<int>(static_cast<int>(h)) : std::nullopt;
       explain_cell(out, trace, head, batch, i - 1, j - 1, options);

@@ -107,6 +107,7 @@ Workings workings_json(const Trace& trace, MatrixPool& pool) {
     const std::optional<int> batch =
         batches > 1 ? std::optional<int>(static_cast<int>(b)) : std::nullopt;
     for (std::int64_t h = 0; h < c.heads; ++h) {
+      if (!head_traced(c, h)) continue;  // a model's head not chosen
       const std::optional<int> head =
           c.heads > 1 ? std::optional<int>(static_cast<int>(h)) : std::nullopt;
       const Step& weights = trace.step(StepKind::kAttentionWeights, head, batch);

@@ -180,6 +180,20 @@ Look look(StepKind kind) {
       return {"Q'", Place::kStage};
     case StepKind::kRotatedKeys:
       return {"K'", Place::kBeside};
+    case StepKind::kTokenEmbeddings:
+      return {"wte[ids]", Place::kStage};
+    case StepKind::kPositionEmbeddings:
+      return {"wpe", Place::kBeside};
+    case StepKind::kResidualStream:
+      return {"h_L", Place::kStage};
+    case StepKind::kLayerNorm:
+      return {"ln_1(h)", Place::kStage};
+    case StepKind::kBQuery:
+      return {"b_q", Place::kWith, StepKind::kQueries};
+    case StepKind::kBKey:
+      return {"b_k", Place::kWith, StepKind::kQueries};
+    case StepKind::kBValue:
+      return {"b_v", Place::kWith, StepKind::kQueries};
     default:
       return backward_look(kind);
   }

@@ -198,6 +198,7 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
     };
     if (split) projections(no_head, ", all heads");
     for (std::int64_t h = 0; h < c.heads; ++h) {
+      if (!head_traced(c, h)) continue;  // a model's head not chosen
       const std::optional<int> head =
           c.heads > 1 ? std::optional<int>(static_cast<int>(h)) : std::nullopt;
       const bool grouped = c.kv_heads != 0 && c.kv_heads != c.heads;
