@@ -228,7 +228,10 @@ std::shared_ptr<const Gpt2Checkpoint> Gpt2Checkpoint::open(const std::string& pa
   const std::size_t data_size = size - 8 - header;
 
   // Every entry: a known dtype, a shape, and data_offsets of the right size within the data.
-  for (const auto& [name, entry] : doc.items()) {
+  for (const auto& item : doc.items()) {
+    // Named copies, not structured bindings: clang 14 refuses a lambda that captures a binding.
+    const std::string& name = item.key();
+    const json& entry = item.value();
     if (name == "__metadata__") continue;
     auto bad = [&](const std::string& what) {
       return Error(fmt::format("{}: tensor '{}' {}", path, name, what));
