@@ -42,6 +42,26 @@ TEST_CASE("embed computes exactly the table's rows, for every layout of blocks a
   }
 }
 
+TEST_CASE("embed gives the same bits on any number of threads, over several chunks of draws") {
+  // 300 x 1024 is 19,200 blocks of 16 draws: three chunks, each split across the threads; the
+  // ids skip rows, so some chunks start and end inside runs of needed blocks.
+  std::vector<std::int64_t> ids;
+  for (std::int64_t id = 299; id >= 0; id -= 3) ids.push_back(id);
+  ids.push_back(150);
+  for (const TorchKernel kernel : test::kKernels) {
+    const Matrix one = attn::embed(42, 300, 1024, ids, kernel, 1);
+    for (const int threads : {2, 3, 8}) {
+      CHECK(test::bits_of(attn::embed(42, 300, 1024, ids, kernel, threads)) == test::bits_of(one));
+    }
+    const Matrix table = attn::embedding_table(42, 300, 1024, kernel);
+    for (std::size_t t = 0; t < ids.size(); ++t) {
+      const Matrix want = table.row(ids[t]);
+      const Matrix got = one.row(static_cast<Eigen::Index>(t));
+      CHECK(test::bits_of(got) == test::bits_of(want));
+    }
+  }
+}
+
 TEST_CASE("the walkthrough's 50,000 x 3 table has PyTorch's sha256") {
   for (const TorchKernel kernel : test::kKernels) {
     const test::json ref = test::load_reference(kernel, "rng.json");

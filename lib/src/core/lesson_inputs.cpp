@@ -144,7 +144,7 @@ Matrix embed_ids(const Trace& trace, const std::vector<std::int64_t>& ids) {
       x.row(static_cast<Eigen::Index>(r)) = c.embedding->values.row(ids[r]);
     }
   } else {
-    x = embed(c.seed, c.vocab_size, c.d_in, ids, c.kernel);
+    x = embed(c.seed, c.vocab_size, c.d_in, ids, c.kernel, c.threads);
   }
   for (std::size_t r = 0; r < ids.size(); ++r) {
     if (trace.pad_id && ids[r] == *trace.pad_id) x.row(static_cast<Eigen::Index>(r)).setZero();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "attn/error.hpp"
+#include "attn/parallel.hpp"
 
 namespace attn {
 
@@ -31,7 +32,7 @@ Matrix embedding_table(std::uint64_t seed, std::int64_t vocab_size, std::int64_t
 }
 
 Matrix embed(std::uint64_t seed, std::int64_t vocab_size, std::int64_t d_in,
-             std::span<const std::int64_t> ids, TorchKernel kernel) {
+             std::span<const std::int64_t> ids, TorchKernel kernel, int threads) {
   check_shape(vocab_size, d_in);
   for (const std::int64_t id : ids) {
     if (id < 0 || id >= vocab_size) {
@@ -76,22 +77,33 @@ Matrix embed(std::uint64_t seed, std::int64_t vocab_size, std::int64_t d_in,
   };
 
   // The needed blocks, as runs of consecutive blocks in draw order; the generator skips the
-  // draws between runs (discard: no tempering), and draws each run in chunks.
+  // draws between runs (discard: no tempering), and draws each run in chunks. A chunk's uniforms
+  // come from the one generator in order; its blocks' Box-Muller transforms (two thirds of the
+  // time) are independent of each other, so they are split across the threads, each block
+  // computed as it would be alone.
   TorchGenerator gen(seed);
-  std::uint64_t position = 0;  // draws consumed so far
-  constexpr std::uint64_t kChunkBlocks = 256;
-  std::vector<float> chunk(kChunkBlocks * 16);
+  std::uint64_t position = 0;                   // draws consumed so far
+  constexpr std::uint64_t kChunkBlocks = 8192;  // 512 KiB of draws
+  std::vector<float> chunk;
   auto draw_run = [&](std::uint64_t first_block, std::uint64_t end_block) {
     for (std::uint64_t b = first_block; b < end_block; b += kChunkBlocks) {
       const std::uint64_t blocks = std::min(kChunkBlocks, end_block - b);
       gen.discard(b * 16 - position);
+      chunk.resize(std::max<std::size_t>(chunk.size(), blocks * 16));
       const std::span<float> draws(chunk.data(), blocks * 16);
       gen.fill_uniform01(draws);
       position = (b + blocks) * 16;
-      for (std::uint64_t k = 0; k < blocks; ++k) {
-        normal_fill_16(draws.subspan(k * 16).first<16>(), 0.0f, 1.0f, kernel);
-      }
-      scatter(b * 16, blocks * 16, chunk.data());
+      // About 60 operations per draw (a log, a sine and a cosine per pair, vectorised).
+      parallel_for(static_cast<std::int64_t>(blocks), threads,
+                   60.0 * static_cast<double>(blocks * 16),
+                   [&](std::int64_t begin, std::int64_t end) {
+                     const auto k0 = static_cast<std::uint64_t>(begin);
+                     const auto k1 = static_cast<std::uint64_t>(end);
+                     for (std::uint64_t k = k0; k < k1; ++k) {
+                       normal_fill_16(draws.subspan(k * 16).first<16>(), 0.0f, 1.0f, kernel);
+                     }
+                     scatter((b + k0) * 16, (k1 - k0) * 16, chunk.data() + k0 * 16);
+                   });
     }
   };
   std::uint64_t run_begin = 0, run_end = 0;  // [begin, end) blocks, empty at first
