@@ -76,7 +76,9 @@ TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and 
     }
   }
   std::uint32_t seed = 1;
-  for (const auto& [m, n, k] : shapes) {
+  for (const auto& shape : shapes) {
+    // Named copies, not structured bindings: clang 14 refuses CAPTURE's lambda over a binding.
+    const Eigen::Index m = shape[0], n = shape[1], k = shape[2];
     const Matrix a = random_matrix(m, k, seed++), b = random_matrix(k, n, seed++);
     const Matrix want = k == 0 ? Matrix(Matrix::Zero(m, n)) : blocked_definition(a, b);
     for (GemmIsa isa : {GemmIsa::kBest, GemmIsa::kAvx512, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
@@ -133,7 +135,9 @@ TEST_CASE("B packed once gives every block of rows the bits of the whole product
   const std::vector<std::array<Eigen::Index, 3>> shapes = {
       {1, 1, 1}, {13, 33, 257}, {50, 70, 128}, {31, 17, 600}, {4, 9, 0}};
   std::uint32_t seed = 40;
-  for (const auto& [m, n, k] : shapes) {
+  for (const auto& shape : shapes) {
+    // Named copies, not structured bindings: clang 14 refuses CAPTURE's lambda over a binding.
+    const Eigen::Index m = shape[0], n = shape[1], k = shape[2];
     const Matrix a = random_matrix(m, k, seed++), b = random_matrix(k, n, seed++);
     const Matrix b_rows_t = b.transpose();  // (n, k): read as bᵀ in place
     for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2, GemmIsa::kGeneric}) {

@@ -97,8 +97,9 @@ TEST_CASE("every id's token and back; the byte tokens and <|endoftext|>") {
 TEST_CASE("encoder.json is the tokenizer's vocabulary, id for id") {
   const json encoder = read_json(ATTN_REFERENCE_DIR "/../gpt2/encoder.json");
   REQUIRE(encoder.size() == static_cast<std::size_t>(attn::kGpt2VocabSize));
-  for (const auto& [token, id] : encoder.items()) {
-    REQUIRE_MESSAGE(attn::gpt2_token(id.get<std::int64_t>()) == token, token);
+  for (const auto& item : encoder.items()) {
+    const std::string& token = item.key();  // not a structured binding: clang 14's lambdas
+    REQUIRE_MESSAGE(attn::gpt2_token(item.value().get<std::int64_t>()) == token, token);
   }
 }
 
