@@ -1,6 +1,7 @@
 // The blocked matrix product on the attention's shapes, in steady state: each product repeated,
 // the median time reported, against the FMA peak of one core for the vector width the product's
-// code uses. Not a test; tests/bench/bench.py runs it (section 5).
+// code uses. Not a test; tests/bench/bench.py runs it (section 5). On one thread the times are
+// the thread's CPU time, so that other processes on a shared machine do not count.
 // Usage: attn_gemm_bench THREADS [--isa avx512|avx2|generic|all] [T...]
 //   (default T: 512 1024 2048 4096; default --isa all: every one of avx512 and avx2 this CPU
 //   runs, else generic)
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <string_view>
 #include <vector>
@@ -40,8 +42,16 @@ struct Isa {
 
 volatile float g_sink;  // where the FMA loops' results go, so that they are computed
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+// On one thread, the time is the thread's CPU time (CLOCK_THREAD_CPUTIME_ID), which a shared
+// machine's other processes do not inflate; on several, the wall time.
+bool g_cpu_time = false;
+double now_seconds() {
+  if (g_cpu_time) {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // The FMA peak of one core: 12 independent chains of fused multiply-adds in registers (the loop
@@ -55,14 +65,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
     Vec c0 = set1(1), c1 = set1(2), c2 = set1(3), c3 = set1(4), c4 = set1(5), c5 = set1(6); \
     Vec c6 = set1(7), c7 = set1(8), c8 = set1(9), c9 = set1(10), c10 = set1(11);            \
     Vec c11 = set1(12);                                                                     \
-    const auto t0 = std::chrono::steady_clock::now();                                       \
+    const double t0 = now_seconds();                                                        \
     for (long it = 0; it < kIters; ++it) {                                                  \
       c0 = fmadd(c0, a, b), c1 = fmadd(c1, a, b), c2 = fmadd(c2, a, b);                     \
       c3 = fmadd(c3, a, b), c4 = fmadd(c4, a, b), c5 = fmadd(c5, a, b);                     \
       c6 = fmadd(c6, a, b), c7 = fmadd(c7, a, b), c8 = fmadd(c8, a, b);                     \
       c9 = fmadd(c9, a, b), c10 = fmadd(c10, a, b), c11 = fmadd(c11, a, b);                 \
     }                                                                                       \
-    const double sec = seconds_since(t0);                                                   \
+    const double sec = now_seconds() - t0;                                                  \
     const Vec sum = add(add(add(add(c0, c1), add(c2, c3)), add(add(c4, c5), add(c6, c7))),  \
                         add(add(c8, c9), add(c10, c11)));                                   \
     g_sink = reinterpret_cast<const float*>(&sum)[0];                                       \
@@ -126,6 +136,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int threads = std::atoi(argv[1]);
+  g_cpu_time = threads <= 1;
   std::string_view which = "all";
   std::vector<long> ts;
   for (int i = 2; i < argc; ++i) {
@@ -165,9 +176,9 @@ int main(int argc, char** argv) {
       for (const Isa& isa : isas) {
         std::vector<double> times;
         for (int r = 0; r < 22; ++r) {
-          const auto t0 = std::chrono::steady_clock::now();
+          const double t0 = now_seconds();
           attn::gemm_blocked(am, bm, c.data(), s.n, threads, isa.isa);
-          const double sec = seconds_since(t0);
+          const double sec = now_seconds() - t0;
           if (r > 0) times.push_back(sec);
         }
         std::sort(times.begin(), times.end());
@@ -182,9 +193,9 @@ int main(int argc, char** argv) {
       "end):");
   for (const Isa& i : isas) std::printf(" %s %.1f GFLOP/s", i.name, i.peak);
   std::printf(
-      "\ngemm_blocked, %d thread%s, median of 21 after a warmup, %% of the ISA's peak per "
+      "\ngemm_blocked, %d thread%s, median of 21 after a warmup (%s), %% of the ISA's peak per "
       "thread, spread = min and max of the 21\n",
-      threads, threads == 1 ? "" : "s");
+      threads, threads == 1 ? "" : "s", g_cpu_time ? "the thread's CPU time" : "wall time");
   for (const Result& r : results) {
     const double rate = r.flop / r.median / 1e9;
     std::printf("%s T=%ld %s: %.3f ms %.1f GFLOP/s %.1f %% of peak (min %.1f max %.1f GFLOP/s)\n",
