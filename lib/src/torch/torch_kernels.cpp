@@ -235,6 +235,23 @@ float torch_reduce_all_sum(const float* e, Eigen::Index n, TorchKernel kernel) {
   return row_sum(e, n, kernel);
 }
 
+float torch_dot_reduce_all(const float* x, const float* y, Eigen::Index n, TorchKernel kernel) {
+  constexpr Eigen::Index kLanes = 8;
+  if (n == 0) return 0.0f;
+  if (n < kLanes) {
+    float sum = x[0] * y[0];
+    for (Eigen::Index j = 1; j < n; ++j) sum = sum + x[j] * y[j];
+    return sum;
+  }
+  float lane[kLanes];
+  for (Eigen::Index l = 0; l < kLanes; ++l) lane[l] = x[l] * y[l];  // the first vector: x * y
+  for (Eigen::Index j = kLanes; j < n; ++j) {
+    float& acc = lane[j % kLanes];  // red_fun(acc, map_fun(x, y)), the tail's lanes too
+    acc = kernel == TorchKernel::kAvx2 ? std::fma(x[j], y[j], acc) : acc + x[j] * y[j];
+  }
+  return row_sum(lane, kLanes, kernel);
+}
+
 float torch_expf(float x, TorchKernel kernel) {
   return kernel == TorchKernel::kAvx2 ? sleef_expf_u10(x) : std::exp(x);
 }
@@ -291,6 +308,26 @@ Matrix matmul_transposed(const Matrix& a, const Matrix& b, int threads, MatmulKe
   }
   const Matrix b_t = b.transpose();
   return matmul(a, b_t, threads, MatmulKernel::kReference);
+}
+
+Matrix transposed_matmul(const Matrix& a, const Matrix& b, int threads, MatmulKernel kernel) {
+  require_inner(a, b, a.rows(), b.rows(), "aᵀ @ b");
+  if (matmul_kernel_for(kernel, a.cols(), b.cols(), a.rows()) == MatmulKernel::kBlocked) {
+    return blocked(strided_transpose(a), strided(b), threads);  // reads a in place
+  }
+  Matrix c = uninitialized_matrix(a.cols(), b.cols());  // (M, N)
+  const double work =
+      static_cast<double>(a.cols()) * static_cast<double>(b.cols()) * static_cast<double>(a.rows());
+  parallel_for(a.cols(), threads, work, [&](std::int64_t begin, std::int64_t end) {
+    for (Eigen::Index i = begin; i < end; ++i) {
+      for (Eigen::Index j = 0; j < b.cols(); ++j) {
+        float acc = 0.0f;
+        for (Eigen::Index k = 0; k < a.rows(); ++k) acc = acc + a(k, i) * b(k, j);
+        c(i, j) = acc;
+      }
+    }
+  });
+  return c;
 }
 
 struct RowBlockProduct::Packed {
