@@ -373,6 +373,9 @@ CASES = {
                                 "seed": 123, "vocab_size": 50000, "d_in": 3, "d_kq": 2, "d_v": 4,
                                 "heads": 1, "init": "rand", "causal": True, "masked_rows": "nan",
                                 "loss": "sum"},
+    "split_one_head_batch": {"sentences": [NINE, "eat dessert"], "seed": 4, "vocab_size": 30,
+                             "d_in": 3, "d_out": 2, "heads": 1, "multihead": "split",
+                             "init": "rand", "causal": False, "loss": "sum", "lr": 0.05},
     # Rows of more than 8 keys (the softmax's backward adds its row sum in 8 lanes, fused in
     # the AVX2 kernel), up to 40.
     "long_t12": {"sentences": [TWELVE], "seed": 3, "vocab_size": 20, "d_in": 4, "d_kq": 3,

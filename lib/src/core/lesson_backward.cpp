@@ -109,13 +109,11 @@ std::vector<Matrix> output_backward(Recorder& rec, const Trace& trace, const Wei
             c.loss == Loss::kSum ? "dL/d out = ones_like(out)" : "dL/d out = 2 (out − target) / N",
             {"T", "d_out"}, d_out[static_cast<std::size_t>(b)], static_cast<int>(b), std::nullopt,
             {.rows = trace.inputs[static_cast<std::size_t>(b)].words});
-    zs.push_back(trace.step(StepKind::kContextConcat, std::nullopt, item).values);
-  }
-  if (c.heads == 1) {
-    for (std::int64_t b = 0; b < batch; ++b) {
-      zs[static_cast<std::size_t>(b)] =
-          trace.step(StepKind::kContextVectors, std::nullopt, index_if(batch > 1, b)).values;
-    }
+    // The heads' Z side by side, or the one head's Z.
+    zs.push_back(trace
+                     .step(c.heads > 1 ? StepKind::kContextConcat : StepKind::kContextVectors,
+                           std::nullopt, item)
+                     .values);
   }
   const Matrix z = stacked(zs), g = stacked(d_out);
   const bool rand = c.init == WeightInit::kRand;
