@@ -376,6 +376,29 @@ CASES = {
     "split_one_head_batch": {"sentences": [NINE, "eat dessert"], "seed": 4, "vocab_size": 30,
                              "d_in": 3, "d_out": 2, "heads": 1, "multihead": "split",
                              "init": "rand", "causal": False, "loss": "sum", "lr": 0.05},
+    # b_o's gradient, a sum over the rows of dL/d out in ATen's order for its width: columns in
+    # groups of 4 (under 8 columns) or 32, and the others, over 16 rows and more.
+    "bias_t20_d6_mse": {"sentences": [TWENTY], "seed": 8, "vocab_size": 10, "d_in": 5,
+                        "d_out": 6, "heads": 2, "multihead": "split", "init": "linear",
+                        "causal": False, "loss": "mse", "lr": 0.01,
+                        "target": [[((i * 3 + j * 5) % 7 - 3) / 2 for j in range(6)]
+                                   for i in range(20)]},
+    "bias_t20_d12_mse": {"sentences": [TWENTY], "seed": 8, "vocab_size": 10, "d_in": 5,
+                         "d_out": 12, "heads": 3, "multihead": "split", "init": "linear",
+                         "causal": True, "loss": "mse",
+                         "target": [[((i * 3 + j * 5) % 7 - 3) / 2 for j in range(12)]
+                                    for i in range(20)]},
+    "bias_t20_d40_mse": {"sentences": [TWENTY], "seed": 8, "vocab_size": 10, "d_in": 5,
+                         "d_out": 40, "heads": 2, "multihead": "split", "init": "linear",
+                         "causal": False, "loss": "mse",
+                         "target": [[((i * 3 + j * 5) % 7 - 3) / 2 for j in range(40)]
+                                    for i in range(20)]},
+    "bias_batch_d4_mse": {"sentences": [NINE, "eat dessert"], "seed": 8, "vocab_size": 30,
+                          "d_in": 5, "d_out": 4, "heads": 2, "multihead": "split",
+                          "init": "linear", "causal": False, "masked_rows": "zero",
+                          "loss": "mse",
+                          "target": [[((i * 3 + j * 5) % 7 - 3) / 2 for j in range(4)]
+                                     for i in range(18)]},
     # Rows of more than 8 keys (the softmax's backward adds its row sum in 8 lanes, fused in
     # the AVX2 kernel), up to 40.
     "long_t12": {"sentences": [TWELVE], "seed": 3, "vocab_size": 20, "d_in": 4, "d_kq": 3,

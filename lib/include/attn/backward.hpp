@@ -65,7 +65,8 @@ Matrix scores_backward(const Matrix& ds, Eigen::Index d_k, const Matrix& mask);
 Matrix transposed_product(const Matrix& a, const Matrix& b, int threads = 1,
                           MatmulKernel kernel = MatmulKernel::kReference);
 
-// Σ over the rows of g, in order, from 0: (r, n) -> (1, n). A bias's gradient.
+// Σ over the rows of g, as ATen's sum over dim 0 adds them (torch_sum_rows): (r, n) -> (1, n).
+// A bias's gradient (sum_to_size's sum over the broadcast rows).
 Matrix column_sums(const Matrix& g);
 
 // w − η · g, as `w - lr * w.grad` computes it in float32.

@@ -98,6 +98,14 @@ void torch_scale_row(const float* e, Eigen::Index n, float inv, TorchKernel kern
 // (as torch_exp_sum adds the exponentials; the softmax's backward adds its products so).
 float torch_reduce_all_sum(const float* e, Eigen::Index n, TorchKernel kernel);
 
+// g.sum(dim=0) of a contiguous (n, m) matrix in the order of ATen's sum kernel (cascade_sum's
+// reduction over the outer dimension, one thread): a column is added in order into a cascade of
+// blocks of 16 rows or more when it is one of a group of 4 (fewer than 8 columns) or of 32 (8 or
+// more); any other column as a row's sum is (viewed as (-1, 4), torch_sum's order); a single
+// column is contiguous, torch_sum. Each sum is added to 0, as ATen fills the output with 0
+// first. Returns (1, m).
+Matrix torch_sum_rows(const Matrix& g);
+
 // Σ_j x_j · y_j over n >= 0 pairs in the order of ATen's vec::map2_reduce_all(x * y, x + y),
 // the softmax backward's row sum: the first 8 products are the lanes; each later product is
 // added to its lane (lane j % 8), the lanes then combined as torch_reduce_all_sum combines

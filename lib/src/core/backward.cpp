@@ -118,13 +118,7 @@ Matrix transposed_product(const Matrix& a, const Matrix& b, int threads, MatmulK
   return transposed_matmul(a, b, threads, kernel);
 }
 
-Matrix column_sums(const Matrix& g) {
-  Matrix s = Matrix::Zero(1, g.cols());
-  for (Eigen::Index i = 0; i < g.rows(); ++i) {
-    for (Eigen::Index j = 0; j < g.cols(); ++j) s(0, j) = s(0, j) + g(i, j);
-  }
-  return s;
-}
+Matrix column_sums(const Matrix& g) { return torch_sum_rows(g); }
 
 Matrix sgd_step(const Matrix& w, const Matrix& g, double lr) {
   const auto eta = static_cast<float>(lr);
