@@ -5,6 +5,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "attn/names.hpp"
@@ -622,10 +623,15 @@ CLI::Validator learning_rate() {
             "allowed: a number > 0 that float32 holds, 1.4e-45 to 3.4e38";
         double v = 0;
         const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (ec != std::errc() || ptr != text.data() + text.size() || !(v > 0) ||
-            !std::isfinite(v)) {
+        const bool whole = ptr == text.data() + text.size();
+        if (ec == std::errc::result_out_of_range && whole) {
+          // Beyond double: ±HUGE_VAL, or a positive number too small for it (float32's 0 too).
+          v = std::strtod(text.c_str(), nullptr);
+          if (v == 0 && text[0] != '-') v = std::numeric_limits<double>::denorm_min();
+        } else if (ec != std::errc() || !whole || !std::isfinite(v)) {
           return fmt::format("'{}' is not a learning rate; {}", text, kAllowed);
         }
+        if (!(v > 0)) return fmt::format("'{}' is not a learning rate; {}", text, kAllowed);
         const auto eta = static_cast<float>(v);
         if (eta == 0.0f) {
           return fmt::format("'{}' is too small a learning rate: float32 rounds it to 0; {}", text,

@@ -1235,6 +1235,8 @@ case_backward_errors() {
     --backward --lr 1e-50 &&
     expect_error "--lr: '1e40' is too large a learning rate: float32 cannot hold it; allowed: a number > 0 that float32 holds, 1.4e-45 to 3.4e38 (see attn-trace --help)" \
       --backward --lr 1e40 &&
+    expect_error "--lr: '1e400' is too large a learning rate: float32 cannot hold it; allowed: a number > 0 that float32 holds, 1.4e-45 to 3.4e38 (see attn-trace --help)" \
+      --backward --lr 1e400 &&
     expect_error "--backward and --model do not go together: the backward pass follows the lesson's attention, and has no gradient through a checkpoint's ln_1, biases and earlier blocks" \
       --backward --model "$work/none.safetensors" &&
     expect_error "--loss chooses the backward pass's loss: it needs --backward" --loss mse &&
