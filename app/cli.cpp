@@ -16,6 +16,7 @@
 
 #include "attn/error.hpp"
 #include "attn/export.hpp"
+#include "attn/gpt2_model.hpp"
 #include "attn/io.hpp"
 #include "attn/render_explain.hpp"
 #include "attn/render_explain_grad.hpp"
@@ -26,7 +27,6 @@
 #include "attn/render_summary.hpp"
 #include "attn/render_svg.hpp"
 #include "attn/render_table.hpp"
-#include "attn/gpt2_model.hpp"
 #include "attn/tokenizer_gpt2.hpp"
 #include "attn/version.hpp"
 #include "option_table.hpp"
@@ -386,6 +386,11 @@ void check_backward_options(const Options& o) {
   }
   if (o.explain_grad && !backward) {
     throw Error("--explain-grad works out a gradient of the backward pass: it needs --backward");
+  }
+  if (backward && o.model) {
+    throw Error(
+        "--backward and --model do not go together: the backward pass follows the lesson's "
+        "attention, and has no gradient through a checkpoint's ln_1, biases and earlier blocks");
   }
   if (backward && (o.query || o.explain)) {
     throw Error(

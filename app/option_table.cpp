@@ -5,6 +5,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "attn/names.hpp"
@@ -614,15 +615,31 @@ std::vector<OptionSpec> speed_options() {
   return speed;
 }
 
-// A learning rate: a finite number > 0.
+// A learning rate: a number > 0 whose float32, the η of the step, is > 0 and finite.
 CLI::Validator learning_rate() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
+        constexpr const char* kAllowed =
+            "allowed: a number > 0 that float32 holds, 1.4e-45 to 3.4e38";
         double v = 0;
         const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (ec != std::errc() || ptr != text.data() + text.size() || !(v > 0) ||
-            !std::isfinite(v)) {
-          return fmt::format("'{}' is not a learning rate; allowed: a number > 0", text);
+        const bool whole = ptr == text.data() + text.size();
+        if (ec == std::errc::result_out_of_range && whole) {
+          // Beyond double: ±HUGE_VAL, or a positive number too small for it (float32's 0 too).
+          v = std::strtod(text.c_str(), nullptr);
+          if (v == 0 && text[0] != '-') v = std::numeric_limits<double>::denorm_min();
+        } else if (ec != std::errc() || !whole || !std::isfinite(v)) {
+          return fmt::format("'{}' is not a learning rate; {}", text, kAllowed);
+        }
+        if (!(v > 0)) return fmt::format("'{}' is not a learning rate; {}", text, kAllowed);
+        const auto eta = static_cast<float>(v);
+        if (eta == 0.0f) {
+          return fmt::format("'{}' is too small a learning rate: float32 rounds it to 0; {}", text,
+                             kAllowed);
+        }
+        if (!std::isfinite(eta)) {
+          return fmt::format("'{}' is too large a learning rate: float32 cannot hold it; {}", text,
+                             kAllowed);
         }
         return {};
       },
@@ -654,7 +671,7 @@ std::vector<OptionSpec> gradient_options() {
                               "`--loss mse`",
                               &Options::target));
   grads.push_back(number(
-      "--lr", "", "a number > 0; needs `--backward`",
+      "--lr", "", "a number > 0 that float32 holds (1.4e-45 to 3.4e38); needs `--backward`",
       "With --backward: one step of gradient descent, W - ETA * dL/dW for every weight, and "
       "the loss after it",
       "one step of gradient descent with learning rate η: each weight `W − η·dL/dW`, then the "
@@ -721,10 +738,13 @@ std::vector<OptionSpec> checkpoint_options() {
 }
 
 std::vector<OptionSection> make_table() {
-  return {{"The sentence", sentence_options()},       {"The model", model_options()},
+  return {{"The sentence", sentence_options()},
+          {"The model", model_options()},
           {"A GPT-2 checkpoint", checkpoint_options()},
-          {"What is shown", view_options()},          {"Scripts", script_options()},
-          {"Your own numbers", own_number_options()}, {"Speed and memory", speed_options()},
+          {"What is shown", view_options()},
+          {"Scripts", script_options()},
+          {"Your own numbers", own_number_options()},
+          {"Speed and memory", speed_options()},
           {"The backward pass", gradient_options()}};
 }
 
@@ -838,9 +858,6 @@ const std::vector<std::pair<std::string, std::string>>& exclusive_options() {
       {"--explain-grad", "--format"},
       {"--explain-grad", "--export"},
       {"--explain-grad", "--steps"},
-      // The backward pass has no gradient through the rotation nor the shared K/V heads.
-      {"--backward", "--rope"},
-      {"--backward", "--kv-heads"},
       // A checkpoint brings its own tokens, widths, heads and weights, and is GPT-2's attention.
       {"--model", "--seed"},
       {"--model", "--vocab-size"},
@@ -864,7 +881,6 @@ const std::vector<std::pair<std::string, std::string>>& exclusive_options() {
       {"--model", "--window"},
       {"--model", "--decode"},
       {"--model", "--online-softmax"},
-      {"--model", "--backward"},
   };
   return pairs;
 }

@@ -107,6 +107,31 @@ TEST_CASE("the overview draws each variant's steps: heads, causal, cross, split,
   CHECK(!has(x, "ids ["));
 }
 
+TEST_CASE("the overview draws the backward pass of every variant") {
+  // Causal (its other way back), rotary embeddings, shared K/V heads, a step of descent.
+  attn::TraceConfig split;
+  split.backward = true;
+  split.causal = true;
+  split.rope = true;
+  split.heads = 2;
+  split.kv_heads = 1;
+  split.multihead = attn::MultiheadForm::kSplit;
+  split.d_kq = split.d_v = 4;
+  split.learning_rate = 0.01;
+  const std::string out = overview(split);
+  CHECK(has(out, "\n  │   the other way back: dL/dA'' [6×6] "));
+  CHECK(has(out, "\n  │ → dL/dQ' [6×2], dL/dK' [6×2] "));
+  CHECK(has(out, "\n  → Σ_h dL/dK [6×2], dL/dK [6×2], Σ_h dL/dV [6×2]\n"));
+  CHECK(has(out, "\n  → L after [1×1] "));
+  attn::TraceConfig wrapper = split;
+  wrapper.multihead = attn::MultiheadForm::kWrapper;
+  wrapper.kv_heads = 0;
+  wrapper.d_kq = 2;
+  wrapper.decode = true;
+  wrapper.online_softmax = 2;
+  CHECK(has(overview(wrapper), " dL/dQ' [6×2], dL/dK' [6×2] "));
+}
+
 TEST_CASE("the overview's outline has run_trace's tokens, and its plan run_trace's steps") {
   for (const attn::TraceConfig& c : variants()) {
     const attn::Trace outline = attn::outline_trace(c);

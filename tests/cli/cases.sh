@@ -1182,11 +1182,67 @@ assert after < before, (before, after)
 print("ok")
 PY
 }
+case_backward_causal_other_way() {
+  expect_output backward_causal_other_way --backward --causal \
+    --steps grad_omega,grad_zeroed_weights,grad_unmasked_weights,grad_omega_other_way
+}
+case_backward_rope_shared_kv() {
+  expect_output backward_rope_shared_kv --backward --rope --heads 2 --kv-heads 1 --multihead split \
+    --d-out 4 --lr 0.01 --steps grad_rotated_keys,grad_shared_keys,grad_keys,grad_shared_values,step_w_key,loss_after_step
+}
+case_backward_kv_heads_equal_heads_is_the_split_form() {
+  # N = H K/V heads are the plain split form: the same bytes as without --kv-heads.
+  "$binary" --backward --heads 2 --kv-heads 2 --multihead split --d-out 4 --format json >"$work/a.json" &&
+    "$binary" --backward --heads 2 --multihead split --d-out 4 --format json >"$work/b.json" &&
+    cmp -s "$work/a.json" "$work/b.json" || { echo "FAIL: --kv-heads 2 of 2 heads changed the trace"; return 1; }
+}
+case_backward_window_decode_online() {
+  # The KV cache and the online softmax leave Z, so every gradient, as it is; a window masks.
+  "$binary" --backward --window 2 --format json >"$work/w.json" &&
+    "$binary" --backward --window 2 --decode --online-softmax 2 --format json >"$work/d.json" || return 1
+  /usr/bin/python3 - "$work/w.json" "$work/d.json" <<'PY'
+import json, sys
+w, d = ({(s["id"], s["head"], s["batch"]): s["values"] for s in json.load(open(f))["steps"]}
+        for f in sys.argv[1:])
+grads = [k for k in w if k[0].startswith("grad_")]
+assert grads and all(w[k] == d[k] for k in grads), "a gradient changed"
+assert w[("grad_omega", None, None)][0][2] == 0, "a key outside the window has a gradient"
+print("ok")
+PY
+}
+case_backward_settings_json() {
+  printf '0,1,0,1\n1,0,1,0\n0,0,1,1\n1,1,0,0\n0,1,1,0\n1,0,0,1\n' >"$work/target.csv"
+  "$binary" --backward --loss mse --target "$work/target.csv" --lr 0.5 --format json >"$work/t.json" &&
+    "$binary" --backward --export "$work/out" >/dev/null &&
+    "$binary" --format json >"$work/plain.json" || return 1
+  /usr/bin/python3 - "$work/t.json" "$work/out/manifest.json" "$work/plain.json" "$work/target.csv" <<'PY'
+import json, sys
+t, m, plain = (json.load(open(f))["settings"] for f in sys.argv[1:4])
+assert t["backward"] == {"loss": "mse", "target": sys.argv[4], "lr": 0.5}, t["backward"]
+assert m["backward"] == {"loss": "sum", "target": None, "lr": None}, m["backward"]
+assert "backward" not in plain
+print("ok")
+PY
+}
+case_backward_nan_prints_as_tensors_do() {
+  # A padded sentence's fully masked rows are nan, as torch.softmax gives them: "nan", not "-nan".
+  run --backward -s "a b c" -s x --lr 0.01 --steps loss_after_step
+  grep -q "the loss went from nan to nan (nan)" "$work/stdout" && ! grep -q -- "-nan" "$work/stdout" ||
+    { echo "FAIL: the loss note"; cat "$work/stdout"; return 1; }
+  run --backward -s "a b c" -s x --explain-grad 2,1
+  grep -q "sum: r₂ = nan" "$work/stdout" && ! grep -q -- "-nan" "$work/stdout" ||
+    { echo "FAIL: --explain-grad"; cat "$work/stdout"; return 1; }
+}
 case_backward_errors() {
   printf '1,2\n3,4\n' >"$work/t2.csv"
-  expect_error "--rope and --backward do not go together (see attn-trace --help)" --backward --rope &&
-    expect_error "--kv-heads and --backward do not go together (see attn-trace --help)" \
-      --backward --heads 2 --kv-heads 1 --multihead split --d-out 4 &&
+  expect_error "--lr: '1e-50' is too small a learning rate: float32 rounds it to 0; allowed: a number > 0 that float32 holds, 1.4e-45 to 3.4e38 (see attn-trace --help)" \
+    --backward --lr 1e-50 &&
+    expect_error "--lr: '1e40' is too large a learning rate: float32 cannot hold it; allowed: a number > 0 that float32 holds, 1.4e-45 to 3.4e38 (see attn-trace --help)" \
+      --backward --lr 1e40 &&
+    expect_error "--lr: '1e400' is too large a learning rate: float32 cannot hold it; allowed: a number > 0 that float32 holds, 1.4e-45 to 3.4e38 (see attn-trace --help)" \
+      --backward --lr 1e400 &&
+    expect_error "--backward and --model do not go together: the backward pass follows the lesson's attention, and has no gradient through a checkpoint's ln_1, biases and earlier blocks" \
+      --backward --model "$work/none.safetensors" &&
     expect_error "--loss chooses the backward pass's loss: it needs --backward" --loss mse &&
     expect_error "--lr takes a step against the gradients: it needs --backward" --lr 0.1 &&
     expect_error "--explain-grad works out a gradient of the backward pass: it needs --backward" \
@@ -1197,7 +1253,7 @@ case_backward_errors() {
       --backward --target "$work/t2.csv" &&
     expect_error "--backward adds the gradient steps to a trace: it does not go with --query; --explain-grad I,J works out a gradient" \
       --backward --query 2 &&
-    expect_error "--lr: '0' is not a learning rate; allowed: a number > 0 (see attn-trace --help)" \
+    expect_error "--lr: '0' is not a learning rate; allowed: a number > 0 that float32 holds, 1.4e-45 to 3.4e38 (see attn-trace --help)" \
       --backward --lr 0 &&
     expect_error "--explain-grad 'x' is not a cell: give I,J, the query's and the key's token numbers from 1, like --explain-grad 2,5" \
       --backward --explain-grad x &&

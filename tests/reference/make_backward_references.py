@@ -9,6 +9,17 @@ rows of the input's ids. With "lr": each weight W - lr * W.grad, and the loss of
 with them. Steps are stored as variants.py stores them ({"id", "head", "batch", "shape", "values",
 "bits"}); "settings" as variants.py's, plus "loss", "lr" and "target" (a matrix).
 
+Today's variants are make_modern_references.py's recipe: rotary embeddings ("rope", "rope_pairs",
+"rope_theta") turn each head's Q and K, the split form's before the K/V heads are shared; grouped
+K/V heads ("kv_heads" < "heads") are shared with repeat_interleave, whose backward sums each K/V
+head's query heads (the per-head gradients are their shares, "grad_shared_keys" and
+"grad_shared_values" the sums); a window ("window") masks the keys W or more tokens back too;
+"decode" and "online_softmax" are settings of the tool only (its KV cache and online softmax
+leave Z, and so every gradient, as they are). With a causal mask, the walkthrough's other way
+(softmax, zero the masked weights, divide each row by its sum) is run backwards from the same
+dL/dZ, and the gradients of its zeroed and unmasked weights and of ω are stored
+("grad_zeroed_weights", "grad_unmasked_weights", "grad_omega_other_way").
+
 Run with Debian's reference BLAS (as make_references.py arranges); it runs itself again with
 ATEN_CPU_CAPABILITY=default for the "default" flavour. Not run by CI.
 """
@@ -25,7 +36,8 @@ if __name__ == "__main__" and os.environ.get("LD_LIBRARY_PATH") != REFERENCE_BLA
 
 import torch  # noqa: E402
 
-from variants import ARTICLE, FOX, PAD, causal_mask, matrix, step, tokenize  # noqa: E402
+from make_modern_references import rope_tables, rotate  # noqa: E402
+from variants import ARTICLE, FOX, PAD, step, tokenize  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,10 +64,25 @@ def attend(q, k, v, d, mask, zero_rows):
     return z, {"omega": omega, "scaled": scaled, "a": a, "z": z}
 
 
-def forward(case, X, X2, W, mask):
+def other_way(omega, v, mask, d, dz):
+    """The causal lesson's other way from ω, run backwards from dz: the gradients of its zeroed
+    and unmasked weights and of ω (any leading dimensions: the split form's heads at once)."""
+    omega = omega.detach().requires_grad_()
+    unmasked = torch.softmax(omega / d**0.5, dim=-1)
+    zeroed = unmasked * (1 - mask.float())
+    renormalized = zeroed / zeroed.sum(dim=-1, keepdim=True)
+    for x in (unmasked, zeroed):
+        x.retain_grad()
+    (renormalized @ v.detach()).backward(dz)
+    return {"zeroed": zeroed.grad, "unmasked": unmasked.grad, "omega": omega.grad}
+
+
+def forward(case, X, X2, W, mask, tables):
     """The final output, and every intermediate whose gradient is stored (per head)."""
     heads, split, init = case["heads"], case.get("multihead") == "split", case["init"]
+    kv_heads = case.get("kv_heads", heads)
     zero = case.get("masked_rows") == "zero"
+    pairs = case.get("rope_pairs", "half")
 
     def proj(x, w):
         if init == "rand":
@@ -64,38 +91,50 @@ def forward(case, X, X2, W, mask):
             return w.matmul(x.T).T
         return torch.nn.functional.linear(x, w)
 
+    def turn(x):
+        return rotate(x, *tables, pairs) if tables else x
+
     t = {"heads": []}
     if not split:
         zs = []
         for h in range(heads):
             q, k, v = proj(X, W["w_query"][h]), proj(X2, W["w_key"][h]), proj(X2, W["w_value"][h])
-            for x in (q, k, v):
+            qr, kr = turn(q), turn(k)
+            for x in (q, k, v, qr, kr):
                 keep(x)
-            z, parts = attend(q, k, v, q.shape[-1], mask, zero)
+            z, parts = attend(qr, kr, v, q.shape[-1], mask, zero)
             zs.append(z)
-            t["heads"].append({"q": q, "k": k, "v": v, **parts})
+            t["heads"].append({"q": q, "k": k, "v": v, "qr": qr, "kr": kr, **parts})
         out = zs[0] if heads == 1 else torch.cat(zs, dim=-1)
         if heads > 1:
             keep(out)
             t["concat"] = out
         return out, t
-    T, d_out = X.shape[0], W["w_query"][0].shape[0 if init != "rand" else 1]
+    T, T2, d_out = X.shape[0], X2.shape[0], W["w_query"][0].shape[0 if init != "rand" else 1]
     hd = d_out // heads
     q, k, v = proj(X, W["w_query"][0]), proj(X2, W["w_key"][0]), proj(X2, W["w_value"][0])
     for x in (q, k, v):
         keep(x)
-    qh, kh, vh = (x.view(T, heads, hd).transpose(0, 1) for x in (q, k, v))
-    for x in (qh, kh, vh):
+    qh = q.view(T, heads, hd).transpose(0, 1)
+    kh, vh = (x.view(T2, kv_heads, hd).transpose(0, 1) for x in (k, v))
+    qr, kr = turn(qh), turn(kh)
+    for x in (qh, kh, vh, qr, kr):
         keep(x)
-    z, parts = attend(qh, kh, vh, hd, mask, zero)
+    kx, vx = kr, vh
+    if kv_heads < heads:  # each K/V head read by heads / kv_heads query heads
+        kx, vx = (x.repeat_interleave(heads // kv_heads, dim=0) for x in (kr, vh))
+        for x in (kx, vx):
+            keep(x)
+    z, parts = attend(qr, kx, vx, hd, mask, zero)
     concat = z.transpose(0, 1).contiguous().view(T, d_out)
     keep(concat)
     if init == "linear":
         out = torch.nn.functional.linear(concat, W["w_out"], W["b_out"])
     else:
-        out = concat @ W["w_out"]
+        out = proj(concat, W["w_out"])
     keep(out)
-    t.update(q=q, k=k, v=v, qh=qh, kh=kh, vh=vh, concat=concat, out=out, parts=parts)
+    t.update(q=q, k=k, v=v, qh=qh, kh=kh, vh=vh, qr=qr, kr=kr, kx=kx, vx=vx, concat=concat,
+             out=out, parts=parts)
     return out, t
 
 
@@ -107,9 +146,10 @@ def draw(case):
     d_in, init, heads = case["d_in"], case["init"], case["heads"]
     split = case.get("multihead") == "split"
     d_kq, d_v = (case["d_out"], case["d_out"]) if split else (case["d_kq"], case["d_v"])
+    d_kv = case.get("kv_heads", heads) * (d_kq // heads) if split else None  # K's and V's width
     W = {"w_query": [], "w_key": [], "w_value": []}
     for _ in range(1 if split else heads):
-        for name, d in (("w_query", d_kq), ("w_key", d_kq), ("w_value", d_v)):
+        for name, d in (("w_query", d_kq), ("w_key", d_kv or d_kq), ("w_value", d_kv or d_v)):
             if init == "rand":
                 w = torch.rand(d_in, d)
             elif init == "rand_transposed":
@@ -152,26 +192,46 @@ def run(case):
         if pad is not None:
             valid = torch.tensor(ids[b]) != pad
             mask = (~(valid[:, None] & valid[None, :])).float()
-        if case["causal"]:
+        if case["causal"] or case.get("window"):
             m = torch.triu(torch.ones(T, X2.shape[0]), diagonal=1)
+            if case.get("window"):
+                m = m + torch.tril(torch.ones(T, X2.shape[0]), diagonal=-case["window"])
             mask = m if mask is None else ((mask + m) > 0).float()
         items.append((X, X2, mask))
+    tables = None
+    if case.get("rope"):
+        d_head = case["d_out"] // case["heads"] if case.get("multihead") == "split" else case["d_kq"]
+        tables = rope_tables(T, d_head, case.get("rope_theta", 10000.0),
+                             case.get("rope_pairs", "half"))
     outs, traces = [], []
     for X, X2, mask in items:
-        out, t = forward(case, X, X2, W, mask)
+        out, t = forward(case, X, X2, W, mask, tables)
         outs.append(out)
         traces.append(t)
     out = torch.stack(outs)
     target = torch.tensor(case["target"]).reshape(out.shape) if case["loss"] == "mse" else None
     loss = out.sum() if target is None else ((out - target) ** 2).mean()
     loss.backward()
-    return collect(case, loss, traces, W, X_all, embed, flat, batch, T, items, target, words)
+    if case["causal"] or case.get("window"):
+        for (X, X2, mask), t in zip(items, traces):
+            if case.get("multihead") == "split":
+                p = t["parts"]
+                t["other"] = other_way(p["omega"], t["vx"], mask, t["qh"].shape[-1],
+                                       p["z"].grad)
+            else:
+                for hp in t["heads"]:
+                    hp["other"] = other_way(hp["omega"], hp["v"], mask, hp["q"].shape[-1],
+                                            hp["z"].grad)
+    return collect(case, loss, traces, W, X_all, embed, flat, batch, T, items, target, words,
+                   tables)
 
 
-def collect(case, loss, traces, W, X_all, embed, flat, batch, T, items, target, words):
+def collect(case, loss, traces, W, X_all, embed, flat, batch, T, items, target, words, tables):
     B = batch if batch > 1 else None
     split = case.get("multihead") == "split"
     heads = case["heads"]
+    grouped = split and case.get("kv_heads", heads) < heads
+    rope = tables is not None
     H = (lambda h: h) if heads > 1 else (lambda h: None)
     out = [step("loss", loss.reshape(1, 1))]
     for b, t in enumerate(traces):
@@ -182,27 +242,41 @@ def collect(case, loss, traces, W, X_all, embed, flat, batch, T, items, target, 
             out.append(step("grad_context_concat", t["concat"].grad, batch=bb))
         for h in range(heads):
             if split:
-                p = {k: v[h] for k, v in t["parts"].items()}
-                q, k, v = t["qh"].grad[h], t["kh"].grad[h], t["vh"].grad[h]
+                p = t["parts"]
+                zs, ag, sg, og = (p[n].grad[h] for n in ("z", "a", "scaled", "omega"))
+                q, qr = t["qh"].grad[h], t["qr"].grad[h]
+                k, kr = t["kh"].grad[h] if not grouped else None, t["kx"].grad[h]
+                v = t["vx"].grad[h]
+                other = {n: g[h] for n, g in t["other"].items()} if "other" in t else None
             else:
                 hp = t["heads"][h]
-                p = {"z": hp["z"], "a": hp["a"], "scaled": hp["scaled"], "omega": hp["omega"]}
-                p = {k: v for k, v in p.items()}
-                q, k, v = hp["q"].grad, hp["k"].grad, hp["v"].grad
-                p = {k2: v2 for k2, v2 in p.items()}
-            g = (lambda x: x.grad if not split else x)
-            if split:
-                zs = t["parts"]["z"].grad[h]; ag = t["parts"]["a"].grad[h]
-                sg = t["parts"]["scaled"].grad[h]; og = t["parts"]["omega"].grad[h]
-            else:
-                zs, ag, sg, og = p["z"].grad, p["a"].grad, p["scaled"].grad, p["omega"].grad
+                zs, ag, sg, og = (hp[n].grad for n in ("z", "a", "scaled", "omega"))
+                q, qr, k, kr, v = (hp[n].grad for n in ("q", "qr", "k", "kr", "v"))
+                other = hp.get("other")
             out += [step("grad_context_vectors", zs, H(h), bb),
                     step("grad_attention_weights", ag, H(h), bb),
                     step("grad_values", v, H(h), bb),
                     step("grad_scaled_scores", sg, H(h), bb),
                     step("grad_omega", og, H(h), bb),
-                    step("grad_queries", q, H(h), bb),
-                    step("grad_keys", k, H(h), bb)]
+                    step("grad_queries", q, H(h), bb)]
+            if rope:
+                out += [step("grad_rotated_queries", qr, H(h), bb),
+                        step("grad_rotated_keys", kr, H(h), bb)]
+                if not grouped:
+                    out.append(step("grad_keys", k, H(h), bb))
+            else:
+                out.append(step("grad_keys", kr, H(h), bb))
+            if other:
+                out += [step("grad_zeroed_weights", other["zeroed"], H(h), bb),
+                        step("grad_unmasked_weights", other["unmasked"], H(h), bb),
+                        step("grad_omega_other_way", other["omega"], H(h), bb)]
+        if grouped:  # each K/V head's gradients, (T, kv_heads * d_head)
+            def whole(x):
+                return x.transpose(0, 1).reshape(x.shape[1], -1)
+            out += [step("grad_shared_keys", whole(t["kr"].grad), batch=bb),
+                    step("grad_shared_values", whole(t["vh"].grad), batch=bb)]
+            if rope:
+                out.append(step("grad_keys", t["k"].grad, batch=bb))
     nw = len(W["w_query"])
     for h in range(nw):
         hh = h if nw > 1 else None
@@ -220,11 +294,11 @@ def collect(case, loss, traces, W, X_all, embed, flat, batch, T, items, target, 
     used = sorted(set(flat))
     out.append(step("grad_embedding_table", embed.weight.grad[used]))
     if case.get("lr"):
-        out += sgd(case, W, items, target)
+        out += sgd(case, W, items, target, tables)
     return out
 
 
-def sgd(case, W, items, target):
+def sgd(case, W, items, target, tables):
     lr, out = case["lr"], []
     with torch.no_grad():
         new = {k: ([w - lr * w.grad for w in v] if isinstance(v, list) else v - lr * v.grad)
@@ -239,7 +313,7 @@ def sgd(case, W, items, target):
     if "b_out" in new:
         out.append(step("step_b_out", new["b_out"]))
     with torch.no_grad():
-        outs = [forward(case, X.detach(), X2.detach(), new, m)[0] for X, X2, m in items]
+        outs = [forward(case, X.detach(), X2.detach(), new, m, tables)[0] for X, X2, m in items]
         o = torch.stack(outs)
         loss = o.sum() if target is None else ((o - target) ** 2).mean()
     out.append(step("loss_after_step", loss.reshape(1, 1)))
@@ -254,6 +328,13 @@ def settings(case):
         s["sentence"] = s.pop("sentences")[0]
     return s
 
+
+NINE = "the cat saw the dog and the cat ran"
+TEN = "one two three four five six seven eight nine ten"
+ELEVEN = "a b a c b a d e a f g"
+TWELVE = "alpha beta gamma delta eps zeta eta theta iota kappa lam mu"
+TWENTY = " ".join(f"w{i % 7}" for i in range(20))
+FORTY = " ".join(f"t{(i * 7) % 23}" for i in range(40))
 
 CASES = {
     "article": {"sentences": [ARTICLE], "seed": 123, "vocab_size": 50000, "d_in": 3, "d_kq": 2,
@@ -292,6 +373,98 @@ CASES = {
                                 "seed": 123, "vocab_size": 50000, "d_in": 3, "d_kq": 2, "d_v": 4,
                                 "heads": 1, "init": "rand", "causal": True, "masked_rows": "nan",
                                 "loss": "sum"},
+    "split_one_head_batch": {"sentences": [NINE, "eat dessert"], "seed": 4, "vocab_size": 30,
+                             "d_in": 3, "d_out": 2, "heads": 1, "multihead": "split",
+                             "init": "rand", "causal": False, "loss": "sum", "lr": 0.05},
+    # b_o's gradient, a sum over the rows of dL/d out in ATen's order for its width: columns in
+    # groups of 4 (under 8 columns) or 32, and the others, over 16 rows and more.
+    "bias_t20_d6_mse": {"sentences": [TWENTY], "seed": 8, "vocab_size": 10, "d_in": 5,
+                        "d_out": 6, "heads": 2, "multihead": "split", "init": "linear",
+                        "causal": False, "loss": "mse", "lr": 0.01,
+                        "target": [[((i * 3 + j * 5) % 7 - 3) / 2 for j in range(6)]
+                                   for i in range(20)]},
+    "bias_t20_d12_mse": {"sentences": [TWENTY], "seed": 8, "vocab_size": 10, "d_in": 5,
+                         "d_out": 12, "heads": 3, "multihead": "split", "init": "linear",
+                         "causal": True, "loss": "mse",
+                         "target": [[((i * 3 + j * 5) % 7 - 3) / 2 for j in range(12)]
+                                    for i in range(20)]},
+    "bias_t20_d40_mse": {"sentences": [TWENTY], "seed": 8, "vocab_size": 10, "d_in": 5,
+                         "d_out": 40, "heads": 2, "multihead": "split", "init": "linear",
+                         "causal": False, "loss": "mse",
+                         "target": [[((i * 3 + j * 5) % 7 - 3) / 2 for j in range(40)]
+                                    for i in range(20)]},
+    "bias_batch_d4_mse": {"sentences": [NINE, "eat dessert"], "seed": 8, "vocab_size": 30,
+                          "d_in": 5, "d_out": 4, "heads": 2, "multihead": "split",
+                          "init": "linear", "causal": False, "masked_rows": "zero",
+                          "loss": "mse",
+                          "target": [[((i * 3 + j * 5) % 7 - 3) / 2 for j in range(4)]
+                                     for i in range(18)]},
+    # Rows of more than 8 keys (the softmax's backward adds its row sum in 8 lanes, fused in
+    # the AVX2 kernel), up to 40.
+    "long_t12": {"sentences": [TWELVE], "seed": 3, "vocab_size": 20, "d_in": 4, "d_kq": 3,
+                 "d_v": 5, "heads": 1, "init": "rand", "causal": False, "loss": "sum",
+                 "lr": 0.01},
+    "long_t20_wrapper2_mse": {"sentences": [TWENTY], "seed": 99, "vocab_size": 10, "d_in": 9,
+                              "d_kq": 16, "d_v": 11, "heads": 2, "multihead": "wrapper",
+                              "init": "rand", "causal": False, "loss": "mse", "lr": 0.001,
+                              "target": [[((i * 5 + j * 3) % 13 - 6) / 3 for j in range(22)]
+                                         for i in range(20)]},
+    "long_t40_split_causal_linear": {"sentences": [FORTY], "seed": 5, "vocab_size": 50,
+                                     "d_in": 6, "d_out": 8, "heads": 2, "multihead": "split",
+                                     "init": "linear", "causal": True, "loss": "sum",
+                                     "lr": 0.01},
+    # A sliding window (causal, so the other way too), the KV cache, the online softmax.
+    "window_3_fox": {"sentences": [FOX], "seed": 7, "vocab_size": 50000, "d_in": 8, "d_kq": 4,
+                     "d_v": 5, "heads": 1, "init": "rand", "causal": True, "window": 3,
+                     "loss": "sum", "lr": 0.01},
+    "window_2_batch_zero_split": {"sentences": [NINE, "eat dessert", "short life is sweet"],
+                                  "seed": 9, "vocab_size": 30, "d_in": 5, "d_out": 4, "heads": 2,
+                                  "multihead": "split", "init": "linear", "causal": True,
+                                  "window": 2, "masked_rows": "zero", "loss": "sum"},
+    "decode_t10": {"sentences": [TEN], "seed": 3, "vocab_size": 20, "d_in": 4, "d_kq": 3,
+                   "d_v": 5, "heads": 1, "init": "rand", "causal": True, "decode": True,
+                   "loss": "sum", "lr": 0.01},
+    "online_b3_t11_wrapper2": {"sentences": [ELEVEN], "seed": 4, "vocab_size": 20, "d_in": 4,
+                               "d_kq": 3, "d_v": 2, "heads": 2, "multihead": "wrapper",
+                               "init": "rand", "causal": False, "online_softmax": 3,
+                               "loss": "sum"},
+    # Rotary embeddings in both pairings, grouped K/V heads (N < H, N = 1), and together.
+    "rope_half_t10": {"sentences": [TEN], "seed": 5, "vocab_size": 20, "d_in": 8, "d_kq": 8,
+                      "d_v": 6, "heads": 1, "init": "rand", "causal": False, "rope": True,
+                      "rope_pairs": "half", "rope_theta": 10000.0, "loss": "sum", "lr": 0.01},
+    "rope_interleaved_split_causal": {"sentences": [FOX], "seed": 7, "vocab_size": 50000,
+                                      "d_in": 8, "d_out": 8, "heads": 2, "multihead": "split",
+                                      "init": "linear", "causal": True, "rope": True,
+                                      "rope_pairs": "interleaved", "rope_theta": 100.0,
+                                      "loss": "sum", "lr": 0.05},
+    "rope_interleaved_wrapper2_mse": {"sentences": [ARTICLE], "seed": 123, "vocab_size": 50000,
+                                      "d_in": 3, "d_kq": 4, "d_v": 4, "heads": 2,
+                                      "multihead": "wrapper", "init": "rand", "causal": False,
+                                      "rope": True, "rope_pairs": "interleaved",
+                                      "rope_theta": 10000.0, "loss": "mse",
+                                      "target": [[0.25 * ((i + 2 * j) % 5) - 0.5 for j in range(8)]
+                                                 for i in range(6)]},
+    "gqa_4_2_linear": {"sentences": [NINE], "seed": 9, "vocab_size": 30, "d_in": 5, "d_out": 8,
+                       "heads": 4, "kv_heads": 2, "multihead": "split", "init": "linear",
+                       "causal": False, "loss": "sum", "lr": 0.05},
+    "mqa_4_1_rand_causal": {"sentences": [ARTICLE], "seed": 123, "vocab_size": 50000, "d_in": 3,
+                            "d_out": 8, "heads": 4, "kv_heads": 1, "multihead": "split",
+                            "init": "rand", "causal": True, "loss": "sum"},
+    "gqa_6_3_rand_transposed_cross": {"sentences": [ARTICLE, FOX], "cross": True, "seed": 11,
+                                      "vocab_size": 50000, "d_in": 5, "d_out": 12, "heads": 6,
+                                      "kv_heads": 3, "multihead": "split",
+                                      "init": "rand_transposed", "causal": False,
+                                      "loss": "sum"},
+    "gqa_rope_window_t12": {"sentences": [TWELVE], "seed": 3, "vocab_size": 20, "d_in": 6,
+                            "d_out": 8, "heads": 4, "kv_heads": 2, "multihead": "split",
+                            "init": "linear", "causal": True, "window": 3, "rope": True,
+                            "rope_pairs": "half", "rope_theta": 10000.0, "loss": "sum",
+                            "lr": 0.01},
+    "mqa_rope_batch_online": {"sentences": [ARTICLE, "eat dessert"], "seed": 123,
+                              "vocab_size": 50000, "d_in": 3, "d_out": 8, "heads": 2,
+                              "kv_heads": 1, "multihead": "split", "init": "linear",
+                              "causal": False, "rope": True, "rope_pairs": "interleaved",
+                              "rope_theta": 10000.0, "online_softmax": 2, "loss": "sum"},
 }
 
 

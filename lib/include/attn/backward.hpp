@@ -10,6 +10,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/matrix.hpp"
+#include "attn/rope.hpp"
 #include "attn/torch_kernels.hpp"
 
 namespace attn {
@@ -35,6 +36,25 @@ Matrix loss_gradient(const Matrix& out, Loss loss, const Matrix& target);
 // `row_dot` receives r: (T, 1).
 Matrix softmax_backward(const Matrix& a, const Matrix& da, TorchKernel kernel, Matrix& row_dot);
 
+// The causal lesson's other way, backwards through `renormalized = zeroed / s`, s_i the row's
+// sum (zeroed.sum(dim=-1), in ATen's order): DivBackward's dR / s, plus the sum's gradient
+// ds_i = Σ_j −dR_ij · ((zeroed_ij / s_i) / s_i) (added in ATen's sum order), which SumBackward
+// hands to every cell of the row. zeroed, renormalized, dr: (T, T_k). Returns dL/d zeroed.
+Matrix renormalize_backward(const Matrix& zeroed, const Matrix& renormalized, const Matrix& dr);
+
+// Through `zeroed = unmasked ⊙ (1 − M)`: d ⊙ (1 − M), as MulBackward multiplies (a masked cell is
+// d · 0, signed as d). d, mask: (T, T_k).
+Matrix zeroing_backward(const Matrix& d, const Matrix& mask);
+
+// Back through the rotary embeddings x' = x·cos + rotate(x)·sin (rope_rotate's tables and
+// pairs): dx = g·cos + rotateᵀ(g·sin), where rotateᵀ, the rotation's transpose, turns by the
+// opposite angle: cat(y[d/2:], −y[:d/2]) (half) or (y₁, −y₀, y₃, −y₂, …) (interleaved). Each
+// product is rounded, as autograd's MulBackward rounds it; the sum adds +0 too, as autograd adds
+// the zeros of the slices' gradients (a sum of −0 and −0 is +0 there). g: (rows, k · d_head),
+// row i at position i, each block of d_head columns on its own. Requires the tables' shape as
+// rope_rotate does.
+Matrix rope_backward(const Matrix& g, const RopeTables& tables, RopePairs pairs);
+
 // Through the scaling ω / √d_k and the mask: dS / (float)√d_k, 0 where mask is 1 (masked_fill's
 // backward). mask: (T, T_k) or 0 x 0 for none.
 Matrix scores_backward(const Matrix& ds, Eigen::Index d_k, const Matrix& mask);
@@ -45,7 +65,8 @@ Matrix scores_backward(const Matrix& ds, Eigen::Index d_k, const Matrix& mask);
 Matrix transposed_product(const Matrix& a, const Matrix& b, int threads = 1,
                           MatmulKernel kernel = MatmulKernel::kReference);
 
-// Σ over the rows of g, in order, from 0: (r, n) -> (1, n). A bias's gradient.
+// Σ over the rows of g, as ATen's sum over dim 0 adds them (torch_sum_rows): (r, n) -> (1, n).
+// A bias's gradient (sum_to_size's sum over the broadcast rows).
 Matrix column_sums(const Matrix& g);
 
 // w − η · g, as `w - lr * w.grad` computes it in float32.

@@ -50,8 +50,15 @@ enum class StepKind : std::uint8_t {
   kGradRowDot,            // r = rowsum(dA ⊙ A)
   kGradScaledScores,      // dL/dS = A ⊙ (dA − r)
   kGradOmega,             // dL/dω = dS / √d_k, 0 where masked
-  kGradQueries,           // dL/dQ = dω K
-  kGradKeys,              // dL/dK = dωᵀ Q
+  kGradZeroedWeights,     // the causal lesson's other way, backwards: through the row sums,
+  kGradUnmaskedWeights,   // ... the zeroing,
+  kGradOmegaOtherWay,     // ... the unmasked softmax and the scaling, to ω
+  kGradRotatedQueries,    // dL/dQ' = dω K' (rotary embeddings)
+  kGradRotatedKeys,       // dL/dK' = dωᵀ Q'
+  kGradQueries,           // dL/dQ = dω K (or back through the rotation)
+  kGradKeys,              // dL/dK = dωᵀ Q (or back through the rotation)
+  kGradSharedKeys,        // a shared K/V head's dL/dK: its query heads' summed
+  kGradSharedValues,      // ... and its dL/dV
   kGradWQuery,            // dL/dW_q
   kGradWKey,              // dL/dW_k
   kGradWValue,            // dL/dW_v

@@ -49,6 +49,11 @@ Matrix matmul(const Matrix& a, const Matrix& b, int threads = 1,
 Matrix matmul_transposed(const Matrix& a, const Matrix& b, int threads = 1,
                          MatmulKernel kernel = MatmulKernel::kReference);
 
+// aᵀ @ b without forming aᵀ: (k, m) and (k, n) -> (m, n), each cell summed over the rows of a
+// and b in order (the reference order) or by the blocked kernel, as matmul(aᵀ, b) computes it.
+Matrix transposed_matmul(const Matrix& a, const Matrix& b, int threads = 1,
+                         MatmulKernel kernel = MatmulKernel::kReference);
+
 // A right-hand side prepared for products whose left-hand side comes in blocks of rows: a head's
 // keys against its queries, its values against its weights, on a long input. The kernel is the
 // one `kernel` means for the whole product of `rows` rows, and for the blocked kernel b is packed
@@ -92,6 +97,22 @@ void torch_scale_row(const float* e, Eigen::Index n, float inv, TorchKernel kern
 // The sum of n >= 0 floats in the order of ATen's 8-lane vec::reduce_all for the kernel flavour
 // (as torch_exp_sum adds the exponentials; the softmax's backward adds its products so).
 float torch_reduce_all_sum(const float* e, Eigen::Index n, TorchKernel kernel);
+
+// g.sum(dim=0) of a contiguous (n, m) matrix in the order of ATen's sum kernel (cascade_sum's
+// reduction over the outer dimension, one thread): a column is added in order into a cascade of
+// blocks of 16 rows or more when it is one of a group of 4 (fewer than 8 columns) or of 32 (8 or
+// more); any other column as a row's sum is (viewed as (-1, 4), torch_sum's order); a single
+// column is contiguous, torch_sum. Each sum is added to 0, as ATen fills the output with 0
+// first. Returns (1, m).
+Matrix torch_sum_rows(const Matrix& g);
+
+// Σ_j x_j · y_j over n >= 0 pairs in the order of ATen's vec::map2_reduce_all(x * y, x + y),
+// the softmax backward's row sum: the first 8 products are the lanes; each later product is
+// added to its lane (lane j % 8), the lanes then combined as torch_reduce_all_sum combines
+// them. The AVX2 kernel, built by GCC with FMA, fuses every later product into its lane's add
+// (fma(x_j, y_j, lane)); the default kernel rounds the product first. Rows shorter than 8 are
+// the products added in order.
+float torch_dot_reduce_all(const float* x, const float* y, Eigen::Index n, TorchKernel kernel);
 
 // tensor.sum(dim=-1) of one contiguous row of n floats, added in the order of ATen's
 // cascade_sum.

@@ -3,9 +3,13 @@
 
 #include "attn/backward.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 #include <vector>
+
+#include "attn/error.hpp"
 
 namespace attn {
 
@@ -43,12 +47,9 @@ Matrix loss_gradient(const Matrix& out, Loss loss, const Matrix& target) {
 Matrix softmax_backward(const Matrix& a, const Matrix& da, TorchKernel kernel, Matrix& row_dot) {
   Matrix ds(a.rows(), a.cols());
   row_dot.resize(a.rows(), 1);
-  std::vector<float> products(static_cast<std::size_t>(a.cols()));
   for (Eigen::Index i = 0; i < a.rows(); ++i) {
-    for (Eigen::Index j = 0; j < a.cols(); ++j) {
-      products[static_cast<std::size_t>(j)] = da(i, j) * a(i, j);
-    }
-    const float r = torch_reduce_all_sum(products.data(), a.cols(), kernel);
+    const float r =
+        torch_dot_reduce_all(da.data() + i * da.cols(), a.data() + i * a.cols(), a.cols(), kernel);
     row_dot(i, 0) = r;
     for (Eigen::Index j = 0; j < a.cols(); ++j) ds(i, j) = (da(i, j) - r) * a(i, j);
   }
@@ -64,18 +65,60 @@ Matrix scores_backward(const Matrix& ds, Eigen::Index d_k, const Matrix& mask) {
   return d;
 }
 
-Matrix transposed_product(const Matrix& a, const Matrix& b, int threads, MatmulKernel kernel) {
-  const Matrix a_t = a.transpose();
-  return matmul(a_t, b, threads, kernel);
+Matrix renormalize_backward(const Matrix& zeroed, const Matrix& renormalized, const Matrix& dr) {
+  Matrix dy(dr.rows(), dr.cols());                                // (T, T_k)
+  std::vector<float> terms(static_cast<std::size_t>(dr.cols()));  // −dR ⊙ ((Y / s) / s), a row
+  for (Eigen::Index i = 0; i < dr.rows(); ++i) {
+    const float s = torch_sum(zeroed.data() + i * zeroed.cols(), zeroed.cols());
+    for (Eigen::Index j = 0; j < dr.cols(); ++j) {
+      terms[static_cast<std::size_t>(j)] = -dr(i, j) * (renormalized(i, j) / s);
+    }
+    const float ds = torch_sum(terms.data(), dr.cols());  // sum_to_size: the row's sum
+    for (Eigen::Index j = 0; j < dr.cols(); ++j) dy(i, j) = dr(i, j) / s + ds;
+  }
+  return dy;
 }
 
-Matrix column_sums(const Matrix& g) {
-  Matrix s = Matrix::Zero(1, g.cols());
-  for (Eigen::Index i = 0; i < g.rows(); ++i) {
-    for (Eigen::Index j = 0; j < g.cols(); ++j) s(0, j) = s(0, j) + g(i, j);
+Matrix zeroing_backward(const Matrix& d, const Matrix& mask) {
+  Matrix out(d.rows(), d.cols());
+  for (Eigen::Index i = 0; i < d.size(); ++i) {
+    out.data()[i] = d.data()[i] * (1.0f - mask.data()[i]);
   }
-  return s;
+  return out;
 }
+
+Matrix rope_backward(const Matrix& g, const RopeTables& tables, RopePairs pairs) {
+  const Eigen::Index d = tables.cos.cols(), half = d / 2;
+  if (d == 0 || g.cols() % d != 0 || g.rows() > tables.cos.rows()) {
+    throw Error(fmt::format("rope_backward: a [{}, {}] gradient does not fit tables of [{}, {}]",
+                            g.rows(), g.cols(), tables.cos.rows(), d));
+  }
+  Matrix out(g.rows(), g.cols());
+  std::vector<float> turned(static_cast<std::size_t>(d));  // g · sin, one head's block
+  for (Eigen::Index i = 0; i < g.rows(); ++i) {
+    const float* cos = &tables.cos(i, 0);
+    const float* sin = &tables.sin(i, 0);
+    for (Eigen::Index h = 0; h < g.cols(); h += d) {
+      const float* gi = &g(i, h);
+      for (Eigen::Index c = 0; c < d; ++c) turned[static_cast<std::size_t>(c)] = gi[c] * sin[c];
+      for (Eigen::Index c = 0; c < d; ++c) {
+        // rotateᵀ: the column that c's rotated value came from, and its sign.
+        const Eigen::Index from = pairs == RopePairs::kHalf ? (c < half ? c + half : c - half)
+                                                            : (c % 2 == 0 ? c + 1 : c - 1);
+        const bool keep_sign = pairs == RopePairs::kHalf ? c < half : c % 2 == 0;
+        const float back = turned[static_cast<std::size_t>(from)];
+        out(i, h + c) = (gi[c] * cos[c] + (keep_sign ? back : -back)) + 0.0f;
+      }
+    }
+  }
+  return out;
+}
+
+Matrix transposed_product(const Matrix& a, const Matrix& b, int threads, MatmulKernel kernel) {
+  return transposed_matmul(a, b, threads, kernel);
+}
+
+Matrix column_sums(const Matrix& g) { return torch_sum_rows(g); }
 
 Matrix sgd_step(const Matrix& w, const Matrix& g, double lr) {
   const auto eta = static_cast<float>(lr);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "attn/backward.hpp"
+#include "attn/grouping.hpp"
 
 namespace attn {
 
@@ -14,7 +15,9 @@ GradCellWorking work_out_grad_cell(const Trace& trace, std::optional<int> head,
   const Matrix& dz = trace.step(StepKind::kGradContext, head, batch).values;
   const Eigen::Index hd = dz.cols();
   const Matrix& values = trace.step(StepKind::kValues, split ? std::nullopt : head, batch).values;
-  const Matrix v = split ? Matrix(values.middleCols(head.value_or(0) * hd, hd)) : values;
+  // A shared K/V head's values, for grouped-query heads.
+  const Eigen::Index g = split ? kv_head_of(head.value_or(0), c.heads, c.kv_heads) : 0;
+  const Matrix v = split ? Matrix(values.middleCols(g * hd, hd)) : values;
   GradCellWorking w;
   w.i = qi;
   w.j = kj;

@@ -229,13 +229,14 @@ Matrix stacked(const std::vector<Matrix>& parts);
 const Matrix& final_output(const Trace& trace, std::optional<int> batch);
 
 // The forward pass again for other weights, without recording: one item's final output.
-Matrix forward_output(const TraceConfig& c, const Matrix& x, const Matrix& x_kv, const Mask& mask,
+// mask: the item's (T, T_k) mask as its mask step holds it, or null for none.
+Matrix forward_output(const TraceConfig& c, const Matrix& x, const Matrix& x_kv, const Matrix* mask,
                       const Weights& w);
 
 // One item's gradients at the projections: dL/dQ, dL/dK, dL/dV per head (wrapper) or one set
-// d_out wide (split).
+// (split: d_out wide, K and V d_kv wide).
 struct ItemGrads {
-  Mask mask;
+  const Matrix* mask = nullptr;  // the item's mask step's values, or null for none
   std::vector<Matrix> dq, dk, dv;
 };
 

@@ -3,39 +3,51 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
 #include <map>
 
 #include "attn/backward.hpp"
+#include "attn/grouping.hpp"
 #include "attn/weights.hpp"
 #include "lesson.hpp"
 
 namespace attn::lesson {
 
 // The forward pass's output for given weights, computed again without recording: the loss after
-// the step of gradient descent.
-Matrix forward_output(const TraceConfig& c, const Matrix& x, const Matrix& x_kv, const Mask& mask,
+// the step of gradient descent. Each head's scores are masked, scaled and softmaxed in one
+// (T, T_k) matrix.
+Matrix forward_output(const TraceConfig& c, const Matrix& x, const Matrix& x_kv, const Matrix* mask,
                       const Weights& w) {
   auto attend_one = [&](const Matrix& q, const Matrix& k, const Matrix& v, Eigen::Index d_k) {
-    Matrix s = omega_scores(q, k, c.threads, c.matmul);
-    if (mask.masked) s = apply_mask(s, mask.values);
-    const Matrix a = softmax_rows(scale(s, d_k, c.threads), c.kernel, c.masked_rows, c.threads);
+    Matrix s = omega_scores(q, k, c.threads, c.matmul);  // (T, T_k)
+    for (Eigen::Index i = 0; mask && i < s.size(); ++i) {
+      if (mask->data()[i] != 0.0f) s.data()[i] = -std::numeric_limits<float>::infinity();
+    }
+    const Matrix a = softmax_in_place(scale_in_place(std::move(s), d_k, c.threads), c.kernel,
+                                      c.masked_rows, c.threads)
+                         .weights;
     return context_vectors(a, v, c.threads, c.matmul);
   };
   auto proj = [&](const Matrix& in, const Matrix& weight) {
     return apply_weight(in, weight, c.init, c.threads, c.matmul);
   };
+  // Rotary embeddings turn Q and K (each head's columns) before the scores.
+  auto turned = [&](Matrix m) { return w.rope ? rope_rotate(m, *w.rope, c.rope_pairs) : m; };
   std::vector<Matrix> zs;
   if (!(c.multihead == MultiheadForm::kSplit)) {
     for (const HeadWeights& h : w.heads) {
-      zs.push_back(attend_one(proj(x, h.w_q), proj(x_kv, h.w_k), proj(x_kv, h.w_v), c.d_kq));
+      zs.push_back(
+          attend_one(turned(proj(x, h.w_q)), turned(proj(x_kv, h.w_k)), proj(x_kv, h.w_v), c.d_kq));
     }
   } else {
-    const Matrix q = proj(x, w.heads[0].w_q), k = proj(x_kv, w.heads[0].w_k),
+    const Matrix q = turned(proj(x, w.heads[0].w_q)), k = turned(proj(x_kv, w.heads[0].w_k)),
                  v = proj(x_kv, w.heads[0].w_v);
     const Eigen::Index hd = c.d_kq / c.heads;
     for (Eigen::Index h = 0; h < c.heads; ++h) {
-      zs.push_back(attend_one(q.middleCols(h * hd, hd), k.middleCols(h * hd, hd),
-                              v.middleCols(h * hd, hd), hd));
+      const Eigen::Index g = kv_head_of(h, c.heads, c.kv_heads);  // its K/V head
+      zs.push_back(attend_one(q.middleCols(h * hd, hd), k.middleCols(g * hd, hd),
+                              v.middleCols(g * hd, hd), hd));
     }
   }
   Matrix z(zs[0].rows(), static_cast<Eigen::Index>(zs.size()) * zs[0].cols());
@@ -56,6 +68,14 @@ namespace {
 
 bool split_form(const TraceConfig& c) { return c.multihead == MultiheadForm::kSplit; }
 
+// A loss in a note: fmt's shortest float, with nan and the infinities as tensors print them
+// ("nan", not fmt's "-nan" for the sign bit that x86's nan has); `sign`: + before a positive one.
+std::string loss_text(float v, bool sign = false) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? (sign ? "+inf" : "inf") : "-inf";
+  return sign ? fmt::format("{:+}", v) : fmt::format("{}", v);
+}
+
 // One gradient of every head, each the items' rows one after another.
 Matrix all_items(const std::vector<ItemGrads>& items, std::vector<Matrix> ItemGrads::*member,
                  std::size_t head) {
@@ -70,7 +90,9 @@ std::vector<HeadWeights> weight_grads(Recorder& rec, const Matrix& x, const Matr
                                       const std::vector<ItemGrads>& items) {
   const TraceConfig& c = rec.config();
   const bool rand = c.init == WeightInit::kRand, split = split_form(c);
+  const bool grouped = split && c.kv_heads != c.heads;
   const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";
+  const std::string kk = grouped ? "d_kv" : kq, vv = grouped ? "d_kv" : dv;
   const std::string x2 = c.cross ? "X₂" : "X";
   std::string note;
   if (items.size() > 1) note = fmt::format("summed over the {} sentences' tokens", items.size());
@@ -91,10 +113,10 @@ std::vector<HeadWeights> weight_grads(Recorder& rec, const Matrix& x, const Matr
     HeadWeights g;
     g.w_q = one(StepKind::kGradWQuery, "W_q", "Q", "X", x, all_items(items, &ItemGrads::dq, h), kq,
                 head);
-    g.w_k = one(StepKind::kGradWKey, "W_k", "K", x2, x_kv, all_items(items, &ItemGrads::dk, h), kq,
+    g.w_k = one(StepKind::kGradWKey, "W_k", "K", x2, x_kv, all_items(items, &ItemGrads::dk, h), kk,
                 head);
     g.w_v = one(StepKind::kGradWValue, "W_v", "V", x2, x_kv, all_items(items, &ItemGrads::dv, h),
-                dv, head);
+                vv, head);
     grads.push_back(std::move(g));
   }
   return grads;
@@ -191,21 +213,24 @@ void sgd(Recorder& rec, const Trace& trace, const Inputs& inputs, const Weights&
   const TraceConfig& c = rec.config();
   const double lr = *c.learning_rate;
   const bool split = split_form(c);
+  const bool grouped = split && c.kv_heads != c.heads;
   const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";
+  const std::string kk = grouped ? "d_kv" : kq, vv = grouped ? "d_kv" : dv;
   auto step = [&](StepKind kind, const char* name, std::vector<std::string> dims, const Matrix& v,
                   const Matrix& g, std::optional<int> head) {
     return rec.add(kind, fmt::format("{0} − {1} dL/d{0}", name, lr), std::move(dims),
                    sgd_step(v, g, lr), std::nullopt, head);
   };
   Weights stepped;
+  stepped.rope = w.rope;  // the rotation's tables are buffers, not weights
   for (std::size_t h = 0; h < w.heads.size(); ++h) {
     const auto head = index_if(w.heads.size() > 1, static_cast<std::int64_t>(h));
     HeadWeights s;
     s.w_q = step(StepKind::kStepWQuery, "W_q", weight_dims(c.init, "d_in", kq), w.heads[h].w_q,
                  grads[h].w_q, head);
-    s.w_k = step(StepKind::kStepWKey, "W_k", weight_dims(c.init, "d_in", kq), w.heads[h].w_k,
+    s.w_k = step(StepKind::kStepWKey, "W_k", weight_dims(c.init, "d_in", kk), w.heads[h].w_k,
                  grads[h].w_k, head);
-    s.w_v = step(StepKind::kStepWValue, "W_v", weight_dims(c.init, "d_in", dv), w.heads[h].w_v,
+    s.w_v = step(StepKind::kStepWValue, "W_v", weight_dims(c.init, "d_in", vv), w.heads[h].w_v,
                  grads[h].w_v, head);
     stepped.heads.push_back(std::move(s));
   }
@@ -227,8 +252,8 @@ void sgd(Recorder& rec, const Trace& trace, const Inputs& inputs, const Weights&
   const float before = trace.step(StepKind::kLoss).values(0, 0);
   rec.add(StepKind::kLossAfterStep, "L with W − η dL/dW", {"1"}, l, std::nullopt, std::nullopt,
           {.cols = {"L"},
-           .note = fmt::format("η = {}: the loss went from {} to {} ({:+})", lr, before, l(0, 0),
-                               l(0, 0) - before)});
+           .note = fmt::format("η = {}: the loss went from {} to {} ({})", lr, loss_text(before),
+                               loss_text(l(0, 0)), loss_text(l(0, 0) - before, true))});
 }
 
 }  // namespace

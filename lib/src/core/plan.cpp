@@ -94,8 +94,8 @@ void plan_weight_like(std::vector<PlannedStep>& plan, const TraceConfig& c, Step
   const bool split = c.multihead == MultiheadForm::kSplit;
   for (std::int64_t h = 0; h < (split ? 1 : c.heads); ++h) {
     weight(q, c.d_kq);
-    weight(k, c.d_kq);
-    weight(v, c.d_v);
+    weight(k, split ? kv_width(c) : c.d_kq);
+    weight(v, split ? kv_width(c) : c.d_v);
   }
 }
 
@@ -108,6 +108,7 @@ void plan_backward(std::vector<PlannedStep>& plan, const TraceConfig& c, std::in
   const bool linear = c.init == WeightInit::kLinear;
   const std::int64_t d_head_v = split ? c.d_v / c.heads : c.d_v;
   const std::int64_t d_head_k = split ? c.d_kq / c.heads : c.d_kq;
+  const bool grouped = split && c.kv_heads != c.heads;
   plan.push_back({StepKind::kLoss, 1, 1});
   if (split) {
     for (std::int64_t b = 0; b < batch; ++b) plan.push_back({StepKind::kGradOutput, t_q, c.d_v});
@@ -123,8 +124,23 @@ void plan_backward(std::vector<PlannedStep>& plan, const TraceConfig& c, std::in
       plan.push_back({StepKind::kGradRowDot, t_q, 1});
       plan.push_back({StepKind::kGradScaledScores, t_q, t_k});
       plan.push_back({StepKind::kGradOmega, t_q, t_k});
+      if (c.causal) {  // the causal lesson's other way, backwards
+        for (StepKind kind : {StepKind::kGradZeroedWeights, StepKind::kGradUnmaskedWeights,
+                              StepKind::kGradOmegaOtherWay}) {
+          plan.push_back({kind, t_q, t_k});
+        }
+      }
+      if (c.rope) {
+        plan.push_back({StepKind::kGradRotatedQueries, t_q, d_head_k});
+        plan.push_back({StepKind::kGradRotatedKeys, t_k, d_head_k});
+      }
       plan.push_back({StepKind::kGradQueries, t_q, d_head_k});
-      plan.push_back({StepKind::kGradKeys, t_k, d_head_k});
+      if (!(c.rope && grouped)) plan.push_back({StepKind::kGradKeys, t_k, d_head_k});
+    }
+    if (grouped) {  // each K/V head's gradient: its query heads' summed
+      plan.push_back({StepKind::kGradSharedKeys, t_k, kv_width(c)});
+      if (c.rope) plan.push_back({StepKind::kGradKeys, t_k, kv_width(c)});
+      plan.push_back({StepKind::kGradSharedValues, t_k, kv_width(c)});
     }
   }
   plan_weight_like(plan, c, StepKind::kGradWQuery, StepKind::kGradWKey, StepKind::kGradWValue);
@@ -248,7 +264,12 @@ double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, 
                                  : squares / static_cast<double>(batch * c.heads);
     values += held - squares;
   }
-  return values * (4.0 + c.output_bytes_per_value);
+  // The backward pass's working copies beyond its steps, one head at a time: A and dL/dA with a
+  // row that masks every key (the softmax's backward reads nan there), or the forward pass
+  // again for the loss after --lr's step (one (T, T_k) matrix).
+  const double working =
+      c.backward ? 2.0 * static_cast<double>(t_q) * static_cast<double>(t_k) : 0.0;
+  return values * (4.0 + c.output_bytes_per_value) + working * 4.0;
 }
 
 }  // namespace attn

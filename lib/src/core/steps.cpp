@@ -6,7 +6,7 @@ namespace attn {
 
 namespace {
 
-constexpr std::array<StepInfo, 75> kCatalogue = {{
+constexpr std::array<StepInfo, 82> kCatalogue = {{
     {StepKind::kEmbeddings, "embeddings", "the embedded sentence, one row per token",
      "X = Embedding(V, d_in)(ids)",
      "Each token id picks one row of the embedding table: a vector of d_in numbers that stands "
@@ -148,11 +148,51 @@ constexpr std::array<StepInfo, 75> kCatalogue = {{
      "Back through the scaling, and through the mask: a masked score was replaced by −inf, so "
      "its gradient is 0.",
      true, true, true},
-    {StepKind::kGradQueries, "grad_queries", "the gradient of the queries", "dL/dQ = dL/dω K",
-     "ω = Q Kᵀ, so a query's gradient is the keys weighted by its row of dL/dω.", false, false,
+    {StepKind::kGradZeroedWeights, "grad_zeroed_weights",
+     "the other way, backwards: the gradient of the zeroed weights",
+     "dL/dA'' = (dL/dA − rowsum(dL/dA ⊙ A)) / s",
+     "The causal lesson's other way, run backwards from the same dL/dZ. Dividing each row by "
+     "its sum s has a backward like the softmax's: each weight's gradient less the row's "
+     "weighted mean, over s.",
+     false, true, true},
+    {StepKind::kGradUnmaskedWeights, "grad_unmasked_weights",
+     "... the gradient of the unmasked softmax's weights", "dL/dA' = dL/dA'' ⊙ (1 − M)",
+     "Zeroing a weight multiplied it by 0, so no gradient goes back through it.", false, true,
      true},
+    {StepKind::kGradOmegaOtherWay, "grad_omega_other_way",
+     "... back to ω: the same gradient as grad_omega", "dL/dω' = A' ⊙ (dL/dA' − r') / √d_k",
+     "Through the unmasked softmax and the scaling. Its row sum r'_i = Σ_j dL/dA'_ij A'_ij is 0 "
+     "up to rounding, so a masked score, whose weight was zeroed after the softmax, gets almost "
+     "nothing, and every other score gets what grad_omega has.",
+     true, true, true},
+    {StepKind::kGradRotatedQueries, "grad_rotated_queries", "the gradient of the rotated queries",
+     "dL/dQ' = dL/dω K'",
+     "ω = Q' K'ᵀ: the gradient of the queries as rotated, the ones the scores read.", false, false,
+     true},
+    {StepKind::kGradRotatedKeys, "grad_rotated_keys", "the gradient of the rotated keys",
+     "dL/dK' = dL/dωᵀ Q'",
+     "A rotated key's gradient: the rotated queries weighted by its column "
+     "of dL/dω.",
+     false, false, true},
+    {StepKind::kGradQueries, "grad_queries", "the gradient of the queries", "dL/dQ = dL/dω K",
+     "ω = Q Kᵀ, so a query's gradient is the keys weighted by its row of dL/dω. With rotary "
+     "embeddings, the rotated queries' gradient turned back: the rotation's transpose turns each "
+     "pair by the opposite angle.",
+     false, false, true},
     {StepKind::kGradKeys, "grad_keys", "the gradient of the keys", "dL/dK = dL/dωᵀ Q",
-     "A key's gradient is the queries weighted by its column of dL/dω.", false, false, true},
+     "A key's gradient is the queries weighted by its column of dL/dω (turned back by the "
+     "opposite angle with rotary embeddings).",
+     false, false, true},
+    {StepKind::kGradSharedKeys, "grad_shared_keys",
+     "the gradient of the shared keys, each K/V head's query heads summed",
+     "dL/dK_g = Σ_{h ∈ g} dL/dKₕ",
+     "Grouped-query attention: several query heads read one K/V head, so its keys' gradient is "
+     "the sum of theirs (repeat_interleave's backward).",
+     false, false, true},
+    {StepKind::kGradSharedValues, "grad_shared_values",
+     "the gradient of the shared values, each K/V head's query heads summed",
+     "dL/dV_g = Σ_{h ∈ g} dL/dVₕ",
+     "A shared K/V head's values' gradient: the sum of its query heads'.", false, false, true},
     {StepKind::kGradWQuery, "grad_w_query", "the gradient of the query weights",
      "dL/dW_q = Xᵀ dL/dQ",
      "The query weights' gradient: the embeddings times the queries' gradient, summed over the "

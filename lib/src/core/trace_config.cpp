@@ -124,9 +124,15 @@ void check_backward(TraceConfig& c) {
     throw Error(fmt::format("the target in {} is for the mse loss: the sum loss has none",
                             c.target->source));
   }
-  if (c.learning_rate && !(*c.learning_rate > 0 && std::isfinite(*c.learning_rate))) {
-    throw Error(fmt::format("learning rate {} is not allowed: it must be a finite number > 0",
-                            *c.learning_rate));
+  // The step is W − (float)η dL/dW: η's float32 must be > 0 and finite.
+  if (c.learning_rate) {
+    const auto eta = static_cast<float>(*c.learning_rate);
+    if (!(*c.learning_rate > 0) || !(eta > 0.0f) || !std::isfinite(eta)) {
+      throw Error(fmt::format(
+          "learning rate {} is not allowed: it must be a number > 0 that float32 holds, "
+          "1.4e-45 to 3.4e38",
+          *c.learning_rate));
+    }
   }
   c.release_scores = false;  // the backward pass reads every head's weights
 }
@@ -140,9 +146,7 @@ void resolve_model(TraceConfig& c) {
     return;
   }
   const Gpt2Config& m = c.model->config();
-  auto refuse = [](const char* what) {
-    throw Error(fmt::format("a model's trace {}", what));
-  };
+  auto refuse = [](const char* what) { throw Error(fmt::format("a model's trace {}", what)); };
   if (c.x || c.embedding || c.w_query || c.w_key || c.w_value || c.w_out || c.b_out) {
     refuse("takes no given matrices: the checkpoint's are the ones traced");
   }
@@ -155,8 +159,8 @@ void resolve_model(TraceConfig& c) {
     refuse("has no KV cache nor online softmax: they follow the lesson's weights");
   }
   if (c.layer < 0 || c.layer >= m.n_layer) {
-    throw Error(fmt::format("layer {} is not in the model: its layers are 0 … {}", c.layer,
-                            m.n_layer - 1));
+    throw Error(
+        fmt::format("layer {} is not in the model: its layers are 0 … {}", c.layer, m.n_layer - 1));
   }
   if (c.model_head && (*c.model_head < 0 || *c.model_head >= m.n_head)) {
     throw Error(fmt::format("head {} is not in the model: its heads are 0 … {}", *c.model_head,

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "attn/error.hpp"
 #include "attn/names.hpp"
@@ -121,6 +122,10 @@ std::string int_tensor_text(const std::vector<std::vector<std::int64_t>>& rows, 
 
 // A number in a written-out sum; a negative factor is put in parentheses.
 std::string number(float v, int precision, bool factor) {
+  // nan and the infinities as the tensors print them (fmt writes a nan with its sign bit set,
+  // as x86's arithmetic makes it, as "-nan").
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : (factor ? "(-inf)" : "-inf");
   std::string s = fmt::format("{:.{}f}", static_cast<double>(v), precision);
   if (s[0] == '-' && s.find_first_not_of("0.", 1) == std::string::npos) s.erase(0, 1);
   return factor && s[0] == '-' ? "(" + s + ")" : s;
@@ -303,7 +308,8 @@ std::string head_text(const TraceConfig& config, int head, bool brief) {
     return brief ? fmt::format("L{}H{}", config.layer, head)
                  : fmt::format("layer {}, head {}", config.layer, head);
   }
-  return brief ? fmt::format("head {}", head + 1) : fmt::format("head {} of {}", head + 1, config.heads);
+  return brief ? fmt::format("head {}", head + 1)
+               : fmt::format("head {} of {}", head + 1, config.heads);
 }
 
 std::string where_text(const Trace& trace, const std::optional<int>& head,

@@ -46,6 +46,12 @@ json settings_of(const Trace& trace) {
       c.window < static_cast<std::int64_t>(trace.inputs[0].words.size())) {
     s["window"] = c.window;
   }
+  // The backward pass, only when it ran: its loss, the mse loss's target, the step's η.
+  if (c.backward) {
+    s["backward"] = json{{"loss", name_of(c.loss)},
+                         {"target", optional_source(c.target)},
+                         {"lr", c.learning_rate ? json(*c.learning_rate) : json(nullptr)}};
+  }
   s["masked_rows"] = masked_rows_name(c.masked_rows);
   s["torch_kernel"] = kernel_name(c.kernel);
   s["matmul"] = matmul_name(c.matmul);

@@ -58,10 +58,24 @@ Look backward_look(StepKind kind) {
       return {"dL/dS", Place::kStage};
     case StepKind::kGradOmega:
       return {"dL/dω", Place::kStage};
+    case StepKind::kGradZeroedWeights:
+      return {"dL/dA''", Place::kAside, {}, "the other way back: "};
+    case StepKind::kGradUnmaskedWeights:
+      return {"dL/dA'", Place::kAside, {}, "  → "};
+    case StepKind::kGradOmegaOtherWay:
+      return {"dL/dω'", Place::kAside, {}, "  → "};
+    case StepKind::kGradRotatedQueries:
+      return {"dL/dQ'", Place::kStage};
+    case StepKind::kGradRotatedKeys:
+      return {"dL/dK'", Place::kBeside};
     case StepKind::kGradQueries:
       return {"dL/dQ", Place::kStage};
     case StepKind::kGradKeys:
       return {"dL/dK", Place::kBeside};
+    case StepKind::kGradSharedKeys:
+      return {"Σ_h dL/dK", Place::kStage};
+    case StepKind::kGradSharedValues:
+      return {"Σ_h dL/dV", Place::kBeside};
     case StepKind::kGradWQuery:
       return {"dL/dW_q", Place::kStage};
     case StepKind::kGradWKey:

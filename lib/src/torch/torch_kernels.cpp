@@ -205,6 +205,31 @@ Acc cascade_row_sum(std::int64_t size, Load load) {
   return acc[0][0];
 }
 
+// One column's sum over `size` rows as ATen's multi_row_sum adds each of its columns: in order
+// into a cascade of up to 4 levels of blocks (of 16 rows or more), without the (-1, 4) view.
+template <typename Load>
+float cascade_column_sum(std::int64_t size, Load load) {
+  constexpr std::int64_t kLevels = 4;
+  std::int64_t ceil_log2 = 0;
+  while ((std::int64_t{1} << ceil_log2) < size) ++ceil_log2;
+  const std::int64_t level_power = std::max<std::int64_t>(4, ceil_log2 / kLevels);
+  const std::int64_t level_step = std::int64_t{1} << level_power;
+  const std::int64_t level_mask = level_step - 1;
+  float acc[kLevels] = {};
+  std::int64_t i = 0;
+  for (; i + level_step <= size;) {
+    for (std::int64_t j = 0; j < level_step; ++j, ++i) acc[0] = acc[0] + load(i);
+    for (std::int64_t j = 1; j < kLevels; ++j) {
+      acc[j] = acc[j] + acc[j - 1];
+      acc[j - 1] = 0.0f;
+      if ((i & (level_mask << (j * level_power))) != 0) break;
+    }
+  }
+  for (; i < size; ++i) acc[0] = acc[0] + load(i);
+  for (std::int64_t j = 1; j < kLevels; ++j) acc[0] = acc[0] + acc[j];
+  return acc[0];
+}
+
 // Eight float lanes, added lane by lane.
 struct Lanes {
   std::array<float, 8> v{};
@@ -233,6 +258,49 @@ float torch_sum(const float* e, std::int64_t n) {
 
 float torch_reduce_all_sum(const float* e, Eigen::Index n, TorchKernel kernel) {
   return row_sum(e, n, kernel);
+}
+
+Matrix torch_sum_rows(const Matrix& g) {
+  const Eigen::Index n = g.rows(), m = g.cols();
+  Matrix s(1, m);  // (1, m)
+  // Column j's sum, as ATen's row_sum (the column viewed as (-1, 4)) or multi_row_sum adds it.
+  auto by_fours = [&](Eigen::Index j) {
+    return cascade_row_sum<float>(n, [&](std::int64_t i) { return g(i, j); });
+  };
+  auto in_blocks = [&](Eigen::Index j) {
+    return cascade_column_sum(n, [&](std::int64_t i) { return g(i, j); });
+  };
+  Eigen::Index j = 0;
+  if (m == 1) {
+    s(0, 0) = torch_sum(g.data(), n);  // a contiguous column: the inner reduction
+    j = 1;
+  } else {
+    // vectorized_outer_sum (8 columns or more): groups of 4 vectors of 8 columns, then vectors of
+    // 8, then one by one; scalar_outer_sum (fewer): groups of 4 columns, then one by one.
+    const Eigen::Index grouped = m >= 8 ? m / 32 * 32 : m / 4 * 4;
+    for (; j < grouped; ++j) s(0, j) = in_blocks(j);
+  }
+  for (; j < m; ++j) s(0, j) = by_fours(j);
+  // The output is filled with 0 first, and the sum added to it.
+  for (Eigen::Index k = 0; k < m; ++k) s(0, k) = 0.0f + s(0, k);
+  return s;
+}
+
+float torch_dot_reduce_all(const float* x, const float* y, Eigen::Index n, TorchKernel kernel) {
+  constexpr Eigen::Index kLanes = 8;
+  if (n == 0) return 0.0f;
+  if (n < kLanes) {
+    float sum = x[0] * y[0];
+    for (Eigen::Index j = 1; j < n; ++j) sum = sum + x[j] * y[j];
+    return sum;
+  }
+  float lane[kLanes];
+  for (Eigen::Index l = 0; l < kLanes; ++l) lane[l] = x[l] * y[l];  // the first vector: x * y
+  for (Eigen::Index j = kLanes; j < n; ++j) {
+    float& acc = lane[j % kLanes];  // red_fun(acc, map_fun(x, y)), the tail's lanes too
+    acc = kernel == TorchKernel::kAvx2 ? std::fma(x[j], y[j], acc) : acc + x[j] * y[j];
+  }
+  return row_sum(lane, kLanes, kernel);
 }
 
 float torch_expf(float x, TorchKernel kernel) {
@@ -291,6 +359,26 @@ Matrix matmul_transposed(const Matrix& a, const Matrix& b, int threads, MatmulKe
   }
   const Matrix b_t = b.transpose();
   return matmul(a, b_t, threads, MatmulKernel::kReference);
+}
+
+Matrix transposed_matmul(const Matrix& a, const Matrix& b, int threads, MatmulKernel kernel) {
+  require_inner(a, b, a.rows(), b.rows(), "aᵀ @ b");
+  if (matmul_kernel_for(kernel, a.cols(), b.cols(), a.rows()) == MatmulKernel::kBlocked) {
+    return blocked(strided_transpose(a), strided(b), threads);  // reads a in place
+  }
+  Matrix c = uninitialized_matrix(a.cols(), b.cols());  // (M, N)
+  const double work =
+      static_cast<double>(a.cols()) * static_cast<double>(b.cols()) * static_cast<double>(a.rows());
+  parallel_for(a.cols(), threads, work, [&](std::int64_t begin, std::int64_t end) {
+    for (Eigen::Index i = begin; i < end; ++i) {
+      for (Eigen::Index j = 0; j < b.cols(); ++j) {
+        float acc = 0.0f;
+        for (Eigen::Index k = 0; k < a.rows(); ++k) acc = acc + a(k, i) * b(k, j);
+        c(i, j) = acc;
+      }
+    }
+  });
+  return c;
 }
 
 struct RowBlockProduct::Packed {
