@@ -16,6 +16,7 @@
 
 #include "attn/error.hpp"
 #include "attn/export.hpp"
+#include "attn/gpt2_model.hpp"
 #include "attn/io.hpp"
 #include "attn/render_explain.hpp"
 #include "attn/render_explain_grad.hpp"
@@ -26,7 +27,6 @@
 #include "attn/render_summary.hpp"
 #include "attn/render_svg.hpp"
 #include "attn/render_table.hpp"
-#include "attn/gpt2_model.hpp"
 #include "attn/tokenizer_gpt2.hpp"
 #include "attn/version.hpp"
 #include "option_table.hpp"
@@ -85,6 +85,8 @@ std::string remedy(Setting setting) {
       return " with --force";
     case Setting::kModelHeads:
       return " with --n-head";
+    case Setting::kRopeTheta:
+      return " with --rope-theta";
     case Setting::kNone:
       break;
   }
@@ -609,9 +611,7 @@ Outcome run(Options& o) {
     config.release_scores = true;
     config.stream_scores = true;
     config.on_step = [&](const Step& s) {
-      if (!o.steps.empty() && std::find(o.steps.begin(), o.steps.end(), s.id) == o.steps.end()) {
-        return;
-      }
+      if (!o.steps.empty() && !step_id_chosen(o.steps, s.id)) return;
       lines += summary_step_line(s, config.threads, &config);
       attention += summary_attention(s, kSummaryQueries, config.threads, &config);
     };
@@ -671,9 +671,7 @@ Outcome run(Options& o) {
     TraceDocument expected = parse_trace_json(read_file(*o.expect), *o.expect);
     if (!o.steps.empty()) {
       // Only the steps this run shows (the HTML page's trace keeps them all for its workings).
-      const auto not_shown = [&o](const DocumentStep& s) {
-        return std::find(o.steps.begin(), o.steps.end(), s.id) == o.steps.end();
-      };
+      const auto not_shown = [&o](const DocumentStep& s) { return !step_id_chosen(o.steps, s.id); };
       std::erase_if(expected.steps, not_shown);
       std::erase_if(run_doc.steps, not_shown);
     }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "attn/error.hpp"
 #include "attn/names.hpp"
@@ -121,6 +122,7 @@ std::string int_tensor_text(const std::vector<std::vector<std::int64_t>>& rows, 
 
 // A number in a written-out sum; a negative factor is put in parentheses.
 std::string number(float v, int precision, bool factor) {
+  if (std::isnan(v)) return "nan";  // as PyTorch prints it, whatever its sign bit
   std::string s = fmt::format("{:.{}f}", static_cast<double>(v), precision);
   if (s[0] == '-' && s.find_first_not_of("0.", 1) == std::string::npos) s.erase(0, 1);
   return factor && s[0] == '-' ? "(" + s + ")" : s;
@@ -243,6 +245,9 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
         c.window < static_cast<std::int64_t>(trace.inputs[0].words.size())) {
       settings.push_back(fmt::format("window {}", c.window));
     }
+    if (c.decode) settings.push_back("decode");
+    if (c.online_softmax > 0)
+      settings.push_back(fmt::format("online-softmax {}", c.online_softmax));
     if (c.causal || trace.pad_id) {
       settings.push_back(fmt::format("masked-rows {}", masked_rows_name(c.masked_rows)));
     }
@@ -303,7 +308,8 @@ std::string head_text(const TraceConfig& config, int head, bool brief) {
     return brief ? fmt::format("L{}H{}", config.layer, head)
                  : fmt::format("layer {}, head {}", config.layer, head);
   }
-  return brief ? fmt::format("head {}", head + 1) : fmt::format("head {} of {}", head + 1, config.heads);
+  return brief ? fmt::format("head {}", head + 1)
+               : fmt::format("head {} of {}", head + 1, config.heads);
 }
 
 std::string where_text(const Trace& trace, const std::optional<int>& head,
