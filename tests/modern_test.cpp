@@ -285,8 +285,8 @@ TEST_CASE("the rotary base is its float32 value: above 0 and finite there") {
   c.d_kq = 16;
   CHECK_THROWS_WITH_AS(attn::run_trace(c),
                        "the rotary base θ 1e-45 is too small for a head width of 16: inv_freq_7 = "
-                       "1 / θ^(14/16) overflows float32, and the tables would be nan; a larger "
-                       "base is allowed",
+                       "1 / θ^(14/16) overflows float32, and the tables would be nan: give a "
+                       "larger base",
                        attn::Error);
 }
 

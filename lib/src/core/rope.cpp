@@ -42,7 +42,7 @@ std::vector<float> rope_inv_freq(std::int64_t d, float theta, TorchKernel kernel
     if (!std::isfinite(inv[i])) {
       throw Error(fmt::format("the rotary base θ {} is too small for a head width of {}: "
                               "inv_freq_{} = 1 / θ^({}/{}) overflows float32, and the tables "
-                              "would be nan; a larger base is allowed",
+                              "would be nan: give a larger base",
                               theta, d, i, 2 * i, d),
                   Setting::kRopeTheta);
     }
@@ -65,7 +65,7 @@ RopeTables rope_tables(std::int64_t positions, std::int64_t d, float theta, Rope
       if (!std::isfinite(angles(p, c))) {
         throw Error(fmt::format("the rotary base θ {} is too small for {} positions and a head "
                                 "width of {}: the angle p · inv_freq_{} = {} · {} overflows "
-                                "float32, and the tables would be nan; a larger base is allowed",
+                                "float32, and the tables would be nan: give a larger base",
                                 theta, positions, d, i, p, inv[i]),
                     Setting::kRopeTheta);
       }
