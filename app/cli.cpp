@@ -85,6 +85,8 @@ std::string remedy(Setting setting) {
       return " with --force";
     case Setting::kModelHeads:
       return " with --n-head";
+    case Setting::kRopeTheta:
+      return " with --rope-theta";
     case Setting::kNone:
       break;
   }
@@ -614,9 +616,7 @@ Outcome run(Options& o) {
     config.release_scores = true;
     config.stream_scores = true;
     config.on_step = [&](const Step& s) {
-      if (!o.steps.empty() && std::find(o.steps.begin(), o.steps.end(), s.id) == o.steps.end()) {
-        return;
-      }
+      if (!o.steps.empty() && !step_id_chosen(o.steps, s.id)) return;
       lines += summary_step_line(s, config.threads, &config);
       attention += summary_attention(s, kSummaryQueries, config.threads, &config);
     };
@@ -676,9 +676,7 @@ Outcome run(Options& o) {
     TraceDocument expected = parse_trace_json(read_file(*o.expect), *o.expect);
     if (!o.steps.empty()) {
       // Only the steps this run shows (the HTML page's trace keeps them all for its workings).
-      const auto not_shown = [&o](const DocumentStep& s) {
-        return std::find(o.steps.begin(), o.steps.end(), s.id) == o.steps.end();
-      };
+      const auto not_shown = [&o](const DocumentStep& s) { return !step_id_chosen(o.steps, s.id); };
       std::erase_if(expected.steps, not_shown);
       std::erase_if(run_doc.steps, not_shown);
     }

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "attn/names.hpp"
+#include "attn/rope.hpp"
 #include "attn/trace.hpp"
 #include "cli.hpp"
 
@@ -323,7 +324,9 @@ std::vector<OptionSpec> model_options() {
              "PyTorch's CPU kernels to reproduce: avx2 (x86-64) or default (ARM, other builds)",
              "which of PyTorch's CPU kernels to reproduce: `avx2` for x86-64 with AVX2 (PyTorch's "
              "default on such machines), `default` for PyTorch's other builds (ARM, Apple silicon, "
-             "`ATEN_CPU_CAPABILITY=default`). Never detected from the host.",
+             "`ATEN_CPU_CAPABILITY=default`). Never detected from the host; only `--rope`'s "
+             "tables in `avx2` need SLEEF's AVX2 code (libsleef3), and where it cannot run they "
+             "are the C library's, as their note says",
              [](Options& o) -> TorchKernel& { return o.config.kernel; }));
   model.push_back(flag(
       "--decode",
@@ -356,7 +359,7 @@ std::vector<OptionSpec> model_options() {
   OptionSpec theta{"--rope-theta",
                    "X",
                    "10000",
-                   "a number > 0 that float32 holds; needs `--rope`",
+                   "a number > 0 that float32 holds (1.4e-45 to 3.4028235e38); needs `--rope`",
                    "With --rope: the base θ of the angles",
                    "the base θ of the rotary angles (Llama 3 uses 500000)",
                    {},
@@ -368,10 +371,12 @@ std::vector<OptionSpec> model_options() {
             [](std::string& text) -> std::string {
               double v = 0;
               const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-              if (ec != std::errc() || ptr != text.data() + text.size() || !(v > 0) ||
-                  !(v <= std::numeric_limits<float>::max())) {
-                return fmt::format("'{}' is not a base; allowed: a number > 0 that float32 holds",
-                                   text);
+              // PyTorch rounds θ to float32: it must stay above 0 and finite there.
+              if (ec != std::errc() || ptr != text.data() + text.size() || !rope_base_float32(v)) {
+                return fmt::format(
+                    "'{}' is not a base; allowed: a number > 0 that float32 holds (1.4e-45 to "
+                    "3.4028235e38)",
+                    text);
               }
               return {};
             },
@@ -395,12 +400,12 @@ std::vector<OptionSpec> model_options() {
       [](Options & o) -> auto& { return o.config.kv_heads; },
       integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads))));
   model.push_back(number(
-      "--window", "", "1 or more (implies `--causal`)",
+      "--window", "", "1..2^63-1 (implies `--causal`)",
       "Sliding-window attention: each token sees itself and the N - 1 tokens before it",
       "sliding-window attention (Mistral): query i sees keys max(0, i − N + 1) … i, the others "
       "are masked with −inf before the softmax; implies `--causal`, and N ≥ T is the causal trace",
       [](Options & o) -> auto& { return o.config.window; },
-      integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1 or more")));
+      integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1..2^63-1")));
   return model;
 }
 

@@ -38,14 +38,6 @@ void check_variant_options(const Options& o) {
         "query heads",
         kv, heads));
   }
-  for (const char* name : {"--w-key", "--w-value"}) {
-    if (given(o, name) && kv != heads) {
-      throw Error(fmt::format(
-          "{} gives one head's weights per query head: it does not go with --kv-heads {} "
-          "(fewer K/V heads than --heads {})",
-          name, kv, heads));
-    }
-  }
 }
 
 }  // namespace attn::cli

@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <bit>
 #include <cmath>
+#include <limits>
 
 #include "attn/error.hpp"
 #include "attn/grouping.hpp"
@@ -11,6 +13,7 @@
 #include "attn/render_json.hpp"
 #include "attn/render_text.hpp"
 #include "attn/rope.hpp"
+#include "attn/simd.hpp"
 #include "attn/trace.hpp"
 #include "support/reference.hpp"
 
@@ -67,10 +70,10 @@ constexpr const char* kCases[] = {"rope_half",
 }  // namespace
 
 TEST_CASE("every modern variant equals PyTorch's at every step, in both kernel flavours") {
-  // The default kernels' cos and sin are the C library's cosf and sinf, as here: every bit is
-  // PyTorch's. The AVX2 kernels take SLEEF's vectorised cos and sin for most elements, which
-  // differ from cosf and sinf in the last bit now and then: with rotary embeddings, the tables
-  // and every step after them are held to 1e-6 of their largest value there, the rest to bits.
+  // Every bit is PyTorch's: the default kernels' pow, cos and sin are the C library's, the AVX2
+  // kernels' SLEEF's, as here. Only on a CPU without AVX2 and FMA, where SLEEF's AVX2 code cannot
+  // run and the tool takes the C library's for both, are the AVX2 kernels' tables and every step
+  // after them held to 1e-6 of their largest value instead.
   int rotated_cases = 0;
   for (const TorchKernel kernel : test::kKernels) {
     for (const char* name : kCases) {
@@ -92,7 +95,7 @@ TEST_CASE("every modern variant equals PyTorch's at every step, in both kernel f
         const std::string where = what + " " + id + " head " + expected.at("head").dump() +
                                   " batch " + expected.at("batch").dump();
         const bool before_rope = step.kind <= attn::StepKind::kValues;
-        if (!rope || before_rope || kernel == TorchKernel::kDefault) {
+        if (!rope || before_rope || kernel == TorchKernel::kDefault || attn::sleef_runs()) {
           test::check_bits(step.values, expected, where);
         } else {
           test::check_relative(step.values, expected, where);
@@ -109,7 +112,7 @@ TEST_CASE("every modern variant equals PyTorch's at every step, in both kernel f
 TEST_CASE("rope: position 0 is the identity, pairs keep their length, and scores see only i − j") {
   for (const auto pairs : {attn::RopePairs::kHalf, attn::RopePairs::kInterleaved}) {
     const std::int64_t d = 8;
-    const attn::RopeTables t = attn::rope_tables(40, d, 10000.0f, pairs);
+    const attn::RopeTables t = attn::rope_tables(40, d, 10000.0f, pairs, TorchKernel::kDefault);
     CHECK(t.cos.row(0).isOnes());
     CHECK(t.sin.row(0).isZero());
     Matrix x(1, d), y(1, d);
@@ -141,7 +144,7 @@ TEST_CASE("rope: position 0 is the identity, pairs keep their length, and scores
     CHECK(score(9, 9) == doctest::Approx(score(0, 0)).epsilon(1e-5));
     CHECK(score(5, 2) != doctest::Approx(score(5, 4)).epsilon(1e-3));
   }
-  CHECK_THROWS_WITH_AS(attn::rope_inv_freq(3, 10000.0f),
+  CHECK_THROWS_WITH_AS(attn::rope_inv_freq(3, 10000.0f, TorchKernel::kDefault),
                        "rotary embeddings rotate pairs: a width of 3 is not even", attn::Error);
 }
 
@@ -198,6 +201,116 @@ TEST_CASE("kv_heads = heads is exactly the split form, and a window of T or more
   attn::TraceConfig narrow = causal;
   narrow.window = 5;
   CHECK(attn::render_text(attn::run_trace(narrow), {}) != attn::render_text(c, {}));
+  // Decoding and the online softmax too: a window of T or more drops no key from the cache.
+  attn::TraceConfig decode = causal;
+  decode.decode = true;
+  decode.online_softmax = 2;
+  decode.rope = true;
+  decode.heads = 2;
+  const attn::Trace d = attn::run_trace(decode);
+  for (const std::int64_t w : {6, 1000}) {
+    attn::TraceConfig window = decode;
+    window.window = w;
+    const attn::Trace t = attn::run_trace(window);
+    CHECK(attn::render_text(t, {}) == attn::render_text(d, {}));
+    CHECK(attn::render_json(t) == attn::render_json(d));
+  }
+}
+
+TEST_CASE("rope tables are PyTorch's bits, for bases from 1e-45 to 3.4e38, d 2..128, T 1..6000") {
+  // make_rope_tables.py: PyTorch's inv_freq, cos and sin; in the AVX2 kernels SLEEF's pow over
+  // blocks of 16 exponents and powf over the rest, SLEEF's cos and sin on every element.
+  int checked = 0, refused = 0;
+  // An x86-64 CPU with AVX2 and FMA runs SLEEF's AVX2 code, from libsleef3, which must be there.
+  if (attn::cpu_isa() >= attn::Isa::kAvx2) CHECK_MESSAGE(attn::sleef_runs(), attn::sleef_missing());
+  for (const TorchKernel kernel : test::kKernels) {
+    if (kernel == TorchKernel::kAvx2 && !attn::sleef_runs()) {
+      MESSAGE("this CPU has no AVX2 and FMA: SLEEF's AVX2 tables are not checked here");
+      continue;
+    }
+    const test::json ref = test::load_reference(kernel, "rope_tables.json");
+    for (const test::json& c : ref.at("cases")) {
+      const auto d = c.at("d").get<std::int64_t>(), t = c.at("T").get<std::int64_t>();
+      const auto pairs =
+          attn::parse_name<attn::RopePairs>("pairing", c.at("pairs").get<std::string>());
+      const std::string what =
+          fmt::format("{} θ {} d {} T {} {}", attn::kernel_name(kernel),
+                      c.at("theta").get<double>(), d, t, c.at("pairs").get<std::string>());
+      CAPTURE(what);
+      const std::optional<float> theta = attn::rope_base_float32(c.at("theta").get<double>());
+      REQUIRE(theta);
+      CHECK(fmt::format("{:08x}", std::bit_cast<std::uint32_t>(*theta)) ==
+            c.at("theta_f32_bits").get<std::string>());
+      if (c.at("overflow").get<bool>()) {
+        // PyTorch's tables would be nan: refused, with the base as the setting to change.
+        try {
+          (void)attn::rope_tables(t, d, *theta, pairs, kernel);
+          FAIL("not refused");
+        } catch (const attn::Error& e) {
+          CHECK(e.setting() == attn::Setting::kRopeTheta);
+          CHECK(std::string(e.what()).find("overflows float32") != std::string::npos);
+        }
+        ++refused;
+        continue;
+      }
+      const std::vector<float> inv = attn::rope_inv_freq(d, *theta, kernel);
+      std::vector<std::string> inv_bits;
+      for (const float x : inv)
+        inv_bits.push_back(fmt::format("{:08x}", std::bit_cast<std::uint32_t>(x)));
+      CHECK(inv_bits == c.at("inv_freq_bits").get<std::vector<std::string>>());
+      const attn::RopeTables tables = attn::rope_tables(t, d, *theta, pairs, kernel);
+      CHECK(test::sha256_f32le(tables.cos) == c.at("cos_sha256_f32le").get<std::string>());
+      CHECK(test::sha256_f32le(tables.sin) == c.at("sin_sha256_f32le").get<std::string>());
+      ++checked;
+    }
+  }
+  CHECK(checked >= 363);
+  CHECK(refused >= 4);
+}
+
+TEST_CASE("the rotary base is its float32 value: above 0 and finite there") {
+  CHECK_FALSE(attn::rope_base_float32(0.0));
+  CHECK_FALSE(attn::rope_base_float32(-1.0));
+  CHECK_FALSE(attn::rope_base_float32(1e-46));  // 0 in float32
+  CHECK(attn::rope_base_float32(1e-45) == std::numeric_limits<float>::denorm_min());
+  CHECK(attn::rope_base_float32(3.4028235e38) == std::numeric_limits<float>::max());
+  CHECK(attn::rope_base_float32(0x1.fffffefffffffp127) == std::numeric_limits<float>::max());
+  CHECK_FALSE(attn::rope_base_float32(0x1.ffffffp127));  // rounds to infinity
+  CHECK_FALSE(attn::rope_base_float32(std::numeric_limits<double>::infinity()));
+  CHECK_FALSE(attn::rope_base_float32(std::numeric_limits<double>::quiet_NaN()));
+  CHECK(attn::rope_base_float32(10000.0) == 10000.0f);
+  attn::TraceConfig c;
+  c.rope = true;
+  c.rope_theta = 1e-45;
+  c.d_kq = 16;
+  CHECK_THROWS_WITH_AS(attn::run_trace(c),
+                       "the rotary base θ 1e-45 is too small for a head width of 16: inv_freq_7 = "
+                       "1 / θ^(14/16) overflows float32, and the tables would be nan: give a "
+                       "larger base",
+                       attn::Error);
+}
+
+TEST_CASE("grouped heads take given W_k and W_v of N · d_out / H columns") {
+  attn::TraceConfig c;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.multihead = attn::MultiheadForm::kSplit;
+  c.d_kq = c.d_v = 8;
+  c.rope = true;
+  const attn::Trace drawn = attn::run_trace(c);
+  attn::TraceConfig given = c;
+  given.w_key = attn::GivenMatrix{drawn.step(attn::StepKind::kWKey).values, "w_k.csv", {}};
+  given.w_value = attn::GivenMatrix{drawn.step(attn::StepKind::kWValue).values, "w_v.csv", {}};
+  const attn::Trace t = attn::run_trace(given);
+  for (const attn::StepKind kind :
+       {attn::StepKind::kKeys, attn::StepKind::kValues, attn::StepKind::kOutput}) {
+    CHECK(test::bits_of(t.step(kind).values) == test::bits_of(drawn.step(kind).values));
+  }
+  given.w_key->values = Matrix::Ones(3, 5);  // 5 columns for 2 K/V heads
+  CHECK_THROWS_WITH_AS(attn::run_trace(given),
+                       "W_k in w_k.csv has shape [3, 5], but 2 key/value heads share it: with the "
+                       "rand init it must be [d_in, d_kv], d_kv = 2 · d_head, a multiple of 2",
+                       attn::Error);
 }
 
 TEST_CASE("variant settings that make no sense are refused") {

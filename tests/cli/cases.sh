@@ -1407,6 +1407,24 @@ case_online_softmax_json() {
 case_decode_online_overview() {
   expect_output decode_online_overview --decode --online-softmax 4 --format overview
 }
+case_decode_online_overview_window() {
+  # the cache capped at min(t, 2) rows; the band of a window
+  expect_output decode_online_overview_window --decode --online-softmax 4 --window 2 --format overview
+}
+case_overview_window_band_long() {
+  # 60 keys: one column a key at 80 columns; 40 keys: two at 120; 200 keys: too many for 120
+  local words60 words40 words200
+  words60=$(for i in $(seq 60); do printf 'w%d ' "$i"; done)
+  words40=$(for i in $(seq 40); do printf 'w%d ' "$i"; done)
+  words200=$(for i in $(seq 200); do printf 'w%d ' "$i"; done)
+  COLUMNS=80 expect_output overview_window_band_60 --format overview --window 4 "$words60" &&
+    fits_columns 80 &&
+    COLUMNS=120 expect_output overview_window_band_40_120 --format overview --window 4 "$words40" &&
+    fits_columns 120 &&
+    COLUMNS=120 run --format overview --window 4 "$words200" &&
+    grep -q "200 keys are too many to draw in 120 columns: --format heatmap --steps mask draws" \
+      "$work/stdout" || { echo "FAIL: 200 keys at 120 columns"; cat "$work/stdout"; return 1; }
+}
 case_decode_heatmap() {
   expect_output decode_heatmap --decode --format heatmap --color never --steps decode_weights_t4
 }
@@ -1422,6 +1440,41 @@ case_decode_online_expect_and_export() {
   [ "$files" = 2 ] || { echo "FAIL: $files files of decode_context_t6, expected 2 (one per head)"; return 1; }
   "$binary" --decode --format html >"$work/page.html" || { echo "FAIL: html"; return 1; }
   grep -q 'decode_check' "$work/page.html" || { echo "FAIL: the page has no decode_check"; return 1; }
+}
+case_decode_query() { expect_output decode_query --decode --query 3; }
+case_decode_window_query_gqa() {
+  # the token's cache with the window's dropped keys, a shared K/V head, and its online row
+  expect_output decode_window_query_gqa --decode --window 3 --online-softmax 2 --rope --heads 4 \
+    --kv-heads 2 --multihead split --d-out 8 --query 5
+}
+case_decode_window_explain() {
+  # key 2 has left token 5's cache (a window of 3), key 4 is in it, key 6 comes later
+  expect_output decode_window_explain --decode --window 3 --explain 5,2
+  run --decode --window 3 --explain 5,4
+  grep -q "key 4 is row 2 of the cache: a_t\[1\] = 0.3476, and the trace's$" "$work/stdout" ||
+    { echo "FAIL: key 4 of token 5's cache"; cat "$work/stdout"; return 1; }
+  run --decode --explain 3,6
+  grep -q "key 6 is not in the cache when token 3 is decoded: it comes later" "$work/stdout" ||
+    { echo "FAIL: key 6 after token 3"; cat "$work/stdout"; return 1; }
+}
+case_online_softmax_query() { expect_output online_softmax_query --online-softmax 2 --causal --query 3; }
+case_decode_window_of_t_is_causal() {
+  # a window of T or more drops no key: every view is the causal decode's, byte for byte
+  local args
+  for args in "" "--format json" "--format markdown" "--describe" "--query 4" "--explain 4,2" \
+    "--format overview"; do
+    # shellcheck disable=SC2086
+    "$binary" --decode --online-softmax 2 --rope $args >"$work/causal" || return 1
+    # shellcheck disable=SC2086
+    "$binary" --decode --online-softmax 2 --rope --window 6 $args >"$work/window" || return 1
+    cmp -s "$work/causal" "$work/window" ||
+      { show_difference "--window 6 $args" "$work/causal" "$work/window"; return 1; }
+  done
+}
+case_decode_steps_by_kind() {
+  # the overview's id of a per-token step chooses every token's
+  expect_output decode_steps_by_kind --decode --window 2 --describe --steps key_cache,decode_check \
+    --sentence "Life is short"
 }
 case_decode_with_cross_refused() {
   expect_error "--decode and --cross do not go together: decoding caches each new token's own key and value, and cross-attention takes keys and values from another sentence" \
@@ -1507,7 +1560,23 @@ case_rope_pairs_without_rope() {
   expect_error "--rope-pairs sets the rotary embeddings: it goes with --rope" --rope-pairs interleaved
 }
 case_rope_theta_zero() {
-  expect_error "--rope-theta: '0' is not a base; allowed: a number > 0 that float32 holds (see attn-trace --help)" --rope --rope-theta 0
+  expect_error "--rope-theta: '0' is not a base; allowed: a number > 0 that float32 holds (1.4e-45 to 3.4028235e38) (see attn-trace --help)" --rope --rope-theta 0
+}
+case_rope_theta_zero_in_float32() {
+  expect_error "--rope-theta: '1e-46' is not a base; allowed: a number > 0 that float32 holds (1.4e-45 to 3.4028235e38) (see attn-trace --help)" --rope --rope-theta 1e-46
+}
+case_rope_theta_infinite_in_float32() {
+  expect_error "--rope-theta: '3.41e38' is not a base; allowed: a number > 0 that float32 holds (1.4e-45 to 3.4028235e38) (see attn-trace --help)" --rope --rope-theta 3.41e38
+}
+case_rope_theta_overflows_inv_freq() {
+  expect_error "the rotary base θ 1e-45 is too small for a head width of 16: inv_freq_7 = 1 / θ^(14/16) overflows float32, and the tables would be nan: give a larger base with --rope-theta" --rope --rope-theta 1e-45 --d-kq 16
+}
+case_rope_theta_overflows_angle() {
+  expect_error "the rotary base θ 1.2e-39 is too small for 6 positions and a head width of 128: the angle p · inv_freq_63 = 2 · 2.0543801e+38 overflows float32, and the tables would be nan: give a larger base with --rope-theta" --rope --rope-theta 1.2e-39 --d-kq 128
+}
+case_rope_theta_largest() {
+  # FLT_MAX, as float32 holds it: inv_freq underflows to 0 past the first pair, every angle 0
+  expect_output rope_theta_largest --rope --rope-theta 3.4028235e38 --d-kq 4 --steps rope_cos,rope_sin
 }
 case_rope_pairs_unknown() {
   expect_error "--rope-pairs: twos not in {half,interleaved} (see attn-trace --help)" --rope --rope-pairs twos
@@ -1522,9 +1591,18 @@ case_kv_heads_more_than_heads() {
   expect_error "--kv-heads 4 does not divide --heads 2: each K/V head serves the same number of query heads" --heads 2 --kv-heads 4 --multihead split --d-out 4
 }
 case_kv_heads_given_key_weights() {
-  expect_error "--w-key gives one head's weights per query head: it does not go with --kv-heads 1 (fewer K/V heads than --heads 2)" --heads 2 --kv-heads 1 --multihead split --w-key tests/golden/inputs/w_4x2.csv
+  # W_k and W_v of N · d_out / H columns: 2 K/V heads of 2 for 4 query heads of d_out 8
+  expect_output kv_heads_given_key_weights --heads 4 --kv-heads 2 --multihead split \
+    --w-key tests/golden/inputs/w_3x4.csv --w-value tests/golden/inputs/w_3x4.csv \
+    --steps w_key,keys,values
+}
+case_kv_heads_given_key_weights_wrong_width() {
+  expect_error "W_k in tests/golden/inputs/w_3x3.csv has shape [3, 3], but 2 key/value heads share it: with the rand init it must be [d_in, d_kv], d_kv = 2 · d_head, a multiple of 2" --heads 4 --kv-heads 2 --multihead split --w-key tests/golden/inputs/w_3x3.csv
 }
 case_kv_heads_zero() { expect_error "--kv-heads: 0 is out of range; allowed: 1..64 (see attn-trace --help)" --kv-heads 0; }
-case_window_zero() { expect_error "--window: 0 is out of range; allowed: 1 or more (see attn-trace --help)" --window 0; }
+case_window_zero() { expect_error "--window: 0 is out of range; allowed: 1..2^63-1 (see attn-trace --help)" --window 0; }
+case_window_too_large() {
+  expect_error "--window: 9223372036854775808 is out of range; allowed: 1..2^63-1 (see attn-trace --help)" --window 9223372036854775808
+}
 
 "case_$case_name"

@@ -9,10 +9,11 @@ namespace attn {
 // flags: a program adds how its users change the setting (attn-trace: "with --max-memory").
 enum class Setting {
   kNone,
-  kMaxMemory,  // the memory limit
-  kWidths,     // d_kq and d_v together (d_out)
-  kReplace,    // replacing an earlier export or file
-  kModelHeads, // a checkpoint's head count, where it has no config.json
+  kMaxMemory,   // the memory limit
+  kWidths,      // d_kq and d_v together (d_out)
+  kReplace,     // replacing an earlier export or file
+  kModelHeads,  // a checkpoint's head count, where it has no config.json
+  kRopeTheta,   // the rotary embeddings' base θ
 };
 
 // The one exception type the library throws for a failed precondition or bad input.

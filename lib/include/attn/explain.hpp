@@ -4,6 +4,7 @@
 // PyTorch's softmax kernel give them. --explain formats it; the numbers come from here.
 
 #include <optional>
+#include <vector>
 
 #include "attn/trace.hpp"
 
@@ -34,5 +35,36 @@ struct CellWorking {
 // attention_weights steps.
 CellWorking work_out_cell(const Trace& trace, std::optional<int> head, std::optional<int> batch,
                           Eigen::Index qi, Eigen::Index kj);
+
+// One token's step of incremental decoding (--decode), from the trace's per-token steps: its q_t,
+// k_t and v_t, the cache when it is decoded, its row against the cache and z_t; and how z_t
+// compares with the full computation's row.
+struct DecodedToken {
+  const Step* query = nullptr;        // decode_query_t<t>: (1, d_k)
+  const Step* key = nullptr;          // decode_key_t<t>
+  const Step* value = nullptr;        // decode_value_t<t>
+  const Step* key_cache = nullptr;    // key_cache_t<t>: (n, d_k)
+  const Step* value_cache = nullptr;  // value_cache_t<t>
+  const Step* scores = nullptr;       // decode_scores_t<t>: (1, n)
+  const Step* weights = nullptr;      // decode_weights_t<t>
+  const Step* context = nullptr;      // decode_context_t<t>: (1, d_v)
+  Eigen::Index first = 0;  // the cache's first token (from 0): it holds tokens first … t
+  float difference = 0;    // the largest |z_t − context_vectors[t]| (largest_difference)
+};
+
+// Token qi (from 0) of one head of one batch item. Requires a trace with --decode's steps.
+DecodedToken decoded_token(const Trace& trace, std::optional<int> head, std::optional<int> batch,
+                           Eigen::Index qi);
+
+// One query row of the online softmax (--online-softmax): the tiles it skips, and how its Z
+// compares with the ordinary softmax's.
+struct OnlineRowCheck {
+  std::vector<Eigen::Index> skipped;  // the tiles (from 0) wholly masked for the row
+  float difference = 0;               // the largest |online_context[qi] − context_vectors[qi]|
+};
+
+// Row qi (from 0) of one head of one batch item. Requires a trace with --online-softmax's steps.
+OnlineRowCheck online_row_check(const Trace& trace, std::optional<int> head,
+                                std::optional<int> batch, Eigen::Index qi);
 
 }  // namespace attn

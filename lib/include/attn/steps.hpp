@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace attn {
@@ -119,5 +120,9 @@ std::span<const StepInfo> step_catalogue();
 const StepInfo& step_info(StepKind kind);
 // The step with this id, if there is one.
 std::optional<StepKind> step_kind(std::string_view id);
+// Whether a trace's step id is chosen by `ids` (--steps): it is one of them, or it is one token's
+// step of incremental decoding (key_cache_t3) and its kind's id (key_cache) is one of them, so
+// that the id the overview shows chooses every token's step.
+bool step_id_chosen(std::span<const std::string> ids, std::string_view step_id);
 
 }  // namespace attn

@@ -4,6 +4,7 @@
 // kernels (TorchKernel), exp as SLEEF computes it, the orders in which ATen adds a row, and the
 // reference BLAS's matrix product. attention.cpp writes the lesson's math with these.
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -117,5 +118,25 @@ float torch_dot_reduce_all(const float* x, const float* y, Eigen::Index n, Torch
 // tensor.sum(dim=-1) of one contiguous row of n floats, added in the order of ATen's
 // cascade_sum.
 float torch_sum(const float* e, std::int64_t n);
+
+// The elementwise functions of rotary embeddings' tables, as ATen runs them on a contiguous
+// float32 tensor of n elements (see docs/design.md, "Rotary position embeddings").
+//
+// θ ** e (torch.pow of a number and a tensor): for kAvx2, ATen's vectorized_loop takes the
+// exponents 16 at a time (two 8-lane vectors) through SLEEF's Sleef_powf8_u10 and the last
+// n mod 16 through the C library's powf; for kDefault, powf for each.
+void torch_pow(float base, const float* e, float* out, std::size_t n, TorchKernel kernel);
+// torch.cos and torch.sin: for kAvx2, SLEEF's Sleef_cosf8_u10 and Sleef_sinf8_u10 for every
+// element (vec::map: 8 at a time, the last partial vector loaded padded with zeros); for
+// kDefault, the C library's cosf and sinf.
+void torch_cos(const float* x, float* out, std::size_t n, TorchKernel kernel);
+void torch_sin(const float* x, float* out, std::size_t n, TorchKernel kernel);
+// Whether kAvx2's SLEEF functions run here: they are libsleef's AVX2 code, from libsleef.so.3
+// (Debian's libsleef3, the library PyTorch itself loads, opened on first use), which needs an
+// x86-64 CPU with AVX2 and FMA. Where they cannot run, torch_pow, torch_cos and torch_sin compute
+// kAvx2 as kDefault, with the C library's functions, and sleef_missing() says why.
+bool sleef_runs();
+// Why they cannot run ("this CPU has no AVX2 and FMA, …"), or empty.
+std::string_view sleef_missing();
 
 }  // namespace attn

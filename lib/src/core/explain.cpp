@@ -1,8 +1,12 @@
 #include "attn/explain.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 
 #include "attn/attention.hpp"
+#include "attn/decode.hpp"
 #include "attn/grouping.hpp"
 
 namespace attn {
@@ -51,6 +55,41 @@ CellWorking work_out_cell(const Trace& trace, std::optional<int> head, std::opti
   w.weight = parts.weights(0, kj);
   w.trace_weight = trace.step(StepKind::kAttentionWeights, head, batch).values(qi, kj);
   return w;
+}
+
+DecodedToken decoded_token(const Trace& trace, std::optional<int> head, std::optional<int> batch,
+                           Eigen::Index qi) {
+  auto step = [&](StepKind kind) {
+    return &trace.step(fmt::format("{}_t{}", step_info(kind).id, qi + 1), head, batch);
+  };
+  DecodedToken d;
+  d.query = step(StepKind::kDecodeQuery);
+  d.key = step(StepKind::kDecodeKey);
+  d.value = step(StepKind::kDecodeValue);
+  d.key_cache = step(StepKind::kKeyCache);
+  d.value_cache = step(StepKind::kValueCache);
+  d.scores = step(StepKind::kDecodeScores);
+  d.weights = step(StepKind::kDecodeWeights);
+  d.context = step(StepKind::kDecodeContext);
+  d.first = qi + 1 - d.key_cache->values.rows();
+  const Matrix& z = trace.step(StepKind::kContextVectors, head, batch).values;
+  d.difference = largest_difference(d.context->values, z.row(qi));
+  return d;
+}
+
+OnlineRowCheck online_row_check(const Trace& trace, std::optional<int> head,
+                                std::optional<int> batch, Eigen::Index qi) {
+  const Matrix& s = trace.step(StepKind::kScaledScores, head, batch).values;
+  const Matrix& online = trace.step(StepKind::kOnlineContext, head, batch).values;
+  const Matrix& z = trace.step(StepKind::kContextVectors, head, batch).values;
+  OnlineRowCheck r;
+  const Eigen::Index b = trace.config.online_softmax;
+  for (Eigen::Index from = 0, tile = 0; from < s.cols(); from += b, ++tile) {
+    const Eigen::Index n = std::min(b, s.cols() - from);
+    if ((s.row(qi).segment(from, n).array() == -INFINITY).all()) r.skipped.push_back(tile);
+  }
+  r.difference = largest_difference(online.row(qi), z.row(qi));
+  return r;
 }
 
 }  // namespace attn

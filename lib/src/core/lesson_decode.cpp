@@ -38,16 +38,15 @@ std::string cache_note(const TraceConfig& c, std::optional<int> head, Eigen::Ind
   if (head && c.kv_heads > 0 && c.kv_heads < c.heads) {
     const std::int64_t g = kv_head_of(*head, c.heads, c.kv_heads);
     const HeadRange served = query_heads_of(g, c.heads, c.kv_heads);
-    parts.push_back(fmt::format("the cache of K/V head {}, shared by query heads {}–{} (one cache "
-                                "for {} heads)",
-                                g + 1, served.first + 1, served.first + served.count,
-                                served.count));
+    parts.push_back(
+        fmt::format("the cache of K/V head {}, shared by query heads {}–{} (one cache "
+                    "for {} heads)",
+                    g + 1, served.first + 1, served.first + served.count, served.count));
   }
   if (first > 0) {
-    parts.push_back(fmt::format("the window of {} keeps the last {} tokens; {} dropped", c.window,
-                                c.window,
-                                first == 1 ? std::string("token 1 was")
-                                           : fmt::format("tokens 1–{} were", first)));
+    parts.push_back(fmt::format(
+        "the window of {} keeps the last {} tokens; {} dropped", c.window, c.window,
+        first == 1 ? std::string("token 1 was") : fmt::format("tokens 1–{} were", first)));
   }
   std::string note;
   for (const std::string& p : parts) note += (note.empty() ? "" : "; ") + p;
@@ -60,9 +59,11 @@ void decode_lesson(Recorder& rec, const Item& item, const Matrix& q, const Matri
                    const Matrix& v, std::int64_t d_k, const Matrix& z, std::optional<int> head) {
   const TraceConfig& c = rec.config();
   const std::string dk = split_form(c) ? "d_head" : "d_k", dv = split_form(c) ? "d_head" : "d_v";
-  // With a window, the cache holds min(t, W) rows; with rotary embeddings, q_t and k_t are turned
+  // With a window shorter than the sentence, the cache holds min(t, W) rows (a longer one drops
+  // nothing, and the trace is the causal one's); with rotary embeddings, q_t and k_t are turned
   // by the new token's position, t − 1 (positions count from 0, t from 1).
-  const std::string cache_rows = c.window > 0 ? fmt::format("min(t, {})", c.window) : "t";
+  const std::int64_t window = c.window > 0 && c.window < q.rows() ? c.window : 0;
+  const std::string cache_rows = window > 0 ? fmt::format("min(t, {})", window) : "t";
   auto projection = [&](StepKind kind) {
     const std::string base(step_info(kind).equation);
     if (!c.rope || kind == StepKind::kDecodeValue) return base;
@@ -87,24 +88,25 @@ void decode_lesson(Recorder& rec, const Item& item, const Matrix& q, const Matri
             head, labels(StepKind::kDecodeQuery, word));
     rec.add(StepKind::kDecodeKey, projection(StepKind::kDecodeKey), {"1", dk}, k_t, item.index,
             head, labels(StepKind::kDecodeKey, word));
-    rec.add(StepKind::kDecodeValue, projection(StepKind::kDecodeValue), {"1", dv}, v_t,
-            item.index, head, labels(StepKind::kDecodeValue, word));
-    cache_append(cache, k_t, v_t, cache_start(t, c.window));
+    rec.add(StepKind::kDecodeValue, projection(StepKind::kDecodeValue), {"1", dv}, v_t, item.index,
+            head, labels(StepKind::kDecodeValue, word));
+    cache_append(cache, k_t, v_t, cache_start(t, window));
     const std::vector<std::string> cached = words_of(item, cache.first, t + 1);
     const Eigen::Index n = cache.keys.rows();
     Labels cache_labels = labels(StepKind::kKeyCache, cached);
     cache_labels.note = cache_note(c, head, cache.first);
-    rec.add(StepKind::kKeyCache, cache_equation(StepKind::kKeyCache, c.window), {cache_rows, dk},
+    rec.add(StepKind::kKeyCache, cache_equation(StepKind::kKeyCache, window), {cache_rows, dk},
             cache.keys, item.index, head, cache_labels);
     cache_labels.title = labels(StepKind::kValueCache, {}).title;
-    rec.add(StepKind::kValueCache, cache_equation(StepKind::kValueCache, c.window), {cache_rows, dv},
+    rec.add(StepKind::kValueCache, cache_equation(StepKind::kValueCache, window), {cache_rows, dv},
             cache.values, item.index, head, std::move(cache_labels));
     // The cache holds no later key; a padding key in it is still masked.
     const Matrix mask_row =
         item.mask.masked ? Matrix(item.mask.values.block(t, cache.first, 1, n)) : Matrix();
     CachedRow r = attend_cached(q_t, cache, mask_row, d_k, c.kernel, c.masked_rows, c.matmul);
-    rec.add(StepKind::kDecodeScores, fmt::format("s_t = q_t K_cacheᵀ / √{}", d_k), {"1", cache_rows},
-            std::move(r.scores), item.index, head, labels(StepKind::kDecodeScores, word, cached));
+    rec.add(StepKind::kDecodeScores, fmt::format("s_t = q_t K_cacheᵀ / √{}", d_k),
+            {"1", cache_rows}, std::move(r.scores), item.index, head,
+            labels(StepKind::kDecodeScores, word, cached));
     rec.add(StepKind::kDecodeWeights, equation(StepKind::kDecodeWeights), {"1", cache_rows},
             std::move(r.weights), item.index, head, labels(StepKind::kDecodeWeights, word, cached));
     decoded.row(t) = r.z;

@@ -2,11 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-#include <limits>
 #include <vector>
 
 #include "attn/error.hpp"
+#include "attn/torch_kernels.hpp"
 #include "modern.hpp"
 
 namespace attn {
@@ -19,11 +18,10 @@ void check_rope(const TraceConfig& c) {
         "rotary embeddings turn each token by its position in its own sentence: "
         "cross-attention's two sentences share no positions");
   }
-  if (!std::isfinite(c.rope_theta) || !(c.rope_theta > 0.0) ||
-      c.rope_theta > std::numeric_limits<float>::max()) {
+  if (!rope_base_float32(c.rope_theta)) {
     throw Error(
         fmt::format("the rotary base θ {} is out of range: allowed a number > 0 that "
-                    "float32 holds",
+                    "float32 holds (1.4e-45 to 3.4028235e38)",
                     c.rope_theta));
   }
   const std::int64_t d = head_width(c);
@@ -53,13 +51,6 @@ void check_grouping(TraceConfig& c) {
         fmt::format("{} query heads cannot share {} key/value heads equally: the K/V "
                     "heads must divide {}",
                     c.heads, c.kv_heads, c.heads));
-  }
-  for (const auto* g : {&c.w_key, &c.w_value}) {
-    if (*g) {
-      throw Error(
-          fmt::format("{} in {}: with {} key/value heads the K and V weights are drawn, not given",
-                      g == &c.w_key ? "W_k" : "W_v", (*g)->source, c.kv_heads));
-    }
   }
 }
 
@@ -95,12 +86,19 @@ std::optional<RopeTables> record_rope_tables(Recorder& rec, std::int64_t t) {
   if (!c.rope) return std::nullopt;
   const std::int64_t d = head_width(c);
   const bool half = c.rope_pairs == RopePairs::kHalf;
-  RopeTables tables = rope_tables(t, d, static_cast<float>(c.rope_theta), c.rope_pairs);
+  RopeTables tables = rope_tables(t, d, *rope_base_float32(c.rope_theta), c.rope_pairs, c.kernel);
   const std::string angles = half ? "cat(angles, angles)" : "angles.repeat_interleave(2, dim=-1)";
-  const std::string note = fmt::format(
+  std::string note = fmt::format(
       "row p is position p; {} hold the angle p · inv_freq_i, inv_freq_i = 1 / {}^(2i / {})",
       half ? fmt::format("columns i and i + {}", d / 2) : std::string("columns 2i and 2i + 1"),
       c.rope_theta, d);
+  if (c.kernel == TorchKernel::kAvx2 && !sleef_runs()) {
+    // PyTorch's AVX2 kernels run SLEEF's AVX2 pow, cos and sin, which cannot run here.
+    note += fmt::format(
+        "; not PyTorch's AVX2 bits: {}, so pow, cos and sin are the C library's, as in the "
+        "default kernels",
+        sleef_missing());
+  }
   std::vector<std::string> rows;
   for (std::int64_t p = 0; p < t; ++p) rows.push_back(fmt::format("p={}", p));
   const std::string dim = c.multihead == MultiheadForm::kSplit ? "d_head" : "d_kq";

@@ -1,5 +1,6 @@
 #include "attn/steps.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace attn {
@@ -345,6 +346,20 @@ std::optional<StepKind> step_kind(std::string_view id) {
     if (s.id == id) return s.kind;
   }
   return std::nullopt;
+}
+
+bool step_id_chosen(std::span<const std::string> ids, std::string_view step_id) {
+  if (std::find(ids.begin(), ids.end(), step_id) != ids.end()) return true;
+  // "<kind>_t<token>": the per-token steps of decoding carry the token after their kind's id.
+  const std::size_t at = step_id.rfind("_t");
+  if (at == std::string_view::npos || at + 2 == step_id.size() ||
+      step_id.find_first_not_of("0123456789", at + 2) != std::string_view::npos) {
+    return false;
+  }
+  const std::string_view base = step_id.substr(0, at);
+  const std::optional<StepKind> kind = step_kind(base);
+  return kind && *kind >= StepKind::kDecodeQuery && *kind <= StepKind::kDecodeContext &&
+         std::find(ids.begin(), ids.end(), base) != ids.end();
 }
 
 }  // namespace attn

@@ -41,15 +41,15 @@ void select_steps(Trace& trace, const std::vector<std::string>& ids) {
     if (std::find(known.begin(), known.end(), s.id) == known.end()) known.push_back(s.id);
   }
   for (const std::string& id : ids) {
-    if (std::find(known.begin(), known.end(), id) == known.end()) {
+    if (std::none_of(trace.steps.begin(), trace.steps.end(), [&id](const Step& s) {
+          return step_id_chosen({&id, 1}, s.id);
+        })) {
       std::string list;
       for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
       throw Error(fmt::format("step '{}' is not in this trace: its steps are {}", id, list));
     }
   }
-  std::erase_if(trace.steps, [&ids](const Step& s) {
-    return std::find(ids.begin(), ids.end(), s.id) == ids.end();
-  });
+  std::erase_if(trace.steps, [&ids](const Step& s) { return !step_id_chosen(ids, s.id); });
 }
 
 std::pair<Matrix, Matrix> Trace::head_queries_keys(std::optional<int> head,

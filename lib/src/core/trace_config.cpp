@@ -47,6 +47,9 @@ void apply_given_shapes(TraceConfig& c) {
   }
   const bool wrapper_heads = c.heads > 1 && c.multihead == MultiheadForm::kWrapper;
   const bool rand = c.init == WeightInit::kRand;
+  // Grouped-query heads (checked later): W_k and W_v are N · d_out / H wide, for N K/V heads.
+  const bool grouped = c.multihead == MultiheadForm::kSplit && c.kv_heads >= 1 &&
+                       c.kv_heads < c.heads && c.heads % c.kv_heads == 0;
   // The width a weight gives: its columns for rand's (d_in, d_out), its rows otherwise.
   struct Given {
     const std::optional<GivenMatrix>& w;
@@ -66,16 +69,37 @@ void apply_given_shapes(TraceConfig& c) {
                       g.symbol, g.w->source));
     }
     const Matrix& m = g.w->values;
-    const Eigen::Index in = rand ? m.rows() : m.cols(), out = rand ? m.cols() : m.rows();
+    const bool shared = grouped && &g.w != &c.w_query;  // a K/V head's columns per K/V head
+    const Eigen::Index in = rand ? m.rows() : m.cols();
+    Eigen::Index out = rand ? m.cols() : m.rows();
+    const std::string width = shared ? "d_kv" : g.d_out_name;
     const std::string layout =
-        rand ? fmt::format("[d_in, {}]", g.d_out_name) : fmt::format("[{}, d_in]", g.d_out_name);
+        rand ? fmt::format("[d_in, {}]", width) : fmt::format("[{}, d_in]", width);
     if (in != c.d_in) {
       throw Error(
           fmt::format("{} in {} has shape {}, but X has d_in {}: with the {} init it must be "
                       "{}",
                       g.symbol, g.w->source, shape_of(m), c.d_in, init_name(c.init), layout));
     }
+    if (shared) {
+      // d_kv = N · d_head: the width of the H query heads' d_out is d_head · H.
+      if (out % c.kv_heads != 0) {
+        throw Error(fmt::format(
+            "{} in {} has shape {}, but {} key/value heads share it: with the {} init it must be "
+            "{}, d_kv = {} · d_head, a multiple of {}",
+            g.symbol, g.w->source, shape_of(m), c.kv_heads, init_name(c.init), layout, c.kv_heads,
+            c.kv_heads));
+      }
+      out = out / c.kv_heads * c.heads;
+    }
     if (g.d_out == &c.d_kq && d_kq_from && out != c.d_kq) {
+      if (shared) {
+        throw Error(fmt::format(
+            "{} in {} has shape {}, but {} gives d_out {}: {} key/value heads for {} query heads "
+            "make W_k {} wide",
+            g.symbol, g.w->source, shape_of(m), *d_kq_from, c.d_kq, c.kv_heads, c.heads,
+            c.d_kq / c.heads * c.kv_heads));
+      }
       throw Error(
           fmt::format("{} in {} has shape {}, but {} gives d_kq {}: queries and keys "
                       "have one width",

@@ -248,6 +248,9 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
         c.window < static_cast<std::int64_t>(trace.inputs[0].words.size())) {
       settings.push_back(fmt::format("window {}", c.window));
     }
+    if (c.decode) settings.push_back("decode");
+    if (c.online_softmax > 0)
+      settings.push_back(fmt::format("online-softmax {}", c.online_softmax));
     if (c.causal || trace.pad_id) {
       settings.push_back(fmt::format("masked-rows {}", masked_rows_name(c.masked_rows)));
     }

@@ -60,4 +60,11 @@ std::string head_text(const TraceConfig& config, int head, bool brief = false);
 std::string where_text(const Trace& trace, const std::optional<int>& head,
                        const std::optional<int>& batch);
 
+// The lines of a tensor, each row followed by "# label" in one aligned column when labels exist;
+// when that column would pass 80, each label goes on a line of its own above its row instead (a
+// comment inside the brackets, as Python reads it too). `as_vector`: a 1-D tensor.
+void append_labelled_tensor(std::string& out, const Matrix& m,
+                            const std::vector<std::string>& row_labels, int precision,
+                            bool as_vector);
+
 }  // namespace attn::render_detail

@@ -25,7 +25,7 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
   // With --describe, what the step of a stage computes, under its line.
   auto describe = [&](StepKind kind) {
     if (options.describe) {
-      out += wrapped_line(fmt::format("   ({})", describe_step(step_info(kind).id)), "    ");
+      out += wrapped_line(fmt::format("   ({})", describe_step(kind)), "    ");
     }
   };
   const TraceConfig& c = trace.config;
@@ -154,6 +154,7 @@ std::string render_explain(const Trace& trace, std::int64_t i, std::int64_t j,
       const std::optional<int> head =
           c.heads > 1 ? std::optional<int>(static_cast<int>(h)) : std::nullopt;
       explain_cell(out, trace, head, batch, i - 1, j - 1, options);
+      if (c.decode) explain_decoded_cell(out, trace, head, batch, i - 1, j - 1, options);
       if (c.online_softmax > 0) explain_online_row(out, trace, head, batch, i - 1, options);
     }
   }

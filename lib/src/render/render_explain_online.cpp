@@ -1,12 +1,14 @@
 // --explain with --online-softmax: one query row, tile by tile, with the numbers
-// online_softmax_row computes.
+// online_softmax_row computes; with --decode, the cell against the KV cache.
 
 #include "render_explain_online.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "attn/explain.hpp"
 #include "attn/grouping.hpp"
 #include "attn/online_softmax.hpp"
 #include "render_common.hpp"
@@ -82,6 +84,76 @@ void explain_online_row(std::string& out, const Trace& trace, std::optional<int>
       fmt::format("   Z{} = O / ℓ, with ℓ = {}: ", subscript(i), number(l, p, false)), row.z, p);
   out += vector_line(fmt::format("   the trace's context_vectors[{}] = ", qi),
                      trace.step(StepKind::kContextVectors, head, batch).values.row(qi), p);
+}
+
+void explain_decoded_cell(std::string& out, const Trace& trace, std::optional<int> head,
+                          std::optional<int> batch, Eigen::Index qi, Eigen::Index kj,
+                          const TextOptions& options) {
+  const int p = options.precision;
+  const std::int64_t i = qi + 1, j = kj + 1;
+  const DecodedToken d = decoded_token(trace, head, batch, qi);
+  const std::string torch_cell = fmt::format("attention_weights[{}, {}]", qi, kj);
+  const float trace_weight = trace.step(StepKind::kAttentionWeights, head, batch).values(qi, kj);
+  out += '\n';
+  out += wrapped_line(fmt::format(
+      "with a KV cache (--decode), token {} is decoded at t = {}{}, against the cache of {}:", i, i,
+      where_text(trace, head, batch),
+      d.first == qi ? fmt::format("token {}", i) : fmt::format("tokens {}–{}", d.first + 1, i)));
+  out += vector_line(fmt::format("   {} = ", d.query->equation), d.query->values, p);
+  const Matrix& keys = d.key_cache->values;
+  out += wrapped_line(fmt::format("   {}, one row per token:", d.key_cache->equation), "     ");
+  std::size_t label_width = 0;
+  for (const std::string& w : d.key_cache->row_labels) {
+    label_width = std::max(label_width, python_str_repr(w).size());
+  }
+  // The cache's numbers in one width, so that its columns line up.
+  std::size_t number_width = 0;
+  for (Eigen::Index n = 0; n < keys.size(); ++n) {
+    number_width = std::max(number_width, number(keys.data()[n], p, false).size());
+  }
+  for (Eigen::Index r = 0; r < keys.rows(); ++r) {
+    const std::string who =
+        fmt::format("key {} {}", d.first + r + 1,
+                    python_str_repr(d.key_cache->row_labels[static_cast<std::size_t>(r)]));
+    std::vector<std::string> items;
+    for (Eigen::Index c = 0; c < keys.cols(); ++c) {
+      items.push_back(fmt::format("{:>{}}", number(keys(r, c), p, false), number_width));
+    }
+    out +=
+        wrap_items(fmt::format("      {:<{}}  [", who, label_width + 8), items, ", ", "         ") +
+        "]" + (d.first + r == kj ? "   ← this cell's key" : "") + "\n";
+  }
+  out += vector_line(fmt::format("   {} = ", d.scores->equation), d.scores->values, p);
+  out += vector_line(fmt::format("   {} = ", d.weights->equation), d.weights->values, p);
+  if (kj > qi) {
+    out += wrapped_line(
+        fmt::format("   key {} is not in the cache when token {} is decoded: it comes later, and "
+                    "the full computation's mask gives it the weight {} = {}",
+                    j, i, torch_cell, number(trace_weight, p, false)),
+        "     ");
+  } else if (kj < d.first) {
+    out += wrapped_line(
+        fmt::format("   key {} has left the cache: the window of {} keeps tokens {}–{} when "
+                    "token {} is decoded, and the full computation's mask gives it the weight "
+                    "{} = {}",
+                    j, trace.config.window, d.first + 1, i, i, torch_cell,
+                    number(trace_weight, p, false)),
+        "     ");
+  } else {
+    const Eigen::Index r = kj - d.first;
+    out += wrapped_line(
+        fmt::format("   key {} is row {} of the cache: a_t[{}] = {}, and the trace's {} = {}", j,
+                    r + 1, r, number(d.weights->values(0, r), p, false), torch_cell,
+                    number(trace_weight, p, false)),
+        "     ");
+  }
+  out += vector_line(fmt::format("   {} = ", d.context->equation), d.context->values, p);
+  out += wrapped_line(fmt::format("   z_t against the trace's context_vectors[{}]: the largest "
+                                  "difference is {}",
+                                  qi,
+                                  d.difference == 0.0f ? std::string("0: the same bits")
+                                                       : fmt::format("{:.1e}", d.difference)),
+                      "     ");
 }
 
 }  // namespace attn::render_detail

@@ -241,9 +241,16 @@ std::string keys(const Grid& g, const Layout& l, std::size_t width) {
 // "  A = softmax(ω / √d_k)    rows: queries, columns: keys", on two lines when it is too wide.
 std::string equation_text(const Step& s, std::size_t width) {
   const auto& names = s.shape_names;
+  // What a dimension counts: the tiles of the online softmax, the keys a decoded token's cache
+  // holds (t, or min(t, W) with a window), or numbers (d_k).
   auto dimension = [&s](std::size_t i, Eigen::Index n) {
-    return i < s.shape_names.size() ? fmt::format("the {} = {} dimensions", s.shape_names[i], n)
-                                    : fmt::format("{}", n);
+    if (i >= s.shape_names.size()) return fmt::format("{}", n);
+    const std::string& name = s.shape_names[i];
+    if (name == "tiles") return fmt::format("the {} tiles", n);
+    if (name == "t" || name.starts_with("min(t,")) {
+      return fmt::format("the {} {} in the cache", n, n == 1 ? "key" : "keys");
+    }
+    return fmt::format("the {} = {} dimensions", name, n);
   };
   std::string meaning;
   if (s.columns_are_keys) {

@@ -120,7 +120,6 @@ void append_legend(std::string& out, const Step& s, int precision, bool canvas) 
 
 void append_step(std::string& out, const Trace& trace, const Step& s, int index, int working,
                  int pool_index, int precision) {
-  const StepInfo& info = step_info(s.kind);
   const std::string where = where_of(trace, s);
   out += fmt::format(
       "<section class=\"step\" id=\"s{}\" data-id=\"{}\" aria-labelledby=\"h{}\">\n"
@@ -137,7 +136,7 @@ void append_step(std::string& out, const Trace& trace, const Step& s, int index,
       "<code>{}{}</code></p>\n",
       fmt::join(s.shape_names, ", "), fmt::join(s.shape, ", "), s.values.rows(), s.values.cols(),
       escape_html(s.id), s.head || s.batch ? "[…]" : "");
-  out += fmt::format("<p class=\"desc\">{}</p>\n", escape_html(describe_step(info.id)));
+  out += fmt::format("<p class=\"desc\">{}</p>\n", escape_html(describe_step(s.kind)));
   if (!s.note.empty()) out += fmt::format("<p class=\"note\">{}</p>\n", escape_html(s.note));
   if (pool_index >= 0) {
     out += fmt::format(
@@ -176,8 +175,9 @@ std::string render_html(const Trace& trace, const HtmlOptions& options) {
   const int p = options.precision;
   if (p < 0 || p > 8) throw Error(fmt::format("precision {} is outside 0..8", p));
   for (const std::string& id : options.steps) {
-    if (std::none_of(trace.steps.begin(), trace.steps.end(),
-                     [&id](const Step& s) { return s.id == id; })) {
+    if (std::none_of(trace.steps.begin(), trace.steps.end(), [&id](const Step& s) {
+          return step_id_chosen({&id, 1}, s.id);
+        })) {
       std::vector<std::string> ids;
       for (const Step& s : trace.steps) {
         if (std::find(ids.begin(), ids.end(), s.id) == ids.end()) ids.push_back(s.id);
@@ -192,10 +192,7 @@ std::string render_html(const Trace& trace, const HtmlOptions& options) {
   std::string body, toc, steps_json;
   int index = 0;
   for (const Step& s : trace.steps) {
-    if (!options.steps.empty() &&
-        std::find(options.steps.begin(), options.steps.end(), s.id) == options.steps.end()) {
-      continue;
-    }
+    if (!options.steps.empty() && !step_id_chosen(options.steps, s.id)) continue;
     int working = -1;
     if (has_working(s.kind) && s.columns_are_keys) {
       const auto it = workings.index.find({s.head.value_or(-1), s.batch.value_or(-1)});

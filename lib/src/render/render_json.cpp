@@ -46,6 +46,8 @@ json settings_of(const Trace& trace) {
       c.window < static_cast<std::int64_t>(trace.inputs[0].words.size())) {
     s["window"] = c.window;
   }
+  if (c.decode) s["decode"] = true;
+  if (c.online_softmax > 0) s["online_softmax"] = c.online_softmax;
   // The backward pass, only when it ran: its loss, the mse loss's target, the step's η.
   if (c.backward) {
     s["backward"] = json{{"loss", name_of(c.loss)},
@@ -199,7 +201,7 @@ std::string render_json(const Trace& trace, bool describe) {
     out += i ? ",\n    {\n" : "\n    {\n";
     out += step_fields(trace.config, s);
     if (describe) {
-      out += fmt::format("      \"description\": {},\n", json_string(describe_step(s.id)));
+      out += fmt::format("      \"description\": {},\n", json_string(describe_step(s.kind)));
     }
     out += "      \"values\": [";
     for (Eigen::Index r = 0; r < s.values.rows(); ++r) {

@@ -215,10 +215,13 @@ Look look(StepKind kind) {
 }
 
 // "[6×3]"; a vector stored as a column, "[6×1]", keeps its 1 as the trace's shape does.
-// A dimension that grows with the token being decoded (kGrows) shows as t.
+// A dimension that grows with the token being decoded (kGrows) shows as `grows`: t, or min(t, W)
+// for a cache that a window caps.
 constexpr std::int64_t kGrows = -1;
-std::string shape_text(std::int64_t rows, std::int64_t cols) {
-  auto dim = [](std::int64_t n) { return n == kGrows ? std::string("t") : fmt::format("{}", n); };
+std::string shape_text(std::int64_t rows, std::int64_t cols, std::string_view grows = "t") {
+  auto dim = [grows](std::int64_t n) {
+    return n == kGrows ? std::string(grows) : fmt::format("{}", n);
+  };
   return fmt::format("[{}×{}]", dim(rows), dim(cols));
 }
 
@@ -349,6 +352,9 @@ std::vector<Line> pipeline_lines(const Trace& trace, const std::vector<Kind>& ki
   // A stage per head is planned once per sentence and head (a per-head weight, once per head,
   // is drawn under the per-head stage it feeds).
   auto per_head = [&](const Kind& k) { return heads > 1 && k.count == batch * heads; };
+  const auto t_q = static_cast<std::int64_t>(trace.inputs[0].words.size());
+  const std::string grows =
+      c.window > 0 && c.window < t_q ? fmt::format("min(t, {})", c.window) : std::string("t");
   std::vector<Stage> stages;
   if (!c.x) {
     Stage ids;
@@ -360,7 +366,7 @@ std::vector<Line> pipeline_lines(const Trace& trace, const std::vector<Kind>& ki
   std::vector<const Kind*> withs;  // waiting for the stage they feed
   for (const Kind& k : kinds) {
     const Look lk = look(k.kind);
-    const std::string matrix = fmt::format("{} {}", lk.symbol, shape_text(k.rows, k.cols));
+    const std::string matrix = fmt::format("{} {}", lk.symbol, shape_text(k.rows, k.cols, grows));
     const std::string id(step_info(k.kind).id);
     switch (lk.place) {
       case Place::kWith:
@@ -447,14 +453,22 @@ std::string variant_lines(const Trace& trace, std::int64_t t_q, std::int64_t t_k
                          "itself; the others are masked:",
                          c.window - 1, c.window, c.window == 1 ? "key" : "keys"),
              width, "  ");
+  // Two columns a key, or one when two do not fit, as the heatmap's blocks narrow.
   const std::size_t label = fmt::format("query {}", t_q).size();
-  if (label + 2 + 2 * static_cast<std::size_t>(t_k) > width) {
-    return out + fit(fmt::format("  ({} keys are too many to draw in {} columns)", t_k, width),
+  const auto keys = static_cast<std::size_t>(t_k);
+  const bool wide = label + 2 + 2 * keys <= width;
+  if (!wide && label + 3 + keys > width) {
+    return out + fit(fmt::format("  ({} keys are too many to draw in {} columns: --format heatmap "
+                                 "--steps mask draws the band in bands of keys)",
+                                 t_k, width),
                      width, "  ");
   }
   for (std::int64_t i = 0; i < t_q; ++i) {
-    std::string line = fmt::format("  {:<{}}", fmt::format("query {}", i + 1), label);
-    for (std::int64_t j = 0; j < t_k; ++j) line += key_visible(i, j, c.window) ? " ■" : " ·";
+    std::string line =
+        fmt::format("  {:<{}}{}", fmt::format("query {}", i + 1), label, wide ? "" : " ");
+    for (std::int64_t j = 0; j < t_k; ++j) {
+      line += key_visible(i, j, c.window) ? (wide ? " ■" : "■") : (wide ? " ·" : "·");
+    }
     out += line + "\n";
   }
   return out;

@@ -96,9 +96,10 @@ std::string render_markdown(const Trace& trace, const TextOptions& options) {
                        s.title, where);
     out += fmt::format("`{}`, shape [{}] = [{}]\n\n", s.equation, fmt::join(s.shape_names, ", "),
                        fmt::join(sizes, ", "));
-    if (options.describe && !describe_step(s.id).empty()) {
+    if (options.describe && !describe_step(s.kind).empty()) {
       // A paragraph, wrapped as prose is in the text views.
-      const std::string paragraph = fmt::format("*{}*", md_cell(std::string(describe_step(s.id))));
+      const std::string paragraph =
+          fmt::format("*{}*", md_cell(std::string(describe_step(s.kind))));
       out += render_detail::wrapped_line(paragraph, "");
       out += '\n';
     }

@@ -11,19 +11,13 @@
 #include "attn/tensor_format.hpp"
 #include "attn/text_width.hpp"
 #include "render_common.hpp"
+#include "render_query_decode.hpp"
 
 namespace attn {
 
-namespace {
-
-using namespace render_detail;
-
-// The lines of a tensor, each row followed by "# label" in one aligned column when labels exist;
-// when that column would pass 80, each label goes on a line of its own above its row instead (a
-// comment inside the brackets, as Python reads it too).
-void append_labelled_tensor(std::string& out, const Matrix& m,
-                            const std::vector<std::string>& row_labels, int precision,
-                            bool as_vector) {
+void render_detail::append_labelled_tensor(std::string& out, const Matrix& m,
+                                           const std::vector<std::string>& row_labels,
+                                           int precision, bool as_vector) {
   const std::vector<std::string> rows = format_tensor_rows(m, precision, as_vector);
   std::size_t width = 0, label_width = 0;
   for (const std::string& r : rows)
@@ -49,6 +43,10 @@ void append_labelled_tensor(std::string& out, const Matrix& m,
   }
 }
 
+namespace {
+
+using namespace render_detail;
+
 std::string shape_text(const Step& s) {
   std::vector<std::string> numbers;
   for (const std::int64_t n : s.shape) numbers.push_back(std::to_string(n));
@@ -67,8 +65,8 @@ std::vector<std::string> render_text_blocks(const Trace& trace, const TextOption
     std::string& out = i == 0 ? blocks[0] : blocks.emplace_back();
     out += fmt::format("\nstep {}/{} [{}] {}{}\n", i + 1, n, s.id, s.title,
                        where_text(trace, s.head, s.batch));
-    if (options.describe && !describe_step(s.id).empty()) {
-      out += wrapped_line(fmt::format("  ({})", describe_step(s.id)), "   ");
+    if (options.describe && !describe_step(s.kind).empty()) {
+      out += wrapped_line(fmt::format("  ({})", describe_step(s.kind)), "   ");
     }
     out += wrapped_line(fmt::format("  {}    shape {}", s.equation, shape_text(s)), "    ");
     if (s.columns_are_keys) {
@@ -128,6 +126,11 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
   auto named = [walkthrough](std::string_view name) {
     return walkthrough ? fmt::format(" (the walkthrough's {})", name) : std::string();
   };
+  // Its scores and what follows them: the walkthrough's too, unless rotary embeddings turn Q and
+  // K first.
+  auto named_after_scores = [&](std::string_view name) {
+    return c.rope ? std::string() : named(name);
+  };
 
   std::string out;
   append_preamble(out, trace);
@@ -137,7 +140,7 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
     out += '\n';
     out += wrapped_line(heading);
     if (options.describe) {
-      out += wrapped_line(fmt::format("  ({})", describe_step(step_info(kind).id)), "   ");
+      out += wrapped_line(fmt::format("  ({})", describe_step(kind)), "   ");
     }
     out += vector_text(m, row, p) + "\n";
   };
@@ -213,31 +216,40 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
       // One dot product written out, as the walkthrough does for its omega_24.
       const Matrix& omega = trace.step(StepKind::kOmega, head, batch).values;
       // The walkthrough counts tokens from 1 but indexes keys from 0: its omega_24 is
-      // query_2.dot(keys[4]), the key of the 5th token.
+      // query_2.dot(keys[4]), the key of the 5th token. With rotary embeddings the score is the
+      // turned query's and key's.
+      const std::string turned = c.rope ? "'" : "";
+      const std::string queries = c.rope ? "rotated_queries" : "queries";
+      const std::string keys = c.rope ? "rotated_keys" : "keys";
       out += '\n';
-      out += wrapped_line(fmt::format(
-          "{} = {} · {}{}: the score of key {}, {}; in PyTorch queries[{}].dot(keys[{}])"
-          "{}",
-          sub2("ω", query, key), q_q, sup("k", key), split ? " (this head's columns)" : "", key,
-          python_str_repr(ks.words[ki]), q_index, k_index,
-          walkthrough && key == 5 ? " (the walkthrough's omega_24 = query_2.dot(keys[4]))" : ""));
+      out += wrapped_line(
+          fmt::format("{} = {}{} · {}{}{}: the score of key {}, {}; in PyTorch {}[{}].dot({}[{}])"
+                      "{}",
+                      sub2("ω", query, key), q_q, turned, sup("k", key), turned,
+                      split ? " (this head's columns)" : "", key, python_str_repr(ks.words[ki]),
+                      queries, q_index, keys, k_index,
+                      walkthrough && !c.rope && key == 5
+                          ? " (the walkthrough's omega_24 = query_2.dot(keys[4]))"
+                          : ""));
       out += dot_product_terms(q, k, qi, ki, p) +
              fmt::format(" = {}\n", number(omega(qi, ki), p, false));
-      item(with_keys(
-               fmt::format("ω{} = {} Kᵀ: its score for every key{}", w_sub, q_q, named("omega_2"))),
+      item(with_keys(fmt::format("ω{} = {}{} K{}ᵀ: its score for every key{}", w_sub, q_q, turned,
+                                 turned, named_after_scores("omega_2"))),
            StepKind::kOmega, omega, qi);
       if (c.causal || trace.pad_id) {
         item(fmt::format("ω{}.masked_fill(M{}, −inf): its scores after the mask", w_sub, w_sub),
              StepKind::kMaskedOmega, trace.step(StepKind::kMaskedOmega, head, batch).values, qi);
       }
       item(with_keys(fmt::format("A{} = softmax(ω{} / √d_k): its attention weights{}", w_sub, w_sub,
-                                 named("attention_weights_2"))),
+                                 named_after_scores("attention_weights_2"))),
            StepKind::kAttentionWeights, trace.step(StepKind::kAttentionWeights, head, batch).values,
            qi);
       item(fmt::format("{} = Σⱼ A{},ⱼ v⁽ʲ⁾: its context vector{}", sup("z", query), w_sub,
-                       named("context_vector_2")),
+                       named_after_scores("context_vector_2")),
            StepKind::kContextVectors, trace.step(StepKind::kContextVectors, head, batch).values,
            qi);
+      if (c.decode) append_decoded_path(out, trace, head, batch, qi, options);
+      if (c.online_softmax > 0) append_online_path(out, trace, head, batch, qi, options);
     }
     if (c.heads > 1) {
       item(fmt::format("{} = {}₁ | … | {}_H: the heads' context vectors side by side",

@@ -9,6 +9,7 @@
 #include <string>
 
 #if defined(__x86_64__)
+#include <dlfcn.h>
 #include <immintrin.h>
 #define ATTN_X86 1
 #endif
@@ -305,6 +306,111 @@ float torch_dot_reduce_all(const float* x, const float* y, Eigen::Index n, Torch
 
 float torch_expf(float x, TorchKernel kernel) {
   return kernel == TorchKernel::kAvx2 ? sleef_expf_u10(x) : std::exp(x);
+}
+
+namespace {
+
+#ifdef ATTN_X86
+// libsleef's AVX2 functions, the ones PyTorch's AVX2 kernels call (vec256_float.h), loaded on
+// first use: only a trace with rotary embeddings in the AVX2 kernels needs them, and every other
+// run starts without mapping the library.
+using SleefBinary = __m256 (*)(__m256, __m256);
+using SleefUnary = __m256 (*)(__m256);
+struct SleefAvx2 {
+  SleefBinary pow = nullptr;
+  SleefUnary cos = nullptr, sin = nullptr;
+  std::string_view missing;  // why they cannot run, or empty
+};
+
+const SleefAvx2& sleef_avx2() {
+  static const SleefAvx2 loaded = [] {
+    SleefAvx2 s;
+    if (cpu_isa() < Isa::kAvx2) {
+      s.missing = "this CPU has no AVX2 and FMA, which SLEEF's AVX2 code needs";
+      return s;
+    }
+    // The library PyTorch loads (its soname); never closed, as PyTorch keeps it.
+    void* lib = dlopen("libsleef.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (lib != nullptr) {
+      s.pow = reinterpret_cast<SleefBinary>(dlsym(lib, "Sleef_powf8_u10avx2"));
+      s.cos = reinterpret_cast<SleefUnary>(dlsym(lib, "Sleef_cosf8_u10avx2"));
+      s.sin = reinterpret_cast<SleefUnary>(dlsym(lib, "Sleef_sinf8_u10avx2"));
+    }
+    if (s.pow == nullptr || s.cos == nullptr || s.sin == nullptr) {
+      s = {};
+      s.missing = "libsleef.so.3 (Debian's libsleef3), which PyTorch loads, is not installed";
+    }
+    return s;
+  }();
+  return loaded;
+}
+
+// θ ** e over the exponents of ATen's vectorised loop: blocks of two 8-lane vectors.
+__attribute__((target("avx2,fma"))) std::size_t sleef_pow_blocks(SleefBinary pow, float base,
+                                                                 const float* e, float* out,
+                                                                 std::size_t n) {
+  const __m256 b = _mm256_set1_ps(base);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm256_storeu_ps(out + i, pow(b, _mm256_loadu_ps(e + i)));
+    _mm256_storeu_ps(out + i + 8, pow(b, _mm256_loadu_ps(e + i + 8)));
+  }
+  return i;
+}
+
+// f on every element, 8 at a time, the last partial vector padded with zeros (vec::map).
+__attribute__((target("avx2,fma"))) void sleef_map(SleefUnary f, const float* x, float* out,
+                                                   std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, f(_mm256_loadu_ps(x + i)));
+  if (i == n) return;
+  alignas(32) float lanes[8] = {};
+  std::copy(x + i, x + n, lanes);
+  _mm256_store_ps(lanes, f(_mm256_load_ps(lanes)));
+  std::copy(lanes, lanes + (n - i), out + i);
+}
+#endif
+
+}  // namespace
+
+std::string_view sleef_missing() {
+#ifdef ATTN_X86
+  return sleef_avx2().missing;
+#else
+  return "this is not an x86-64 CPU, which SLEEF's AVX2 code needs";
+#endif
+}
+
+bool sleef_runs() { return sleef_missing().empty(); }
+
+void torch_pow(float base, const float* e, float* out, std::size_t n, TorchKernel kernel) {
+  std::size_t i = 0;
+#ifdef ATTN_X86
+  if (kernel == TorchKernel::kAvx2 && sleef_runs()) {
+    i = sleef_pow_blocks(sleef_avx2().pow, base, e, out, n);
+  }
+#else
+  (void)kernel;
+#endif
+  for (; i < n; ++i) out[i] = std::pow(base, e[i]);
+}
+
+void torch_cos(const float* x, float* out, std::size_t n, TorchKernel kernel) {
+#ifdef ATTN_X86
+  if (kernel == TorchKernel::kAvx2 && sleef_runs()) return sleef_map(sleef_avx2().cos, x, out, n);
+#else
+  (void)kernel;
+#endif
+  for (std::size_t i = 0; i < n; ++i) out[i] = std::cos(x[i]);
+}
+
+void torch_sin(const float* x, float* out, std::size_t n, TorchKernel kernel) {
+#ifdef ATTN_X86
+  if (kernel == TorchKernel::kAvx2 && sleef_runs()) return sleef_map(sleef_avx2().sin, x, out, n);
+#else
+  (void)kernel;
+#endif
+  for (std::size_t i = 0; i < n; ++i) out[i] = std::sin(x[i]);
 }
 
 MatmulKernel matmul_kernel_for(MatmulKernel kernel, Eigen::Index m, Eigen::Index n,
