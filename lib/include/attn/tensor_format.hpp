@@ -22,6 +22,14 @@ class TensorFormatter {
   std::string format(float value) const;
   int width() const { return width_; }
 
+  // The unpadded text of one element, written into out (64 bytes or more) with no allocation.
+  // Returns its length.
+  std::size_t write(char* out, float value) const;
+
+  // The choices alone, without measuring the width (width() is then 1): for a caller that writes
+  // every element once and measures as it goes.
+  TensorFormatter(const float* values, Eigen::Index count, int precision, bool measure);
+
  private:
   std::string format_unpadded(float value) const;
 

@@ -1,9 +1,12 @@
 #include "attn/tensor_format.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "attn/error.hpp"
 
@@ -14,17 +17,56 @@ namespace {
 constexpr int kLineWidth = 80;                   // torch's PRINT_OPTS.linewidth
 constexpr std::string_view kPrefix = "tensor(";  // its width is the indent of every row
 
-// "-0.0000" -> "0.0000": a sign on a printed zero carries no information for a reader.
-std::string drop_negative_zero(std::string s) {
-  if (!s.empty() && s[0] == '-' && s.find_first_not_of("0.", 1) == s.find_first_of("eE", 1)) {
-    s.erase(0, 1);
+// One element's text, written into out (at least kMaxElement bytes) without a heap allocation or a
+// format string parsed at run time: a tensor of millions of elements (a GPT-2 weight) prints in a
+// fraction of a second. Returns the length.
+constexpr std::size_t kMaxElement = 64;
+
+template <int P>
+std::size_t write_number(char* out, double v, bool sci, bool int_mode) {
+  char* end;
+  if (sci) {
+    end = fmt::format_to(out, FMT_COMPILE("{:.{}e}"), v, P);
+  } else if (int_mode) {
+    end = fmt::format_to(out, FMT_COMPILE("{:.0f}"), v);
+    *end++ = '.';
+  } else {
+    end = fmt::format_to(out, FMT_COMPILE("{:.{}f}"), v, P);
   }
-  return s;
+  return static_cast<std::size_t>(end - out);
+}
+
+std::size_t write_element(char* out, float value, int precision, bool sci, bool int_mode) {
+  const double v = value;
+  if (std::isnan(v)) return std::memcpy(out, "nan", 3), 3;
+  if (std::isinf(v)) {
+    if (v > 0) return std::memcpy(out, "inf", 3), 3;
+    return std::memcpy(out, "-inf", 4), 4;
+  }
+  using Writer = std::size_t (*)(char*, double, bool, bool);
+  static constexpr Writer kWriters[] = {write_number<0>, write_number<1>, write_number<2>,
+                                        write_number<3>, write_number<4>, write_number<5>,
+                                        write_number<6>, write_number<7>, write_number<8>};
+  std::size_t n = kWriters[precision](out, v, sci, int_mode);
+  if (n > 0 && out[0] == '-') {
+    // "-0.0000" -> "0.0000": a sign on a printed zero carries no information for a reader.
+    std::size_t i = 1;
+    while (i < n && (out[i] == '0' || out[i] == '.')) ++i;
+    if (i == n || out[i] == 'e' || out[i] == 'E') {
+      std::memmove(out, out + 1, n - 1);
+      --n;
+    }
+  }
+  return n;
 }
 
 }  // namespace
 
 TensorFormatter::TensorFormatter(const float* values, Eigen::Index count, int precision)
+    : TensorFormatter(values, count, precision, /*measure=*/true) {}
+
+TensorFormatter::TensorFormatter(const float* values, Eigen::Index count, int precision,
+                                 bool measure)
     : precision_(precision) {
   if (precision < 0 || precision > 8) {
     throw Error("precision " + std::to_string(precision) + " is out of range: allowed 0..8");
@@ -42,8 +84,10 @@ TensorFormatter::TensorFormatter(const float* values, Eigen::Index count, int pr
   }
   if (!any) {
     // No finite nonzero value: torch keeps int mode and width 1 before padding the rest.
+    if (!measure) return;
     for (Eigen::Index i = 0; i < count; ++i) {
-      width_ = std::max(width_, static_cast<int>(format_unpadded(values[i]).size()));
+      char buf[kMaxElement];
+      width_ = std::max(width_, static_cast<int>(write(buf, values[i])));
     }
     return;
   }
@@ -52,18 +96,15 @@ TensorFormatter::TensorFormatter(const float* values, Eigen::Index count, int pr
   } else {
     sci_mode_ = max_abs / min_abs > 1000.0 || max_abs > 1.0e8 || min_abs < 1.0e-4;
   }
+  if (!measure) return;
   for (Eigen::Index i = 0; i < count; ++i) {
     width_ = std::max(width_, static_cast<int>(format_unpadded(values[i]).size()));
   }
 }
 
 std::string TensorFormatter::format_unpadded(float value) const {
-  const double v = value;
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (sci_mode_) return drop_negative_zero(fmt::format("{:.{}e}", v, precision_));
-  if (int_mode_) return drop_negative_zero(fmt::format("{:.0f}", v)) + ".";
-  return drop_negative_zero(fmt::format("{:.{}f}", v, precision_));
+  char buf[kMaxElement];
+  return std::string(buf, write(buf, value));
 }
 
 std::string TensorFormatter::format(float value) const {
@@ -73,21 +114,51 @@ std::string TensorFormatter::format(float value) const {
   return s;
 }
 
+std::size_t TensorFormatter::write(char* out, float value) const {
+  return write_element(out, value, precision_, sci_mode_, int_mode_);
+}
+
 std::vector<std::string> format_tensor_rows(const Matrix& m, int precision, bool as_vector) {
-  const TensorFormatter f(m.data(), m.size(), precision);
+  // The formatter's choices, then every element written once: its text kept in an arena, the
+  // widest setting the width (as the formatter's own measuring would).
+  const TensorFormatter f(m.data(), m.size(), precision, /*measure=*/false);
+  const std::size_t count = static_cast<std::size_t>(m.size());
+  std::string arena;
+  std::vector<std::size_t> start(count + 1);
+  arena.reserve(count * 12);
+  int width = 1;
+  char buf[kMaxElement];
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t n = f.write(buf, m.data()[k]);
+    start[k] = arena.size();
+    arena.append(buf, n);
+    width = std::max(width, static_cast<int>(n));
+  }
+  start[count] = arena.size();
+  const auto element = [&](Eigen::Index i, Eigen::Index j) {
+    const std::size_t k = static_cast<std::size_t>(i * m.cols() + j);  // row-major
+    return std::string_view(arena.data() + start[k], start[k + 1] - start[k]);
+  };
+
   const bool vector = as_vector && m.rows() == 1;
   // A vector's elements start after "tensor([", a matrix's after "tensor([[".
   const int indent = static_cast<int>(kPrefix.size()) + (vector ? 0 : 1);
-  const int per_line = std::max(1, (kLineWidth - indent) / (f.width() + 2));
+  const int per_line = std::max(1, (kLineWidth - indent) / (width + 2));
   const std::string open = vector ? "tensor([" : "tensor([[";
-  const std::string row_indent(static_cast<std::size_t>(indent), ' ');
+  const std::string wrap = ",\n" + std::string(static_cast<std::size_t>(indent) + 1, ' ');
 
   std::vector<std::string> rows;
+  rows.reserve(static_cast<std::size_t>(m.rows()));
   for (Eigen::Index i = 0; i < m.rows(); ++i) {
     std::string line = i == 0 ? open : std::string(kPrefix.size() + 1, ' ') + "[";
+    const auto cols = static_cast<std::size_t>(m.cols());
+    line.reserve(line.size() + cols * (static_cast<std::size_t>(width) + 2) +
+                 cols / static_cast<std::size_t>(per_line) * wrap.size() + 4);
     for (Eigen::Index j = 0; j < m.cols(); ++j) {
-      if (j > 0) line += (j % per_line == 0) ? ",\n" + row_indent + " " : ", ";
-      line += f.format(m(i, j));
+      if (j > 0) line += (j % per_line == 0) ? std::string_view(wrap) : std::string_view(", ");
+      const std::string_view e = element(i, j);
+      line.append(static_cast<std::size_t>(width) - e.size(), ' ');
+      line += e;
     }
     line += "]";
     line += i + 1 < m.rows() ? "," : (vector ? ")" : "])");
