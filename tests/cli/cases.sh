@@ -1352,7 +1352,15 @@ case_model_every_view() {
   "$binary" "${args[@]}" --head 1 --format json >"$work/a.json" &&
     grep -q '"head": 1,' "$work/a.json" && ! grep -q '"head": 2,' "$work/a.json" || return 1
   "$binary" "${args[@]}" --head 1 --export "$work/out" >/dev/null &&
-    [ -f "$work/out/21_attention_weights_layer1_head1.npy" ] || { ls "$work/out"; return 1; }
+    [ -f "$work/out/24_attention_weights_layer1_head1.npy" ] &&
+    [ -f "$work/out/17_head_queries_layer1_head1.npy" ] || { ls "$work/out"; return 1; }
+  # CSV: a layer column, empty before the layer; heads from 0.
+  "$binary" "${args[@]}" --head 1 --format csv >"$work/a.csv" &&
+    [ "$(head -n 1 "$work/a.csv")" = "step,layer,head,batch,row,col,row_label,col_label,value" ] &&
+    grep -q "^embeddings,,,,1,1,Life," "$work/a.csv" &&
+    grep -q "^head_queries,1,1,,1,1,Life,," "$work/a.csv" &&
+    grep -q "^attention_weights,1,1,,1,1,Life,Life,1$" "$work/a.csv" &&
+    ! grep -q "^omega,1,2," "$work/a.csv" || { head -n 3 "$work/a.csv"; return 1; }
   "$binary" "${args[@]}" --head 1 --steps attention_weights | grep -q "(layer 1, head 1)$" || return 1
   "$binary" diff "$work/a.json" "$work/a.json" >/dev/null &&
     "$binary" "${args[@]}" --head 1 --expect "$work/a.json" >/dev/null || return 1

@@ -22,7 +22,8 @@ variants.py's files ({"case", "recipe", "settings", "prompt", "token_ids", "toke
 "tokens" are the encoder.json strings of the ids); "steps", in this order: token_embeddings,
 position_embeddings, embeddings, residual_stream (the hidden state entering the traced layer; only
 when it is not layer 0), ln_1, w_query, w_key, w_value, b_query, b_key, b_value, w_out, b_out,
-queries, keys, values, then per traced head omega, mask, masked_omega, scaled_scores,
+queries, keys, values, then per traced head head_queries, head_keys and head_values ([T, d / H], split
+from c_attn's output), omega, mask, masked_omega, scaled_scores,
 attention_weights, context_vectors, and last context_concat (every head) and output. Before
 writing, the script checks its per-head forward pass against a batched one (every head at once,
 HF's scaled-then-masked scores, the activations by their formulas): block by block, from the same
@@ -226,7 +227,7 @@ def attention(a, W, n, n_head):
         masked = omega.masked_fill(mask.bool(), -torch.inf)
         scaled = masked / math.sqrt(hd)
         weights = torch.softmax(scaled, dim=-1)
-        heads.append({"omega": omega, "mask": mask, "masked_omega": masked,
+        heads.append({"head_queries": q[h], "head_keys": k[h], "head_values": v[h], "omega": omega, "mask": mask, "masked_omega": masked,
                       "scaled_scores": scaled, "attention_weights": weights,
                       "context_vectors": weights @ v[h]})
     concat = torch.cat([s["context_vectors"] for s in heads], dim=-1)

@@ -101,6 +101,9 @@ enum class StepKind : std::uint8_t {
   kBQuery,              // b_q, c_attn's bias for the queries
   kBKey,                // b_k
   kBValue,              // b_v
+  kHeadQueries,         // a head's Q: its d / H columns of Q
+  kHeadKeys,            // its K
+  kHeadValues,          // its V
 };
 
 // What a step is, for every view.

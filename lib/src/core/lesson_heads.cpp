@@ -18,8 +18,8 @@ Matrix untraced_head(const TraceConfig& c, const Item& item, const Matrix& q, co
   Matrix scores = omega_scores(q, k, c.threads, c.matmul);
   if (item.mask.masked) scores = apply_mask(scores, item.mask.rows(0, q.rows()));
   return context_vectors(
-      softmax_rows(scale(scores, d_k, c.threads), c.kernel, c.masked_rows, c.threads), v,
-      c.threads, c.matmul);
+      softmax_rows(scale(scores, d_k, c.threads), c.kernel, c.masked_rows, c.threads), v, c.threads,
+      c.matmul);
 }
 
 }  // namespace
@@ -48,9 +48,22 @@ std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights&
   for (std::int64_t h = 0; h < c.heads; ++h) {
     const Eigen::Index g = kv_head_of(h, c.heads, c.kv_heads);
     if (!head_traced(c, h)) {  // a model's head not chosen: computed for c_proj, not recorded
-      zs.push_back(untraced_head(c, item, p.q->middleCols(h * hd, hd),
-                                 p.k->middleCols(g * hd, hd), p.v->middleCols(g * hd, hd), hd));
+      zs.push_back(untraced_head(c, item, p.q->middleCols(h * hd, hd), p.k->middleCols(g * hd, hd),
+                                 p.v->middleCols(g * hd, hd), hd));
       continue;
+    }
+    if (c.model) {
+      // A model's head: its Q, K and V split from c_attn's output, the head's own steps.
+      const StepKind kinds[] = {StepKind::kHeadQueries, StepKind::kHeadKeys, StepKind::kHeadValues};
+      const char* names[] = {"Q", "K", "V"};
+      const Matrix* whole[] = {p.q, p.k, p.v};
+      for (int part = 0; part < 3; ++part) {
+        rec.add(kinds[part],
+                fmt::format("{0}ₕ = {0}.view(T, {1}, {2}).transpose(0, 1)[{3}] = {0}[:, {4} : {5}]",
+                            names[part], c.heads, hd, h, h * hd, (h + 1) * hd),
+                {"T", "d_head"}, whole[part]->middleCols(h * hd, hd), item.index,
+                static_cast<int>(h), {.rows = item.queries.words});
+      }
     }
     zs.push_back(attend(rec, item, p.q->middleCols(h * hd, hd), p.k->middleCols(g * hd, hd),
                         p.v->middleCols(g * hd, hd), hd, static_cast<int>(h)));
@@ -71,7 +84,7 @@ void combine_heads(Recorder& rec, const Item& item, const Weights& w,
   const char* d_out = c.model ? "d_model" : "d_out";
   if (c.heads > 1) {
     rec.add(StepKind::kContextConcat,
-            c.model  ? "Z = Z₀ | … | Z_{H−1} (merge_heads: transpose(1, 2).view(T, d_model))"
+            c.model ? "Z = Z₀ | … | Z_{H−1} (merge_heads: transpose(1, 2).view(T, d_model))"
             : split ? "Z = Z₁ | … | Z_H (transpose(1, 2).view(T, d_out))"
                     : std::string(step_info(StepKind::kContextConcat).equation),
             {"T", split ? d_out : "H·d_v"}, z, item.index, std::nullopt,

@@ -157,8 +157,8 @@ void plan_backward(std::vector<PlannedStep>& plan, const TraceConfig& c, std::in
 }
 
 // A model's trace (lesson_model.cpp): per item its embeddings, then its stream entering the layer
-// and ln_1; the layer's weights; then per item Q, K and V, each traced head, the heads side by
-// side and c_proj.
+// and ln_1; the layer's weights; then per item Q, K and V, each traced head (its Q, K and V
+// first), the heads side by side and c_proj.
 std::vector<PlannedStep> plan_model(const TraceConfig& c, std::int64_t t, std::int64_t batch,
                                     bool padded) {
   const std::int64_t d = c.d_in;
@@ -186,7 +186,12 @@ std::vector<PlannedStep> plan_model(const TraceConfig& c, std::int64_t t, std::i
       plan.push_back({kind, t, d});
     }
     for (std::int64_t h = 0; h < c.heads; ++h) {
-      if (head_traced(c, h)) plan_head(plan, c, t, t, d / c.heads, true);
+      if (!head_traced(c, h)) continue;
+      for (const StepKind kind :
+           {StepKind::kHeadQueries, StepKind::kHeadKeys, StepKind::kHeadValues}) {
+        plan.push_back({kind, t, d / c.heads});
+      }
+      plan_head(plan, c, t, t, d / c.heads, true);
     }
     if (c.heads > 1) plan.push_back({StepKind::kContextConcat, t, d});
     plan.push_back({StepKind::kOutput, t, d});

@@ -7,7 +7,7 @@ namespace attn {
 
 namespace {
 
-constexpr std::array<StepInfo, 82> kCatalogue = {{
+constexpr std::array<StepInfo, 85> kCatalogue = {{
     {StepKind::kEmbeddings, "embeddings", "the embedded sentence, one row per token",
      "X = Embedding(V, d_in)(ids)",
      "Each token id picks one row of the embedding table: a vector of d_in numbers that stands "
@@ -333,6 +333,17 @@ constexpr std::array<StepInfo, 82> kCatalogue = {{
      false, false, true},
     {StepKind::kBValue, "b_value", "value bias", "b_v = c_attn.bias[2d : 3d]",
      "c_attn adds b_v to every value.", false, false, true},
+    {StepKind::kHeadQueries, "head_queries", "the head's queries, its columns of Q",
+     "Qₕ = Q.view(T, H, d_head).transpose(0, 1)[h]",
+     "GPT-2 splits Q into n_head heads of d / n_head columns each (split_heads): the head's "
+     "queries are its own slice, and it scores with them alone.",
+     false, false, true},
+    {StepKind::kHeadKeys, "head_keys", "the head's keys, its columns of K",
+     "Kₕ = K.view(T, H, d_head).transpose(0, 1)[h]",
+     "The head's keys: the same columns of K as its queries take of Q.", false, false, true},
+    {StepKind::kHeadValues, "head_values", "the head's values, its columns of V",
+     "Vₕ = V.view(T, H, d_head).transpose(0, 1)[h]",
+     "The head's values: what its weights mix into its context vectors.", false, false, true},
 }};
 
 }  // namespace

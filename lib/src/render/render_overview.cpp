@@ -208,6 +208,12 @@ Look look(StepKind kind) {
       return {"b_k", Place::kWith, StepKind::kQueries};
     case StepKind::kBValue:
       return {"b_v", Place::kWith, StepKind::kQueries};
+    case StepKind::kHeadQueries:
+      return {"Qₕ", Place::kStage};
+    case StepKind::kHeadKeys:
+      return {"Kₕ", Place::kBeside};
+    case StepKind::kHeadValues:
+      return {"Vₕ", Place::kBeside};
     default:
       return backward_look(kind);
   }

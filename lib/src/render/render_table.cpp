@@ -47,10 +47,21 @@ std::string md_label(const std::string& s) { return md_cell(escape_controls(s));
 }  // namespace
 
 std::string render_csv(const Trace& trace) {
-  std::string out = "step,head,batch,row,col,row_label,col_label,value\n";
+  // A model's trace names its layer, and numbers heads from 0 as h.L.attn does (head_number);
+  // every other trace numbers heads from 1.
+  const bool model = trace.config.model != nullptr;
+  std::string out = model ? "step,layer,head,batch,row,col,row_label,col_label,value\n"
+                          : "step,head,batch,row,col,row_label,col_label,value\n";
   for (const Step& s : trace.steps) {
+    const std::string head = s.head ? std::to_string(head_number(trace.config, *s.head)) : "";
+    // The layer of the steps that are h.L's: ln_1 on (not the embeddings or the stream before).
+    const bool before_layer =
+        s.kind == StepKind::kTokenEmbeddings || s.kind == StepKind::kPositionEmbeddings ||
+        s.kind == StepKind::kEmbeddings || s.kind == StepKind::kResidualStream;
+    const std::string layer = before_layer ? "" : std::to_string(trace.config.layer);
     const std::string prefix =
-        fmt::format("{},{},{},", csv_field(s.id), index_or_empty(s.head), index_or_empty(s.batch));
+        model ? fmt::format("{},{},{},{},", csv_field(s.id), layer, head, index_or_empty(s.batch))
+              : fmt::format("{},{},{},", csv_field(s.id), head, index_or_empty(s.batch));
     for (Eigen::Index r = 0; r < s.values.rows(); ++r) {
       for (Eigen::Index c = 0; c < s.values.cols(); ++c) {
         const float v = s.values(r, c);

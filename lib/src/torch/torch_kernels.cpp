@@ -20,6 +20,9 @@
 #include "attn/gemm.hpp"
 #include "attn/parallel.hpp"
 #include "attn/simd.hpp"
+#if defined(__x86_64__)
+#include "sleef_avx2.hpp"
+#endif
 
 namespace attn {
 
@@ -313,16 +316,15 @@ namespace {
 #ifdef ATTN_X86
 // libsleef's AVX2 functions, the ones PyTorch's AVX2 kernels call (vec256_float.h), loaded on
 // first use: only a trace with rotary embeddings in the AVX2 kernels needs them, and every other
-// run starts without mapping the library.
-using SleefBinary = __m256 (*)(__m256, __m256);
-using SleefUnary = __m256 (*)(__m256);
+// run starts without mapping the library. They are called from sleef_avx2.cpp.
 struct SleefAvx2 {
-  SleefBinary pow = nullptr;
-  SleefUnary cos = nullptr, sin = nullptr;
+  const void* pow = nullptr;
+  const void* cos = nullptr;
+  const void* sin = nullptr;
   std::string_view missing;  // why they cannot run, or empty
 };
 
-const SleefAvx2& sleef_avx2() {
+const SleefAvx2& sleef_library() {
   static const SleefAvx2 loaded = [] {
     SleefAvx2 s;
     if (cpu_isa() < Isa::kAvx2) {
@@ -332,9 +334,9 @@ const SleefAvx2& sleef_avx2() {
     // The library PyTorch loads (its soname); never closed, as PyTorch keeps it.
     void* lib = dlopen("libsleef.so.3", RTLD_NOW | RTLD_LOCAL);
     if (lib != nullptr) {
-      s.pow = reinterpret_cast<SleefBinary>(dlsym(lib, "Sleef_powf8_u10avx2"));
-      s.cos = reinterpret_cast<SleefUnary>(dlsym(lib, "Sleef_cosf8_u10avx2"));
-      s.sin = reinterpret_cast<SleefUnary>(dlsym(lib, "Sleef_sinf8_u10avx2"));
+      s.pow = dlsym(lib, "Sleef_powf8_u10avx2");
+      s.cos = dlsym(lib, "Sleef_cosf8_u10avx2");
+      s.sin = dlsym(lib, "Sleef_sinf8_u10avx2");
     }
     if (s.pow == nullptr || s.cos == nullptr || s.sin == nullptr) {
       s = {};
@@ -344,38 +346,13 @@ const SleefAvx2& sleef_avx2() {
   }();
   return loaded;
 }
-
-// θ ** e over the exponents of ATen's vectorised loop: blocks of two 8-lane vectors.
-__attribute__((target("avx2,fma"))) std::size_t sleef_pow_blocks(SleefBinary pow, float base,
-                                                                 const float* e, float* out,
-                                                                 std::size_t n) {
-  const __m256 b = _mm256_set1_ps(base);
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    _mm256_storeu_ps(out + i, pow(b, _mm256_loadu_ps(e + i)));
-    _mm256_storeu_ps(out + i + 8, pow(b, _mm256_loadu_ps(e + i + 8)));
-  }
-  return i;
-}
-
-// f on every element, 8 at a time, the last partial vector padded with zeros (vec::map).
-__attribute__((target("avx2,fma"))) void sleef_map(SleefUnary f, const float* x, float* out,
-                                                   std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, f(_mm256_loadu_ps(x + i)));
-  if (i == n) return;
-  alignas(32) float lanes[8] = {};
-  std::copy(x + i, x + n, lanes);
-  _mm256_store_ps(lanes, f(_mm256_load_ps(lanes)));
-  std::copy(lanes, lanes + (n - i), out + i);
-}
 #endif
 
 }  // namespace
 
 std::string_view sleef_missing() {
 #ifdef ATTN_X86
-  return sleef_avx2().missing;
+  return sleef_library().missing;
 #else
   return "this is not an x86-64 CPU, which SLEEF's AVX2 code needs";
 #endif
@@ -387,7 +364,7 @@ void torch_pow(float base, const float* e, float* out, std::size_t n, TorchKerne
   std::size_t i = 0;
 #ifdef ATTN_X86
   if (kernel == TorchKernel::kAvx2 && sleef_runs()) {
-    i = sleef_pow_blocks(sleef_avx2().pow, base, e, out, n);
+    i = sleef_avx2::pow_blocks(sleef_library().pow, base, e, out, n);
   }
 #else
   (void)kernel;
@@ -397,7 +374,8 @@ void torch_pow(float base, const float* e, float* out, std::size_t n, TorchKerne
 
 void torch_cos(const float* x, float* out, std::size_t n, TorchKernel kernel) {
 #ifdef ATTN_X86
-  if (kernel == TorchKernel::kAvx2 && sleef_runs()) return sleef_map(sleef_avx2().cos, x, out, n);
+  if (kernel == TorchKernel::kAvx2 && sleef_runs())
+    return sleef_avx2::map(sleef_library().cos, x, out, n);
 #else
   (void)kernel;
 #endif
@@ -406,7 +384,8 @@ void torch_cos(const float* x, float* out, std::size_t n, TorchKernel kernel) {
 
 void torch_sin(const float* x, float* out, std::size_t n, TorchKernel kernel) {
 #ifdef ATTN_X86
-  if (kernel == TorchKernel::kAvx2 && sleef_runs()) return sleef_map(sleef_avx2().sin, x, out, n);
+  if (kernel == TorchKernel::kAvx2 && sleef_runs())
+    return sleef_avx2::map(sleef_library().sin, x, out, n);
 #else
   (void)kernel;
 #endif
