@@ -1,9 +1,11 @@
 #include "attn/render_json.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "attn/describe.hpp"
@@ -207,7 +209,14 @@ std::string render_json(const Trace& trace, bool describe) {
     for (Eigen::Index r = 0; r < s.values.rows(); ++r) {
       out += r ? ",\n        [" : "\n        [";
       for (Eigen::Index c = 0; c < s.values.cols(); ++c) {
-        out += (c ? ", " : "") + float_text(s.values(r, c));
+        if (c) out += ", ";
+        const float v = s.values(r, c);
+        if (std::isfinite(v)) {
+          // float_text's shortest text, without a temporary string: a model's layer is millions.
+          fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), v);
+        } else {
+          out += float_text(v);
+        }
       }
       out += "]";
     }
