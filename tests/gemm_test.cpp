@@ -3,13 +3,17 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "attn/attention.hpp"
+#include "attn/parallel.hpp"
 #include "attn/simd.hpp"
 #include "support/reference.hpp"
 
@@ -187,5 +191,44 @@ TEST_CASE("a product prepared for blocks of rows keeps the whole product's kerne
     }
     CHECK(same_bits(blocks, omega));
     CHECK(same_bits(z, attn::context_vectors(omega, v, 1, kernel)));
+  }
+}
+
+TEST_CASE("parallel loops run every index once, in the ranges they promise, call after call") {
+  // parallel_for: at most `threads` contiguous ranges [n·p / parts, n·(p + 1) / parts);
+  // parallel_chunks: chunks of `grain`, the last shorter. Whichever thread runs a range, each
+  // index is run once; many calls in a row reuse the pool's threads.
+  for (const int threads : {1, 2, 3, 8}) {
+    for (const std::int64_t n : {std::int64_t{1}, std::int64_t{7}, std::int64_t{1000}}) {
+      for (int call = 0; call < 200; ++call) {
+        std::vector<std::atomic<int>> seen(static_cast<std::size_t>(n));
+        std::mutex m;
+        std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+        attn::parallel_for(n, threads, 1e9, [&](std::int64_t b, std::int64_t e) {
+          for (std::int64_t i = b; i < e; ++i) ++seen[static_cast<std::size_t>(i)];
+          const std::lock_guard<std::mutex> lock(m);
+          ranges.emplace_back(b, e);
+        });
+        for (const auto& s : seen) REQUIRE(s.load() == 1);
+        const std::int64_t parts = std::min<std::int64_t>(n, threads);
+        REQUIRE(static_cast<std::int64_t>(ranges.size()) == parts);
+        for (const auto& [b, e] : ranges) {
+          bool found = false;
+          for (std::int64_t p = 0; p < parts; ++p) {
+            found = found || (b == n * p / parts && e == n * (p + 1) / parts);
+          }
+          REQUIRE(found);
+        }
+        const std::int64_t grain = 1 + call % 13;
+        std::vector<std::atomic<int>> chunked(static_cast<std::size_t>(n));
+        std::atomic<bool> bad_chunk{false};  // no assertion off the test's thread
+        attn::parallel_chunks(n, grain, threads, 1e9, [&](std::int64_t b, std::int64_t e) {
+          if (b % grain != 0 || (e - b != grain && e != n)) bad_chunk = true;
+          for (std::int64_t i = b; i < e; ++i) ++chunked[static_cast<std::size_t>(i)];
+        });
+        REQUIRE_FALSE(bad_chunk.load());
+        for (const auto& s : chunked) REQUIRE(s.load() == 1);
+      }
+    }
   }
 }

@@ -14,4 +14,10 @@ namespace attn {
 void parallel_for(std::int64_t n, int threads, double work,
                   const std::function<void(std::int64_t, std::int64_t)>& body);
 
+// Runs body(begin, end) over [0, n) in chunks of `grain` indices (the last may be shorter), on up
+// to `threads` threads: each thread takes the next chunk when it is free, so that a thread that
+// starts late does less. The same rule for small work as parallel_for.
+void parallel_chunks(std::int64_t n, std::int64_t grain, int threads, double work,
+                     const std::function<void(std::int64_t, std::int64_t)>& body);
+
 }  // namespace attn

@@ -367,6 +367,14 @@ void pack_blocks(const KernelShape& ks, const StridedMatrix& b, const PackedB& p
                });
 }
 
+// The rows of C a thread takes at a time: about four chunks per thread, so that a thread that
+// starts late or runs slow (a shared machine's other load) costs little, in whole A slivers, and
+// at most an L2 block (mc). Every cell is computed the same way in any chunk.
+std::int64_t row_grain(const KernelShape& ks, std::int64_t m, int threads) {
+  const std::int64_t per = (m + 4 * threads - 1) / (4 * std::max(threads, 1));
+  return std::min(ks.mc, round_up(std::max<std::int64_t>(per, 1), ks.mr));
+}
+
 void zero_rows(float* c, std::int64_t ldc, std::int64_t m, std::int64_t n) {
   for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
 }
@@ -391,9 +399,9 @@ void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std:
     const PackedB pb{packed.data, n_r, g * kGemmBlockK,
                      std::min(k, (g + group_blocks) * kGemmBlockK)};
     pack_blocks(ks, b, pb, packed.data, threads);
-    parallel_for(m, threads, work, [&](std::int64_t begin, std::int64_t end) {
-      gemm_rows(ks, a, pb, n, c, ldc, begin, end);
-    });
+    parallel_chunks(
+        m, row_grain(ks, m, threads), threads, work,
+        [&](std::int64_t begin, std::int64_t end) { gemm_rows(ks, a, pb, n, c, ldc, begin, end); });
   }
 }
 
@@ -427,9 +435,9 @@ void gemm_blocked(const StridedMatrix& a, const GemmPackedB& b, float* c, std::i
   if (k == 0) return zero_rows(c, ldc, m, n);
   const PackedB pb{p.data.data, round_up(n, ks.nr), 0, k};
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  parallel_for(m, threads, work, [&](std::int64_t begin, std::int64_t end) {
-    gemm_rows(ks, a, pb, n, c, ldc, begin, end);
-  });
+  parallel_chunks(
+      m, row_grain(ks, m, threads), threads, work,
+      [&](std::int64_t begin, std::int64_t end) { gemm_rows(ks, a, pb, n, c, ldc, begin, end); });
 }
 
 }  // namespace attn
