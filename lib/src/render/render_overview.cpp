@@ -371,7 +371,11 @@ std::vector<Line> pipeline_lines(const Trace& trace, const std::vector<Kind>& ki
   }
   std::vector<const Kind*> withs;  // waiting for the stage they feed
   for (const Kind& k : kinds) {
-    const Look lk = look(k.kind);
+    Look lk = look(k.kind);
+    // The split form's heads (a model's too) scale by their own width, d_head.
+    if (k.kind == StepKind::kScaledScores && c.multihead == MultiheadForm::kSplit) {
+      lk.symbol = "ω/√d_head";
+    }
     const std::string matrix = fmt::format("{} {}", lk.symbol, shape_text(k.rows, k.cols, grows));
     const std::string id(step_info(k.kind).id);
     switch (lk.place) {
