@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -231,4 +232,25 @@ TEST_CASE("parallel loops run every index once, in the ranges they promise, call
       }
     }
   }
+}
+
+TEST_CASE("an exception in a parallel loop reaches the caller, on whichever thread it was thrown") {
+  for (int call = 0; call < 100; ++call) {
+    const std::int64_t bad = call % 8;  // the chunk that throws: any thread may run it
+    CHECK_THROWS_AS(attn::parallel_chunks(8, 1, 2, 1e9,
+                                          [&](std::int64_t b, std::int64_t) {
+                                            if (b == bad) throw std::runtime_error("chunk");
+                                          }),
+                    std::runtime_error);
+    CHECK_THROWS_AS(attn::parallel_for(2, 2, 1e9,
+                                       [&](std::int64_t b, std::int64_t) {
+                                         if (b == call % 2) throw std::runtime_error("range");
+                                       }),
+                    std::runtime_error);
+  }
+  // The pool still works after them.
+  std::atomic<int> sum{0};
+  attn::parallel_chunks(100, 7, 2, 1e9,
+                        [&](std::int64_t b, std::int64_t e) { sum += static_cast<int>(e - b); });
+  CHECK(sum.load() == 100);
 }

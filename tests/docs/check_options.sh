@@ -49,7 +49,8 @@ complete_words() {  # the command line's words, the last being completed -> COMP
 [ "$(complete_words attn-trace diff a.json --at)" = "--atol" ] || fail "bash: diff --at"
 offered=$(complete_words attn-trace --)
 for name in $names; do
-  echo "$offered" | grep -qx -- "$name" || fail "bash: -- does not offer $name"
+  # A here-string, not a pipe: under pipefail, grep -q leaving early can fail the echo (SIGPIPE).
+  grep -qx -- "$name" <<<"$offered" || fail "bash: -- does not offer $name"
 done
 grep -q '^complete -F _attn_trace attn-trace$' "$generated/attn-trace.bash" || fail "bash: no complete line"
 

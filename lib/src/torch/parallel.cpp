@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -24,14 +25,21 @@ struct Job {
   std::int64_t chunks;
   const std::function<void(std::int64_t)>* run_chunk;
   std::atomic<std::int64_t> next{0};
+  std::exception_ptr failed;  // the first chunk's exception, under the pool's mutex
 };
 
-// Runs the job's chunks until none is left.
-void drain(Job& job) {
-  for (std::int64_t i = job.next.fetch_add(1, std::memory_order_relaxed); i < job.chunks;
-       i = job.next.fetch_add(1, std::memory_order_relaxed)) {
-    (*job.run_chunk)(i);
+// Runs the job's chunks until none is left; after an exception, no more (returned).
+std::exception_ptr drain(Job& job) {
+  try {
+    for (std::int64_t i = job.next.fetch_add(1, std::memory_order_relaxed); i < job.chunks;
+         i = job.next.fetch_add(1, std::memory_order_relaxed)) {
+      (*job.run_chunk)(i);
+    }
+  } catch (...) {
+    job.next.store(job.chunks, std::memory_order_relaxed);
+    return std::current_exception();
   }
+  return nullptr;
 }
 
 // Worker threads that stay for the whole process: a parallel loop wakes them (microseconds)
@@ -49,7 +57,7 @@ class Pool {
   }
 
   void run(std::int64_t chunks, int threads, const std::function<void(std::int64_t)>& run_chunk) {
-    Job job{chunks, &run_chunk};
+    Job job{chunks, &run_chunk, {0}, nullptr};
     {
       std::lock_guard<std::mutex> lock(mutex_);
       while (workers_.size() + 1 < static_cast<std::size_t>(threads)) {
@@ -60,10 +68,14 @@ class Pool {
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
-    drain(job);
+    // An exception in a chunk, on any thread, is rethrown here once every thread is done with
+    // the job.
+    std::exception_ptr failed = drain(job);
     std::unique_lock<std::mutex> lock(mutex_);
     job_ = nullptr;  // a worker not yet awake no longer joins
     done_.wait(lock, [this] { return active_ == 0; });
+    if (!failed) failed = job.failed;
+    if (failed) std::rethrow_exception(failed);
   }
 
   ~Pool() {
@@ -93,8 +105,9 @@ class Pool {
       Job& job = *job_;
       ++active_;
       lock.unlock();
-      drain(job);
+      std::exception_ptr failed = drain(job);
       lock.lock();
+      if (failed && !job.failed) job.failed = failed;
       if (--active_ == 0) done_.notify_one();
     }
   }
