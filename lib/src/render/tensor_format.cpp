@@ -119,25 +119,27 @@ std::size_t TensorFormatter::write(char* out, float value) const {
 }
 
 std::vector<std::string> format_tensor_rows(const Matrix& m, int precision, bool as_vector) {
-  // The formatter's choices, then every element written once: its text kept in an arena, the
-  // widest setting the width (as the formatter's own measuring would).
+  // The formatter's choices, then every element written once: its text kept in an arena (its
+  // length in a byte: at most kMaxElement), the widest setting the width (as the formatter's own
+  // measuring would). The rows then take the elements in the same order, row-major.
   const TensorFormatter f(m.data(), m.size(), precision, /*measure=*/false);
   const std::size_t count = static_cast<std::size_t>(m.size());
   std::string arena;
-  std::vector<std::size_t> start(count + 1);
+  std::vector<std::uint8_t> length(count);
   arena.reserve(count * 12);
   int width = 1;
   char buf[kMaxElement];
   for (std::size_t k = 0; k < count; ++k) {
     const std::size_t n = f.write(buf, m.data()[k]);
-    start[k] = arena.size();
+    length[k] = static_cast<std::uint8_t>(n);
     arena.append(buf, n);
     width = std::max(width, static_cast<int>(n));
   }
-  start[count] = arena.size();
-  const auto element = [&](Eigen::Index i, Eigen::Index j) {
-    const std::size_t k = static_cast<std::size_t>(i * m.cols() + j);  // row-major
-    return std::string_view(arena.data() + start[k], start[k + 1] - start[k]);
+  std::size_t at = 0, next = 0;  // the next element's text and index
+  const auto element = [&] {
+    const std::string_view e(arena.data() + at, length[next]);
+    at += length[next++];
+    return e;
   };
 
   const bool vector = as_vector && m.rows() == 1;
@@ -156,7 +158,7 @@ std::vector<std::string> format_tensor_rows(const Matrix& m, int precision, bool
                  cols / static_cast<std::size_t>(per_line) * wrap.size() + 4);
     for (Eigen::Index j = 0; j < m.cols(); ++j) {
       if (j > 0) line += (j % per_line == 0) ? std::string_view(wrap) : std::string_view(", ");
-      const std::string_view e = element(i, j);
+      const std::string_view e = element();
       line.append(static_cast<std::size_t>(width) - e.size(), ' ');
       line += e;
     }
