@@ -107,9 +107,9 @@ void tokenize_inputs(Trace& trace, const LengthsKnown& known) {
   const bool padded =
       std::any_of(words.begin(), words.end(), [t](const auto& w) { return w.size() < t; });
   if (c.model && static_cast<std::int64_t>(t) > c.model->config().n_positions) {
-    const auto longest = std::find_if(words.begin(), words.end(),
-                                      [t](const auto& w) { return w.size() == t; }) -
-                         words.begin();
+    const auto longest =
+        std::find_if(words.begin(), words.end(), [t](const auto& w) { return w.size() == t; }) -
+        words.begin();
     throw Error(fmt::format(
         "{} has {} tokens, more than the model's {} positions (n_positions): give a shorter text",
         batch_size > 1 ? fmt::format("sentence {} of {}", longest + 1, batch_size)
