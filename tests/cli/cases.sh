@@ -552,10 +552,10 @@ case_timings() {
   [ $ok = 1 ]
 }
 
-# A run of a few seconds: 4096 tokens, 24 heads of d_in 1024, on one thread.
-# A run of more than a second: 24 heads at T = 4096 (a few seconds); under the sanitizers, whose
-# build is some 50 times slower, 2 heads at T = 2048.
-long_run_heads() { if [ "${ATTN_SANITIZED:-0}" = 1 ]; then echo 2; else echo 24; fi; }
+# A run of well over a second, on one thread: 24 heads of d_in 1024 at T = 4096 (4-5 s on a
+# Zen 5); under the sanitizers, whose build is slower, 8 heads at T = 2048 (about 7 s there; with
+# 2 heads a quiet machine finished in under the second the progress line waits for).
+long_run_heads() { if [ "${ATTN_SANITIZED:-0}" = 1 ]; then echo 8; else echo 24; fi; }
 long_run_args() {
   local t=4096; [ "${ATTN_SANITIZED:-0}" = 1 ] && t=2048
   for i in $(seq 0 $((t - 1))); do printf 'w%d ' "$i"; done >"$work/long.txt"
