@@ -262,6 +262,14 @@ TEST_CASE("the vectorised normal_ gives the plain code's bits") {
     attn::normal_(plain, g2, mean, std_dev, attn::TorchKernel::kAvx2);
     attn::set_simd_enabled(true);
     CHECK(std::memcmp(fast.data(), plain.data(), fast.size() * sizeof(float)) == 0);
+    if (attn::cpu_isa() == attn::Isa::kAvx512) {  // two blocks at a time, and one (AVX2)
+      std::vector<float> avx2(fast.size());
+      attn::TorchGenerator g3(99);
+      attn::limit_isa(attn::Isa::kAvx2);
+      attn::normal_(avx2, g3, mean, std_dev, attn::TorchKernel::kAvx2);
+      attn::limit_isa(attn::Isa::kAvx512);
+      CHECK(std::memcmp(avx2.data(), plain.data(), avx2.size() * sizeof(float)) == 0);
+    }
   }
   // Uniforms at the edges: u1 = 1 − u in (0, 1] down to 2^-24, angles across every octant.
   std::array<float, 16> edge{}, edge_plain{};
@@ -270,9 +278,17 @@ TEST_CASE("the vectorised normal_ gives the plain code's bits") {
     edge[j + 8] = j == 0 ? 0.99999994f : static_cast<float>(j) / 8.0f + 0.01f;
   }
   edge_plain = edge;
+  // Two copies, reversed in the second: the 16-lane path takes both blocks at once.
+  std::array<float, 32> pair{}, pair_plain{};
+  std::copy(edge.begin(), edge.end(), pair.begin());
+  std::copy(edge.rbegin(), edge.rend(), pair.begin() + 16);
+  pair_plain = pair;
   attn::normal_fill_16(edge, 0.0f, 1.0f, attn::TorchKernel::kAvx2);
+  attn::normal_fill_blocks(pair, 0.0f, 1.0f, attn::TorchKernel::kAvx2);
   attn::set_simd_enabled(false);
   attn::normal_fill_16(edge_plain, 0.0f, 1.0f, attn::TorchKernel::kAvx2);
+  attn::normal_fill_blocks(pair_plain, 0.0f, 1.0f, attn::TorchKernel::kAvx2);
   attn::set_simd_enabled(true);
   CHECK(std::memcmp(edge.data(), edge_plain.data(), sizeof edge) == 0);
+  CHECK(std::memcmp(pair.data(), pair_plain.data(), sizeof pair) == 0);
 }

@@ -67,6 +67,8 @@ void normal_(std::span<float> out, TorchGenerator& gen, float mean, float std, T
 // The 16-lane Box-Muller transform of normal_fill: on entry `block` holds 16 uniforms, on exit
 // 16 normals. Lane j supplies the radius and lane j + 8 the angle.
 void normal_fill_16(std::span<float, 16> block, float mean, float std, TorchKernel kernel);
+// normal_fill_16 on each block of 16 in turn. Requires: blocks.size() % 16 == 0.
+void normal_fill_blocks(std::span<float> blocks, float mean, float std, TorchKernel kernel);
 
 // The bound of nn.Linear's kaiming_uniform_(a = sqrt(5)) for a given fan_in, computed in double
 // in Python's order of operations.

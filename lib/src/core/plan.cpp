@@ -254,20 +254,19 @@ double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, 
     // The (T, T_k) steps, whose columns are keys: release_scores frees them head by head.
     if (step_info(s.kind).scores) squares += n;
   }
+  // Without the causal lesson and the softmax's steps, a head's (T, T_k) steps are computed in
+  // one matrix, each in the memory of the one before (and a padded run has its mask).
+  const bool in_place = !c.causal && !c.softmax_steps && c.online_softmax == 0;
+  const double held_per_row = in_place ? (padded ? 2.0 : 1.0) * static_cast<double>(t_k)
+                                       : squares / static_cast<double>(batch * c.heads * t_q);
   if (c.release_scores && c.stream_scores) {
     // A block of rows of one head's (T, T_k) steps at a time, and its K and V packed once.
-    const double per_row = squares / static_cast<double>(batch * c.heads * t_q);
     const auto rows = static_cast<double>(std::min(score_block_rows(c, t_k), t_q));
-    values +=
-        per_row * rows + static_cast<double>(t_k) * static_cast<double>(c.d_kq + c.d_v) - squares;
+    values += held_per_row * rows + static_cast<double>(t_k) * static_cast<double>(c.d_kq + c.d_v) -
+              squares;
   } else if (c.release_scores) {
-    // One head's (T, T_k) steps are held at a time; without the causal lesson and the
-    // softmax's steps, they are computed in one matrix (and a masked run has its mask).
-    const double one = static_cast<double>(t_q) * static_cast<double>(t_k);
-    const bool in_place = !c.causal && !c.softmax_steps && c.online_softmax == 0;
-    const double held = in_place ? (c.causal || padded ? 2.0 : 1.0) * one
-                                 : squares / static_cast<double>(batch * c.heads);
-    values += held - squares;
+    // One head's (T, T_k) steps are held at a time.
+    values += held_per_row * static_cast<double>(t_q) - squares;
   }
   // The backward pass's working copies beyond its steps, one head at a time: A and dL/dA with a
   // row that masks every key (the softmax's backward reads nan there), or the forward pass

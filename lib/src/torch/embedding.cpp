@@ -59,20 +59,33 @@ Matrix embed(std::uint64_t seed, std::int64_t vocab_size, std::int64_t d_in,
   // unless n % 16 != 0 and e >= n - 16: then the tail block (draws n .. n + 15) overwrites it.
   const std::uint64_t full_blocks = n / 16;
 
-  std::vector<std::int64_t> rows(ids.begin(), ids.end());  // distinct ids, ascending
-  std::sort(rows.begin(), rows.end());
-  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-  Matrix row_values(static_cast<Eigen::Index>(rows.size()), d_in);  // (distinct ids, d_in)
+  // The tokens in order of their ids (stable: a repeated id keeps its tokens' order), and the
+  // distinct ids, ascending: the tokens of rows[k] are order[first[k] .. first[k + 1]).
+  std::vector<std::size_t> order(ids.size());
+  for (std::size_t t = 0; t < order.size(); ++t) order[t] = t;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return ids[a] < ids[b]; });
+  std::vector<std::int64_t> rows;
+  std::vector<std::size_t> first;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    if (rows.empty() || rows.back() != ids[order[k]])
+      rows.push_back(ids[order[k]]), first.push_back(k);
+  }
+  first.push_back(order.size());
 
-  // Copies elements [first, first + count) of the table, in `values`, into the needed rows.
-  auto scatter = [&](std::uint64_t first, std::uint64_t count, const float* values) {
-    const std::uint64_t last = first + count;
-    auto it = std::lower_bound(rows.begin(), rows.end(), static_cast<std::int64_t>(first / d));
+  // Copies elements [first, first + count) of the table, in `values`, into the rows of X whose
+  // tokens have them.
+  auto scatter = [&](std::uint64_t from, std::uint64_t count, const float* values) {
+    const std::uint64_t last = from + count;
+    auto it = std::lower_bound(rows.begin(), rows.end(), static_cast<std::int64_t>(from / d));
     for (; it != rows.end() && static_cast<std::uint64_t>(*it) * d < last; ++it) {
-      const std::uint64_t begin = std::max(static_cast<std::uint64_t>(*it) * d, first);
+      const std::uint64_t begin = std::max(static_cast<std::uint64_t>(*it) * d, from);
       const std::uint64_t end = std::min(static_cast<std::uint64_t>(*it) * d + d, last);
-      std::copy(values + (begin - first), values + (end - first),
-                &row_values(it - rows.begin(), static_cast<Eigen::Index>(begin % d)));
+      const auto k = static_cast<std::size_t>(it - rows.begin());
+      for (std::size_t j = first[k]; j < first[k + 1]; ++j) {
+        std::copy(values + (begin - from), values + (end - from),
+                  &x(static_cast<Eigen::Index>(order[j]), static_cast<Eigen::Index>(begin % d)));
+      }
     }
   };
 
@@ -99,9 +112,7 @@ Matrix embed(std::uint64_t seed, std::int64_t vocab_size, std::int64_t d_in,
                    [&](std::int64_t begin, std::int64_t end) {
                      const auto k0 = static_cast<std::uint64_t>(begin);
                      const auto k1 = static_cast<std::uint64_t>(end);
-                     for (std::uint64_t k = k0; k < k1; ++k) {
-                       normal_fill_16(draws.subspan(k * 16).first<16>(), 0.0f, 1.0f, kernel);
-                     }
+                     normal_fill_blocks(draws.subspan(k0 * 16, (k1 - k0) * 16), 0.0f, 1.0f, kernel);
                      scatter((b + k0) * 16, (k1 - k0) * 16, chunk.data() + k0 * 16);
                    });
     }
@@ -131,10 +142,6 @@ Matrix embed(std::uint64_t seed, std::int64_t vocab_size, std::int64_t d_in,
     }
   }
 
-  for (std::size_t t = 0; t < ids.size(); ++t) {
-    const auto it = std::lower_bound(rows.begin(), rows.end(), ids[t]);
-    x.row(static_cast<Eigen::Index>(t)) = row_values.row(it - rows.begin());
-  }
   return x;
 }
 

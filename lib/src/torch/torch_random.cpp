@@ -19,6 +19,56 @@ namespace attn {
 // ---------------------------------------------------------------------------------------------
 // The engine (ATen/core/MT19937RNGEngine.h).
 
+namespace {
+
+// The twist of the 624 state words, in place. Word i takes words i + 1 and (i + 397) % 624,
+// split into its two ranges (no modulo): words 397.. not yet twisted for i < 227, then words 0..
+// already twisted. Every word reads only words that the scalar order has or has not yet
+// rewritten the same way when 16 consecutive words are computed at once (397 and 227 are more
+// than 16 apart), so the loops vectorise with the same result.
+inline __attribute__((always_inline)) void twist_words(std::uint32_t* state) {
+  constexpr std::uint32_t kMatrixA = 0x9908B0DFu;
+  auto twist_word = [](std::uint32_t u, std::uint32_t v) {
+    const std::uint32_t mixed = (u & 0x80000000u) | (v & 0x7FFFFFFFu);
+    // The low bit of v, not of the mixed word, chooses the xor.
+    return (mixed >> 1) ^ ((0u - (v & 1u)) & kMatrixA);
+  };
+  for (int i = 0; i < 227; ++i) state[i] = state[i + 397] ^ twist_word(state[i], state[i + 1]);
+  for (int i = 227; i < 623; ++i) {
+    state[i] = state[i - 227] ^ twist_word(state[i], state[i + 1]);
+  }
+  state[623] = state[396] ^ twist_word(state[623], state[0]);
+}
+
+// MT19937's tempering of a state word into a draw.
+inline __attribute__((always_inline)) std::uint32_t temper(std::uint32_t y) {
+  y ^= y >> 11;
+  y ^= (y << 7) & 0x9D2C5680u;
+  y ^= (y << 15) & 0xEFC60000u;
+  y ^= y >> 18;
+  return y;
+}
+
+// Tempered words as uniform floats in [0, 1): exact, a 24-bit integer times a power of two.
+inline __attribute__((always_inline)) void words_to_uniform(const std::uint32_t* words, float* out,
+                                                            std::size_t k) {
+  for (std::size_t j = 0; j < k; ++j) {
+    out[j] = static_cast<float>(temper(words[j]) & 0x00FFFFFFu) * 0x1.0p-24f;
+  }
+}
+
+// The same loops compiled for wider vectors; integer operations and exact conversions, so the
+// same words and floats on every path.
+#ifdef ATTN_X86
+__attribute__((target("avx2"))) void twist_words_avx2(std::uint32_t* state) { twist_words(state); }
+__attribute__((target("avx2"))) void words_to_uniform_avx2(const std::uint32_t* words, float* out,
+                                                           std::size_t k) {
+  words_to_uniform(words, out, k);
+}
+#endif
+
+}  // namespace
+
 TorchGenerator::TorchGenerator(std::uint64_t seed) {
   state_[0] = static_cast<std::uint32_t>(seed & 0xFFFFFFFFu);
   for (std::uint32_t j = 1; j < 624; ++j) {
@@ -29,39 +79,13 @@ TorchGenerator::TorchGenerator(std::uint64_t seed) {
 }
 
 void TorchGenerator::twist() {
-  constexpr std::uint32_t kMatrixA = 0x9908B0DFu;
-  auto mix_bits = [](std::uint32_t u, std::uint32_t v) {
-    return (u & 0x80000000u) | (v & 0x7FFFFFFFu);
-  };
-  // The low bit of v, not of the mixed word, chooses the xor.
-  auto twist_word = [&](std::uint32_t u, std::uint32_t v) {
-    return (mix_bits(u, v) >> 1) ^ ((v & 1u) ? kMatrixA : 0u);
-  };
   left_ = 624;
   next_ = 0;
-  // state_[i] takes state_[(i + 397) % 624], split into its two ranges (no modulo): words
-  // 397.. not yet twisted for i < 227, then words 0.. already twisted.
-  for (int i = 0; i < 227; ++i) {
-    state_[i] = state_[i + 397] ^ twist_word(state_[i], state_[i + 1]);
-  }
-  for (int i = 227; i < 623; ++i) {
-    state_[i] = state_[i - 227] ^ twist_word(state_[i], state_[i + 1]);
-  }
-  state_[623] = state_[396] ^ twist_word(state_[623], state_[0]);
+#ifdef ATTN_X86
+  if (use_avx2()) return twist_words_avx2(state_.data());
+#endif
+  twist_words(state_.data());
 }
-
-namespace {
-
-// MT19937's tempering of a state word into a draw.
-std::uint32_t temper(std::uint32_t y) {
-  y ^= y >> 11;
-  y ^= (y << 7) & 0x9D2C5680u;
-  y ^= (y << 15) & 0xEFC60000u;
-  y ^= y >> 18;
-  return y;
-}
-
-}  // namespace
 
 std::uint32_t TorchGenerator::random() {
   if (--left_ == 0) twist();
@@ -106,9 +130,15 @@ void TorchGenerator::fill_uniform01(std::span<float> out) {
     }
     const std::size_t k = std::min(ready, out.size() - i);
     const std::uint32_t* words = state_.data() + next_;
-    for (std::size_t j = 0; j < k; ++j) {  // a loop the compiler vectorises
-      out[i + j] = static_cast<float>(temper(words[j]) & 0x00FFFFFFu) * 0x1.0p-24f;
+#ifdef ATTN_X86
+    if (use_avx2()) {
+      words_to_uniform_avx2(words, out.data() + i, k);
+    } else {
+      words_to_uniform(words, out.data() + i, k);
     }
+#else
+    words_to_uniform(words, out.data() + i, k);
+#endif
     next_ += static_cast<std::uint32_t>(k);
     left_ -= static_cast<std::uint32_t>(k);
     i += k;
@@ -285,9 +315,110 @@ __attribute__((target("avx2,fma"))) void normal_fill_16_avx2(float* block, float
   _mm256_storeu_ps(block + 8, _mm256_fmadd_ps(_mm256_mul_ps(radius, sin), sd, mu));
 }
 
+// GCC 12's AVX-512 intrinsics start some results from an undefined value (GCC bug 105593): its
+// -Wuninitialized is a false alarm here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// normal_fill_16_avx2 on two blocks at once, in 16 lanes: lanes 0-7 are the first block's
+// pairs, lanes 8-15 the second's. Each lane takes the same operations in the same order as
+// there (the compares give masks, the selects are blends), so the same bits.
+__attribute__((target("avx512f"))) void normal_fill_32_avx512(float* blocks, float mean,
+                                                              float std) {
+  const __m512 a = _mm512_loadu_ps(blocks), b = _mm512_loadu_ps(blocks + 16);
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  const __m512 u1 = _mm512_sub_ps(one, _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)));
+  const __m512 u2 = _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2));
+
+  // cephes_log(u1)
+  const __m512 x = _mm512_max_ps(u1, _mm512_set1_ps(FLT_MIN));
+  const __m512i xb = _mm512_castps_si512(x);
+  const __m512i e_i = _mm512_sub_epi32(_mm512_srli_epi32(xb, 23), _mm512_set1_epi32(127));
+  const __m512 m = _mm512_castsi512_ps(
+      _mm512_or_si512(_mm512_and_si512(xb, _mm512_set1_epi32(static_cast<int>(~0x7F800000u))),
+                      _mm512_castps_si512(_mm512_set1_ps(0.5f))));
+  __m512 e = _mm512_add_ps(_mm512_cvtepi32_ps(e_i), one);
+  const __mmask16 small = _mm512_cmp_ps_mask(m, _mm512_set1_ps(0.707106781186547524f), _CMP_LT_OQ);
+  const __m512 tmp = _mm512_maskz_mov_ps(small, m);
+  e = _mm512_mask_sub_ps(e, small, e, one);
+  __m512 v = _mm512_add_ps(_mm512_sub_ps(m, one), tmp);
+  const __m512 z = _mm512_mul_ps(v, v);
+  __m512 y = _mm512_set1_ps(7.0376836292E-2f);
+  y = _mm512_fmadd_ps(y, v, _mm512_set1_ps(-1.1514610310E-1f));
+  y = _mm512_fmadd_ps(y, v, _mm512_set1_ps(1.1676998740E-1f));
+  y = _mm512_fmadd_ps(y, v, _mm512_set1_ps(-1.2420140846E-1f));
+  y = _mm512_fmadd_ps(y, v, _mm512_set1_ps(1.4249322787E-1f));
+  y = _mm512_fmadd_ps(y, v, _mm512_set1_ps(-1.6668057665E-1f));
+  y = _mm512_fmadd_ps(y, v, _mm512_set1_ps(2.0000714765E-1f));
+  y = _mm512_fmadd_ps(y, v, _mm512_set1_ps(-2.4999993993E-1f));
+  y = _mm512_fmadd_ps(y, v, _mm512_set1_ps(3.3333331174E-1f));
+  y = _mm512_mul_ps(y, v);
+  y = _mm512_fmadd_ps(y, z, _mm512_mul_ps(e, _mm512_set1_ps(-2.12194440e-4f)));
+  y = _mm512_fmadd_ps(z, _mm512_set1_ps(-0.5f), y);
+  v = _mm512_add_ps(v, y);
+  const __m512 log_u1 = _mm512_fmadd_ps(e, _mm512_set1_ps(0.693359375f), v);
+  const __m512 radius = _mm512_sqrt_ps(_mm512_mul_ps(_mm512_set1_ps(-2.0f), log_u1));
+
+  // cephes_sincos(2 pi u2)
+  const __m512 theta = _mm512_mul_ps(_mm512_set1_ps(6.28318548f), u2);
+  const __m512i theta_bits = _mm512_castps_si512(theta);
+  __m512i sign_sin = _mm512_and_si512(theta_bits, sign);
+  __m512 t = _mm512_castsi512_ps(_mm512_andnot_si512(sign, theta_bits));
+  __m512i j = _mm512_cvttps_epi32(_mm512_mul_ps(t, _mm512_set1_ps(1.27323954473516f)));
+  j = _mm512_and_si512(_mm512_add_epi32(j, _mm512_set1_epi32(1)), _mm512_set1_epi32(~1));
+  const __m512 yq = _mm512_cvtepi32_ps(j);
+  const __m512i four = _mm512_set1_epi32(4);
+  sign_sin = _mm512_xor_si512(sign_sin, _mm512_slli_epi32(_mm512_and_si512(j, four), 29));
+  const __m512i sign_cos =
+      _mm512_slli_epi32(_mm512_andnot_si512(_mm512_sub_epi32(j, _mm512_set1_epi32(2)), four), 29);
+  const __mmask16 poly =
+      _mm512_cmpeq_epi32_mask(_mm512_and_si512(j, _mm512_set1_epi32(2)), _mm512_setzero_si512());
+  t = _mm512_fmadd_ps(yq, _mm512_set1_ps(-0.78515625f), t);
+  t = _mm512_fmadd_ps(yq, _mm512_set1_ps(-2.4187564849853515625e-4f), t);
+  t = _mm512_fmadd_ps(yq, _mm512_set1_ps(-3.77489497744594108e-8f), t);
+  const __m512 zz = _mm512_mul_ps(t, t);
+  __m512 yc = _mm512_fmadd_ps(_mm512_set1_ps(2.443315711809948E-5f), zz,
+                              _mm512_set1_ps(-1.388731625493765E-3f));
+  yc = _mm512_fmadd_ps(yc, zz, _mm512_set1_ps(4.166664568298827E-2f));
+  yc = _mm512_mul_ps(yc, zz);
+  const __m512 half_zz = _mm512_mul_ps(zz, _mm512_set1_ps(0.5f));
+  yc = _mm512_fmadd_ps(yc, zz,
+                       _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(half_zz), sign)));
+  yc = _mm512_add_ps(yc, one);
+  __m512 ys =
+      _mm512_fmadd_ps(_mm512_set1_ps(-1.9515295891E-4f), zz, _mm512_set1_ps(8.3321608736E-3f));
+  ys = _mm512_fmadd_ps(ys, zz, _mm512_set1_ps(-1.6666654611E-1f));
+  ys = _mm512_mul_ps(ys, zz);
+  ys = _mm512_fmadd_ps(ys, t, t);
+  const __m512 s = _mm512_mask_blend_ps(poly, yc, ys);
+  const __m512 c = _mm512_mask_blend_ps(poly, ys, yc);
+  const __m512 sin = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(s), sign_sin));
+  const __m512 cos = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(c), sign_cos));
+
+  const __m512 sd = _mm512_set1_ps(std), mu = _mm512_set1_ps(mean);
+  const __m512 n1 = _mm512_fmadd_ps(_mm512_mul_ps(radius, cos), sd, mu);  // lanes j of each
+  const __m512 n2 = _mm512_fmadd_ps(_mm512_mul_ps(radius, sin), sd, mu);  // lanes j + 8
+  _mm512_storeu_ps(blocks, _mm512_shuffle_f32x4(n1, n2, _MM_SHUFFLE(1, 0, 1, 0)));
+  _mm512_storeu_ps(blocks + 16, _mm512_shuffle_f32x4(n1, n2, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+#pragma GCC diagnostic pop
+
 #endif
 
 }  // namespace
+
+void normal_fill_blocks(std::span<float> blocks, float mean, float std, TorchKernel kernel) {
+  std::size_t k = 0;
+#ifdef ATTN_X86
+  if (kernel == TorchKernel::kAvx2 && use_avx512()) {
+    for (; k + 32 <= blocks.size(); k += 32) normal_fill_32_avx512(blocks.data() + k, mean, std);
+  }
+#endif
+  for (; k + 16 <= blocks.size(); k += 16) {
+    normal_fill_16(blocks.subspan(k).first<16>(), mean, std, kernel);
+  }
+}
 
 void normal_fill_16(std::span<float, 16> block, float mean, float std, TorchKernel kernel) {
 #ifdef ATTN_X86
@@ -345,9 +476,7 @@ void normal_(std::span<float> out, TorchGenerator& gen, float mean, float std, T
     return;
   }
   gen.fill_uniform01(out);  // all n uniforms first
-  for (std::size_t start = 0; start + 16 <= n; start += 16) {
-    normal_fill_16(out.subspan(start).first<16>(), mean, std, kernel);
-  }
+  normal_fill_blocks(out.first(n / 16 * 16), mean, std, kernel);
   if (n % 16 != 0) {
     // The tail: 16 fresh uniforms over the last 16 slots, overwriting finished normals.
     const std::span<float, 16> tail = out.last<16>();
