@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include "attn/embedding.hpp"
+#include "attn/simd.hpp"
+#include "attn/statistics.hpp"
 #include "support/hostile_labels.hpp"
 #include "support/reference.hpp"
 
@@ -16,6 +18,36 @@ TEST_CASE("the checksum is XXH3-64 of the float32 bytes, as Python's xxhash comp
       ref.at("embedding_50000x3_seed123").at("xxh3_64_f32le").get<std::string>();
   const attn::Matrix table = attn::embedding_table(123, 50000, 3, attn::TorchKernel::kAvx2);
   CHECK(fmt::format("{:016x}", attn::xxh3_64(table)) == want);
+}
+
+TEST_CASE("the checksum is the same on every vector path, whole and a block of rows at a time") {
+  // XXH3 has a branch for each range of lengths (0, 1-3, 4-8, 9-16, 17-128, 129-240, longer, and
+  // a streaming state's stripes and blocks): lengths across them, in blocks of uneven rows.
+  std::vector<attn::Isa> paths;
+  for (const attn::Isa isa : {attn::Isa::kPlain, attn::Isa::kAvx2, attn::Isa::kAvx512}) {
+    if (isa <= attn::cpu_isa()) paths.push_back(isa);
+  }
+  for (const Eigen::Index cols : {1, 2, 3, 5, 16, 31, 60, 61, 257, 1024}) {
+    attn::Matrix m(67, cols);
+    for (Eigen::Index i = 0; i < m.size(); ++i)
+      m.data()[i] = static_cast<float>(i % 97) * 0.37f - 9.0f;
+    std::vector<std::uint64_t> whole, rows;
+    for (const attn::Isa isa : paths) {
+      attn::limit_isa(isa);
+      whole.push_back(attn::xxh3_64(m));
+      attn::RowDigester d;
+      for (Eigen::Index first = 0, n = 1; first < m.rows(); first += n, n = n * 2 + 1) {
+        d.add(m.middleRows(first, std::min(n, m.rows() - first)));
+      }
+      rows.push_back(d.finish().statistics.checksum);
+    }
+    attn::limit_isa(attn::cpu_isa());
+    CAPTURE(cols);
+    for (std::size_t p = 0; p < paths.size(); ++p) {
+      CHECK(whole[p] == whole[0]);
+      CHECK(rows[p] == whole[0]);
+    }
+  }
 }
 
 TEST_CASE("the summary: one line per step, the row-sum residual, the most-attended keys") {

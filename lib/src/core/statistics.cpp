@@ -16,13 +16,35 @@
 #include "attn/attention.hpp"
 #include "attn/parallel.hpp"
 #include "attn/simd.hpp"
+#include "hash_wide.hpp"
 
 namespace attn {
+
+namespace {
+
+// XXH3 over the bytes, or added to a streaming state, on the widest vectors the paths may use:
+// the same hash on every path.
+std::uint64_t hash_bytes(const void* data, std::size_t bytes) {
+#if defined(__x86_64__)
+  if (use_avx512()) return hash_avx512::xxh3_64(data, bytes);
+  if (use_avx2()) return hash_avx2::xxh3_64(data, bytes);
+#endif
+  return XXH3_64bits(data, bytes);
+}
+void hash_update(XXH3_state_t& state, const void* data, std::size_t bytes) {
+#if defined(__x86_64__)
+  if (use_avx512()) return hash_avx512::xxh3_update(&state, data, bytes);
+  if (use_avx2()) return hash_avx2::xxh3_update(&state, data, bytes);
+#endif
+  (void)XXH3_64bits_update(&state, data, bytes);
+}
+
+}  // namespace
 
 std::uint64_t xxh3_64(const Matrix& m) {
   static_assert(std::endian::native == std::endian::little,
                 "the checksum is of little-endian bytes");
-  return XXH3_64bits(m.data(), static_cast<std::size_t>(m.size()) * sizeof(float));
+  return hash_bytes(m.data(), static_cast<std::size_t>(m.size()) * sizeof(float));
 }
 
 namespace {
@@ -207,7 +229,7 @@ RowDigester::RowDigester(RowDigester&&) noexcept = default;
 void RowDigester::add(const Matrix& rows, int threads) {
   State& st = *state_;
   add_rows(rows, threads, st.stats);
-  XXH3_64bits_update(&st.hash, rows.data(), static_cast<std::size_t>(rows.size()) * sizeof(float));
+  hash_update(st.hash, rows.data(), static_cast<std::size_t>(rows.size()) * sizeof(float));
   if (st.glance_queries) glance_rows(rows, st.rows, *st.glance_queries, threads, st.glance);
   st.rows += rows.rows();
   st.cols = rows.cols();

@@ -1,0 +1,15 @@
+// XXH3-64 built with -mavx2 (hash_wide.hpp): nothing else is compiled here.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "hash_wide.hpp"
+
+namespace attn::hash_avx2 {
+
+std::uint64_t xxh3_64(const void* data, std::size_t bytes) { return XXH3_64bits(data, bytes); }
+
+void xxh3_update(void* state, const void* data, std::size_t bytes) {
+  (void)XXH3_64bits_update(static_cast<XXH3_state_t*>(state), data, bytes);
+}
+
+}  // namespace attn::hash_avx2
