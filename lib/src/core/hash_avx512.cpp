@@ -1,7 +1,9 @@
 // XXH3-64 built with -mavx512f (hash_wide.hpp): nothing else is compiled here.
 // GCC 12's AVX-512 intrinsics start some results from an undefined value (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
