@@ -120,8 +120,23 @@ Inputs tokenize_and_embed(Trace& trace, Recorder& rec);
 
 // --- the weights (lesson_weights.cpp) ---------------------------------------------------------
 
+// A weight as the computation reads it: its step's values, which the trace keeps in place for
+// the whole run (so a head's weights are held once, not also copied). Binds to a step's values
+// only: a temporary is refused at compile time.
+class WeightView {
+ public:
+  WeightView() = default;
+  WeightView(const Matrix& m) : m_(&m) {}  // NOLINT: implicit, as a const Matrix& would be
+  WeightView(Matrix&&) = delete;
+  operator const Matrix&() const { return *m_; }  // NOLINT
+  const Matrix& get() const { return *m_; }
+
+ private:
+  const Matrix* m_ = nullptr;
+};
+
 struct HeadWeights {
-  Matrix w_q, w_k, w_v;
+  WeightView w_q, w_k, w_v;
 };
 struct Weights {
   std::vector<HeadWeights> heads;  // one set per head (wrapper), or one d_out wide (split)

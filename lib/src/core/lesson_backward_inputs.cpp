@@ -99,7 +99,7 @@ std::vector<HeadWeights> weight_grads(Recorder& rec, const Matrix& x, const Matr
   if (split) note = "dL/dQ, dL/dK, dL/dV: the heads' gradients side by side";
   auto one = [&](StepKind kind, const char* w, const char* d, const std::string& in_name,
                  const Matrix& in, const Matrix& grad, const std::string& out_dim,
-                 std::optional<int> head) {
+                 std::optional<int> head) -> const Matrix& {
     const std::string equation = rand ? fmt::format("dL/d{} = {}ᵀ dL/d{}", w, in_name, d)
                                       : fmt::format("dL/d{} = (dL/d{})ᵀ {}", w, d, in_name);
     const Matrix g = rand ? transposed_product(in, grad, c.threads, c.matmul)
@@ -217,7 +217,7 @@ void sgd(Recorder& rec, const Trace& trace, const Inputs& inputs, const Weights&
   const std::string kq = split ? "d_out" : "d_kq", dv = split ? "d_out" : "d_v";
   const std::string kk = grouped ? "d_kv" : kq, vv = grouped ? "d_kv" : dv;
   auto step = [&](StepKind kind, const char* name, std::vector<std::string> dims, const Matrix& v,
-                  const Matrix& g, std::optional<int> head) {
+                  const Matrix& g, std::optional<int> head) -> const Matrix& {
     return rec.add(kind, fmt::format("{0} − {1} dL/d{0}", name, lr), std::move(dims),
                    sgd_step(v, g, lr), std::nullopt, head);
   };

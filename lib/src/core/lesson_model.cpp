@@ -30,11 +30,11 @@ Inputs embed_model(Trace& trace, Recorder& rec) {
                 index, std::nullopt, {.rows = s.words, .note = note});
     const Matrix& at = rec.add(StepKind::kPositionEmbeddings, fmt::format("wpe[0 … {}]", t - 1),
                                {"T", "d_model"}, positions, index, std::nullopt, {.rows = s.words});
-    inputs.x.push_back(&rec.add(
-        StepKind::kEmbeddings, "h₀ = wte[ids] + wpe[0 … T−1]", {"T", "d_model"}, tokens + at,
-        index, std::nullopt,
-        {.rows = s.words,
-         .title = several ? "" : "the model's input: token plus position embeddings"}));
+    inputs.x.push_back(
+        &rec.add(StepKind::kEmbeddings, "h₀ = wte[ids] + wpe[0 … T−1]", {"T", "d_model"},
+                 tokens + at, index, std::nullopt,
+                 {.rows = s.words,
+                  .title = several ? "" : "the model's input: token plus position embeddings"}));
   }
   return inputs;
 }
@@ -45,7 +45,7 @@ Weights model_weights(Recorder& rec) {
   const Eigen::Index d = c.d_in;
   const std::string h = fmt::format("h.{}.attn.", c.layer);
   auto record = [&](StepKind kind, const std::string& equation, std::vector<std::string> dims,
-                    Matrix values) {
+                    Matrix values) -> const Matrix& {
     return rec.add(kind, equation, std::move(dims), std::move(values), std::nullopt, std::nullopt);
   };
   Weights w;
@@ -53,7 +53,7 @@ Weights model_weights(Recorder& rec) {
   const char* parts[] = {"0 : d", "d : 2d", "2d : 3d"};
   const StepKind weights[] = {StepKind::kWQuery, StepKind::kWKey, StepKind::kWValue};
   const char* names[] = {"W_q", "W_k", "W_v"};
-  Matrix* cut[] = {&hw.w_q, &hw.w_k, &hw.w_v};
+  WeightView* cut[] = {&hw.w_q, &hw.w_k, &hw.w_v};
   for (int p = 0; p < 3; ++p) {
     *cut[p] = record(weights[p], fmt::format("{} = {}c_attn.weight[:, {}]", names[p], h, parts[p]),
                      {"d_model", "d_model"}, layer.c_attn_weight.middleCols(p * d, d));
@@ -108,10 +108,10 @@ Qkv model_project(Recorder& rec, const Item& item, const Weights& w) {
                  const char* names, const char* what) {
     Matrix m = project(item.x, weight, c.threads, c.matmul);
     for (Eigen::Index i = 0; i < m.rows(); ++i) m.row(i) += bias.row(0);
-    const Matrix& recorded =
-        require_finite(rec.add(kind, fmt::format("{} = X {}", out, names), {"T", "d_model"},
-                               std::move(m), item.index, std::nullopt, {.rows = item.queries.words}),
-                       what);
+    const Matrix& recorded = require_finite(
+        rec.add(kind, fmt::format("{} = X {}", out, names), {"T", "d_model"}, std::move(m),
+                item.index, std::nullopt, {.rows = item.queries.words}),
+        what);
     rec.mark_product(item.x.rows(), weight.cols(), item.x.cols());
     return &recorded;
   };

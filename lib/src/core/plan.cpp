@@ -247,15 +247,10 @@ std::int64_t score_block_rows(const TraceConfig& c, std::int64_t t_k) {
 
 double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
                       bool padded, std::int64_t tokens) {
-  double values = 0.0, squares = 0.0, copies = 0.0;
+  double values = 0.0, squares = 0.0;
   for (const PlannedStep& s : plan_steps(c, t_q, t_k, batch, padded, tokens)) {
     const double n = static_cast<double>(s.rows) * static_cast<double>(s.cols);
     values += n;
-    // A weight is held twice: as its step, and as the copy the computation reads.
-    if (s.kind == StepKind::kWQuery || s.kind == StepKind::kWKey || s.kind == StepKind::kWValue ||
-        s.kind == StepKind::kWOut || s.kind == StepKind::kBOut) {
-      copies += n;
-    }
     // The (T, T_k) steps, whose columns are keys: release_scores frees them head by head.
     if (step_info(s.kind).scores) squares += n;
   }
@@ -278,7 +273,7 @@ double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, 
   // again for the loss after --lr's step (one (T, T_k) matrix).
   const double working =
       c.backward ? 2.0 * static_cast<double>(t_q) * static_cast<double>(t_k) : 0.0;
-  return values * (4.0 + c.output_bytes_per_value) + (working + copies) * 4.0;
+  return values * (4.0 + c.output_bytes_per_value) + working * 4.0;
 }
 
 }  // namespace attn
