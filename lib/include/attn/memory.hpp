@@ -16,11 +16,12 @@ std::string size_text(std::uint64_t bytes);
 // of faulting in (and the kernel zeroing) new pages for every one. Call once, first.
 void keep_heap();
 
-// Makes `bytes` of heap ready before a run of 2 MiB or more: allocated, asked for 2 MiB pages,
+// Makes `bytes` of heap ready before a run of 2 MiB or more, and a margin for what the estimate
+// does not count (an eighth more and 2 MiB): allocated, asked for 2 MiB pages,
 // faulted in with one call (MADV_POPULATE_WRITE, Linux 5.14) where the system allows, and freed
 // back to the heap, which keeps it. The run's matrices then take memory that is already there
 // instead of taking a page fault per 4 KiB. Best effort: a refusal changes nothing but speed;
-// and never more than half the memory the system has free, since the estimate is an upper bound.
+// and never more than half the memory the system has free.
 // Fits TraceConfig::on_memory_estimate.
 void prepare_heap(double bytes);
 
