@@ -73,7 +73,7 @@ Matrix embed(std::uint64_t seed, std::int64_t vocab_size, std::int64_t d_in,
   }
   first.push_back(order.size());
 
-  // Copies elements [first, first + count) of the table, in `values`, into the rows of X whose
+  // Copies elements [from, from + count) of the table, in `values`, into the rows of X whose
   // tokens have them.
   auto scatter = [&](std::uint64_t from, std::uint64_t count, const float* values) {
     const std::uint64_t last = from + count;
