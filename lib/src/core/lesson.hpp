@@ -126,10 +126,10 @@ Inputs tokenize_and_embed(Trace& trace, Recorder& rec);
 class WeightView {
  public:
   WeightView() = default;
-  WeightView(const Matrix& m) : m_(&m) {}  // NOLINT: implicit, as a const Matrix& would be
+  // Implicit both ways, so that it is read where a const Matrix& is.
+  WeightView(const Matrix& m) : m_(&m) {}
   WeightView(Matrix&&) = delete;
-  operator const Matrix&() const { return *m_; }  // NOLINT
-  const Matrix& get() const { return *m_; }
+  operator const Matrix&() const { return *m_; }
 
  private:
   const Matrix* m_ = nullptr;
