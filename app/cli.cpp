@@ -615,6 +615,7 @@ Outcome run(Options& o) {
   if (stream_summary) {
     config.release_scores = true;
     config.stream_scores = true;
+    config.release_head_steps = true;
     config.on_step = [&](const Step& s) {
       if (!o.steps.empty() && !step_id_chosen(o.steps, s.id)) return;
       lines += summary_step_line(s, config.threads, &config);

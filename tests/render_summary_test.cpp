@@ -153,6 +153,29 @@ TEST_CASE("a summary computed a block of query rows at a time is the same text a
       };
       const attn::Trace blocked = attn::run_trace(streamed);
       CHECK(attn::summary_head(blocked) + lines + attention == attn::render_summary(whole));
+      // Freeing a head's own steps when it is done (--format summary) changes no line, and
+      // keeps the values of the steps read after it: X, the weights, the heads side by side.
+      std::string released_lines, released_attention;
+      streamed.release_head_steps = true;
+      streamed.on_step = [&](const attn::Step& s) {
+        released_lines += attn::summary_step_line(s, 2);
+        released_attention += attn::summary_attention(s, 5, 2);
+      };
+      const attn::Trace released = attn::run_trace(streamed);
+      CHECK(released_lines == lines);
+      CHECK(released_attention == attention);
+      REQUIRE(released.steps.size() == whole.steps.size());
+      for (const attn::Step& s : released.steps) {
+        CAPTURE(s.id);
+        const bool kept = s.kind == attn::StepKind::kEmbeddings ||
+                          s.kind == attn::StepKind::kEmbeddings2 ||
+                          s.kind == attn::StepKind::kWQuery || s.kind == attn::StepKind::kWKey ||
+                          s.kind == attn::StepKind::kWValue || s.kind == attn::StepKind::kWOut ||
+                          s.kind == attn::StepKind::kBOut ||
+                          s.kind == attn::StepKind::kContextConcat ||
+                          s.kind == attn::StepKind::kOutput;
+        CHECK((s.values.size() > 0) == kept);
+      }
       // A released trace keeps no scores, but a digested one keeps their summary.
       if (!whole_scores) CHECK(attn::render_summary(blocked) == attn::render_summary(whole));
       REQUIRE(blocked.steps.size() == whole.steps.size());

@@ -651,4 +651,13 @@ TEST_CASE("rows at a time, a long input's estimate holds a block of scores, not 
   CHECK(attn::score_block_rows(c, 6) == 349488);
   c.score_block_rows = 5;
   CHECK(attn::score_block_rows(c, 16384) == 5);
+  // Each head's own steps freed when it is done (--format summary): X, the weights, one head's
+  // Q, K, V and Z, the copies of every head's Z and the heads side by side, a block of scores
+  // and K and V packed.
+  c.score_block_rows = 0;
+  c.release_head_steps = true;
+  const double t = 16384, released = attn::estimate_bytes(attn::resolve(c), 16384, 16384, 1, false);
+  CHECK(released == doctest::Approx(4.0 * (t * 1024 + 8 * 3 * 1024 * 128 + 4 * t * 128 +
+                                           8 * t * 128 + 8 * t * 128 + 96 * t + t * 256)));
+  CHECK(released < streamed * 0.65);
 }

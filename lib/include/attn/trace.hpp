@@ -133,6 +133,11 @@ struct TraceConfig {
   // 0 chooses about 8 MiB of scores a block.
   bool stream_scores = false;
   std::int64_t score_block_rows = 0;
+  // With release_scores and stream_scores, for a renderer that reduces each step as on_step
+  // sees it: the values of the steps only a head reads (its Q, K and V, its context vectors) are
+  // freed when the head is done, and the split form's Q, K and V when the item's heads are; the
+  // trace keeps those steps without values. A long input then holds one head's, not every head's.
+  bool release_head_steps = false;
   // Called as each step is recorded, its values still in use: for a progress display.
   std::function<void(const Step&)> on_record;
   // Called with estimate_bytes() once the sentences' lengths are known, before anything large

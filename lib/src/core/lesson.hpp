@@ -76,6 +76,14 @@ class Recorder {
   // handed back instead of freed: the next step can be computed in their memory.
   Matrix flush_take() { return hand_on(true); }
 
+  // The number of steps recorded so far: where a head's steps begin, for release_from().
+  std::size_t recorded() const { return trace_.steps.size(); }
+
+  // With config.release_head_steps (and release_scores and stream_scores): frees the values of
+  // the steps from `first` on that are handed on. Call it when a head is done, for the steps only
+  // that head reads (its Q, K and V, its context vectors, which the caller has copied).
+  void release_from(std::size_t first);
+
   const TraceConfig& config() const { return trace_.config; }
   // The last step recorded.
   const Step& last() const { return trace_.steps.back(); }

@@ -31,16 +31,19 @@ std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights&
     // The walkthrough's wrapper: each head projects with its own weights.
     for (std::int64_t h = 0; h < c.heads; ++h) {
       const auto head = static_cast<int>(h);
+      const std::size_t first = rec.recorded();
       const Qkv p = rotate(
           rec, item, project(rec, item, w.heads[static_cast<std::size_t>(h)], head), w.rope, head);
       zs.push_back(attend(rec, item, *p.q, *p.k, *p.v, c.d_kq, head));
       rec.flush();  // this head's scores are done with
+      rec.release_from(first);  // and its Q, K, V and Z (zs holds a copy of Z)
     }
     return zs;
   }
   // The split form: one projection, d_out wide; head h attends over its own columns,
   // q.view(T, H, d_head).transpose(0, 1)[h], and over those of its K/V head g (g = h with one
   // K/V head per query head; k.repeat_interleave(H / N, dim=0)[h] with N shared ones).
+  const std::size_t projected = rec.recorded();
   const Qkv p = c.model ? model_project(rec, item, w)
                         : rotate(rec, item, project(rec, item, w.heads[0], std::nullopt), w.rope,
                                  std::nullopt);
@@ -52,6 +55,7 @@ std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights&
                                  p.v->middleCols(g * hd, hd), hd));
       continue;
     }
+    const std::size_t first = rec.recorded();
     if (c.model) {
       // A model's head: its Q, K and V split from c_attn's output, the head's own steps.
       const StepKind kinds[] = {StepKind::kHeadQueries, StepKind::kHeadKeys, StepKind::kHeadValues};
@@ -68,7 +72,9 @@ std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights&
     zs.push_back(attend(rec, item, p.q->middleCols(h * hd, hd), p.k->middleCols(g * hd, hd),
                         p.v->middleCols(g * hd, hd), hd, static_cast<int>(h)));
     rec.flush();
+    rec.release_from(first);  // the head's own steps (zs holds a copy of its Z)
   }
+  rec.release_from(projected);  // Q, K and V of every head (and their rotations)
   return zs;
 }
 

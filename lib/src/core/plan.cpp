@@ -247,12 +247,44 @@ std::int64_t score_block_rows(const TraceConfig& c, std::int64_t t_k) {
 
 double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
                       bool padded, std::int64_t tokens) {
+  const bool split = c.multihead == MultiheadForm::kSplit;
   double values = 0.0, squares = 0.0;
+  // With release_head_steps (lesson_heads.cpp), the steps only a head reads are freed when the
+  // head is done, and an item's Q, K and V (the split form's) when its heads are: one head's and
+  // one item's are held, and the copies of the item's context vectors.
+  double per_head = 0.0, per_item = 0.0, contexts = 0.0, heads = 0.0;
   for (const PlannedStep& s : plan_steps(c, t_q, t_k, batch, padded, tokens)) {
     const double n = static_cast<double>(s.rows) * static_cast<double>(s.cols);
     values += n;
     // The (T, T_k) steps, whose columns are keys: release_scores frees them head by head.
-    if (step_info(s.kind).scores) squares += n;
+    if (step_info(s.kind).scores) {
+      squares += n;
+      continue;
+    }
+    switch (s.kind) {
+      case StepKind::kQueries:
+      case StepKind::kKeys:
+      case StepKind::kValues:
+      case StepKind::kRotatedQueries:
+      case StepKind::kRotatedKeys:
+        (split ? per_item : per_head) += n;
+        break;
+      case StepKind::kContextVectors:
+        contexts += n;
+        heads += 1.0;
+        per_head += n;
+        break;
+      case StepKind::kHeadQueries:
+      case StepKind::kHeadKeys:
+      case StepKind::kHeadValues:
+      case StepKind::kRowMax:
+      case StepKind::kRowSums:
+      case StepKind::kWeightSums:
+        per_head += n;
+        break;
+      default:
+        break;
+    }
   }
   // Without the causal lesson and the softmax's steps, a head's (T, T_k) steps are computed in
   // one matrix, each in the memory of the one before (and a padded run has its mask).
@@ -264,6 +296,10 @@ double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, 
     const auto rows = static_cast<double>(std::min(score_block_rows(c, t_k), t_q));
     values += held_per_row * rows + static_cast<double>(t_k) * static_cast<double>(c.d_kq + c.d_v) -
               squares;
+    const auto items = static_cast<double>(std::max<std::int64_t>(batch, 1));
+    if (c.release_head_steps && heads > 0.0) {
+      values += per_head / heads - per_head + per_item / items - per_item + contexts / items;
+    }
   } else if (c.release_scores) {
     // One head's (T, T_k) steps are held at a time.
     values += held_per_row * static_cast<double>(t_q) - squares;

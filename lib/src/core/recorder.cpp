@@ -197,6 +197,13 @@ Matrix Recorder::hand_on(bool take_last) {
   return taken;
 }
 
+void Recorder::release_from(std::size_t first) {
+  const TraceConfig& c = trace_.config;
+  if (!c.release_scores || !c.stream_scores || !c.release_head_steps || block_) return;
+  // Only steps already handed on: the others' values are still to be reduced.
+  for (std::size_t i = first; i < flushed_; ++i) trace_.steps[i].values = Matrix();
+}
+
 const Matrix& require_finite(const Matrix& m, const char* what, Eigen::Index first_row) {
   // A value is finite unless its exponent bits are all ones, and then (and only then) adding 1
   // to the exponent carries into the sign bit: integer and, add and or, which the compiler
