@@ -231,12 +231,13 @@ void online_lesson(Recorder& rec, const Item& item, const Matrix& scaled, const 
 // --- the heads together (lesson_heads.cpp) ----------------------------------------------------
 
 // Every head of one item, attended in turn: the wrapper's per-head projections, or the split
-// form's one projection cut into heads. Returns each head's Z.
-std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights& w);
+// form's one projection cut into heads. Returns the heads' Z side by side, (T, H·d_v): each head's
+// columns are written as it is done, so that its own Z step can be freed.
+Matrix attend_heads(Recorder& rec, const Item& item, const Weights& w);
 
-// The heads' Z side by side, and the split form's output projection.
-void combine_heads(Recorder& rec, const Item& item, const Weights& w,
-                   const std::vector<Matrix>& zs);
+// The heads' Z side by side (attend_heads's, recorded as a step when there are several), and the
+// split form's output projection.
+void combine_heads(Recorder& rec, const Item& item, const Weights& w, Matrix z);
 
 // --- the backward pass (lesson_backward.cpp, lesson_backward_inputs.cpp) ---------------------
 

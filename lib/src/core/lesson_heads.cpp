@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "attn/attention.hpp"
 #include "attn/weights.hpp"
 #include "lesson.hpp"
@@ -22,11 +24,19 @@ Matrix untraced_head(const TraceConfig& c, const Item& item, const Matrix& q, co
       c.matmul);
 }
 
+// Head h's Z into its columns of the heads side by side, (T, H·d_v), made at the first head.
+void place_head(Matrix& z, std::int64_t heads, std::int64_t h, const Matrix& head_z) {
+  if (h == 0) {
+    z = uninitialized_matrix(head_z.rows(), static_cast<Eigen::Index>(heads) * head_z.cols());
+  }
+  z.middleCols(static_cast<Eigen::Index>(h) * head_z.cols(), head_z.cols()) = head_z;
+}
+
 }  // namespace
 
-std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights& w) {
+Matrix attend_heads(Recorder& rec, const Item& item, const Weights& w) {
   const TraceConfig& c = rec.config();
-  std::vector<Matrix> zs;
+  Matrix z;
   if (c.multihead == MultiheadForm::kWrapper) {
     // The walkthrough's wrapper: each head projects with its own weights.
     for (std::int64_t h = 0; h < c.heads; ++h) {
@@ -34,11 +44,11 @@ std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights&
       const std::size_t first = rec.recorded();
       const Qkv p = rotate(
           rec, item, project(rec, item, w.heads[static_cast<std::size_t>(h)], head), w.rope, head);
-      zs.push_back(attend(rec, item, *p.q, *p.k, *p.v, c.d_kq, head));
+      place_head(z, c.heads, h, attend(rec, item, *p.q, *p.k, *p.v, c.d_kq, head));
       rec.flush();  // this head's scores are done with
-      rec.release_from(first);  // and its Q, K, V and Z (zs holds a copy of Z)
+      rec.release_from(first);  // and its Q, K, V and Z (z holds its columns)
     }
-    return zs;
+    return z;
   }
   // The split form: one projection, d_out wide; head h attends over its own columns,
   // q.view(T, H, d_head).transpose(0, 1)[h], and over those of its K/V head g (g = h with one
@@ -51,8 +61,9 @@ std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights&
   for (std::int64_t h = 0; h < c.heads; ++h) {
     const Eigen::Index g = kv_head_of(h, c.heads, c.kv_heads);
     if (!head_traced(c, h)) {  // a model's head not chosen: computed for c_proj, not recorded
-      zs.push_back(untraced_head(c, item, p.q->middleCols(h * hd, hd), p.k->middleCols(g * hd, hd),
-                                 p.v->middleCols(g * hd, hd), hd));
+      place_head(z, c.heads, h,
+                 untraced_head(c, item, p.q->middleCols(h * hd, hd), p.k->middleCols(g * hd, hd),
+                               p.v->middleCols(g * hd, hd), hd));
       continue;
     }
     const std::size_t first = rec.recorded();
@@ -69,35 +80,32 @@ std::vector<Matrix> attend_heads(Recorder& rec, const Item& item, const Weights&
                 static_cast<int>(h), {.rows = item.queries.words});
       }
     }
-    zs.push_back(attend(rec, item, p.q->middleCols(h * hd, hd), p.k->middleCols(g * hd, hd),
-                        p.v->middleCols(g * hd, hd), hd, static_cast<int>(h)));
+    place_head(z, c.heads, h,
+               attend(rec, item, p.q->middleCols(h * hd, hd), p.k->middleCols(g * hd, hd),
+                      p.v->middleCols(g * hd, hd), hd, static_cast<int>(h)));
     rec.flush();
-    rec.release_from(first);  // the head's own steps (zs holds a copy of its Z)
+    rec.release_from(first);  // the head's own steps (z holds its columns)
   }
   rec.release_from(projected);  // Q, K and V of every head (and their rotations)
-  return zs;
+  return z;
 }
 
-void combine_heads(Recorder& rec, const Item& item, const Weights& w,
-                   const std::vector<Matrix>& zs) {
+void combine_heads(Recorder& rec, const Item& item, const Weights& w, Matrix z) {
   const TraceConfig& c = rec.config();
   const bool split = c.multihead == MultiheadForm::kSplit;
-  Matrix z(zs[0].rows(), static_cast<Eigen::Index>(zs.size()) * zs[0].cols());  // (T, H·d_v)
-  for (std::size_t h = 0; h < zs.size(); ++h) {
-    z.middleCols(static_cast<Eigen::Index>(h) * zs[0].cols(), zs[0].cols()) = zs[h];
-  }
   // A model's dimension is d_model, and its heads are numbered from 0.
   const char* d_out = c.model ? "d_model" : "d_out";
+  const Matrix* concat = &z;
   if (c.heads > 1) {
-    rec.add(StepKind::kContextConcat,
+    concat = &rec.add(StepKind::kContextConcat,
             c.model ? "Z = Z₀ | … | Z_{H−1} (merge_heads: transpose(1, 2).view(T, d_model))"
             : split ? "Z = Z₁ | … | Z_H (transpose(1, 2).view(T, d_out))"
                     : std::string(step_info(StepKind::kContextConcat).equation),
-            {"T", split ? d_out : "H·d_v"}, z, item.index, std::nullopt,
+            {"T", split ? d_out : "H·d_v"}, std::move(z), item.index, std::nullopt,
             {.rows = item.queries.words});
   }
   if (!split) return;
-  Matrix out = apply_weight(z, w.w_o, c.init, c.threads, c.matmul);  // (T, d_out)
+  Matrix out = apply_weight(*concat, w.w_o, c.init, c.threads, c.matmul);  // (T, d_out)
   std::string equation = projection_equation(c.init, "out", "Z", "W_o");
   if (c.init == WeightInit::kLinear || c.model) {
     for (Eigen::Index i = 0; i < out.rows(); ++i) {
@@ -106,9 +114,9 @@ void combine_heads(Recorder& rec, const Item& item, const Weights& w,
     equation += " + b_o";
   }
   if (c.model) equation += fmt::format(" (h.{}.attn.c_proj)", c.layer);
-  rec.add(StepKind::kOutput, equation, {"T", d_out}, out, item.index, std::nullopt,
+  rec.add(StepKind::kOutput, equation, {"T", d_out}, std::move(out), item.index, std::nullopt,
           {.rows = item.queries.words});
-  rec.mark_product(z.rows(), w.w_o.rows(), z.cols());
+  rec.mark_product(concat->rows(), w.w_o.rows(), concat->cols());
 }
 
 }  // namespace attn::lesson

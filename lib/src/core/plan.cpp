@@ -251,7 +251,8 @@ double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, 
   double values = 0.0, squares = 0.0;
   // With release_head_steps (lesson_heads.cpp), the steps only a head reads are freed when the
   // head is done, and an item's Q, K and V (the split form's) when its heads are: one head's and
-  // one item's are held, and the copies of the item's context vectors.
+  // one item's are held. Each head's Z is written into the heads side by side as it is done,
+  // which becomes the step of the heads side by side; with one head it is a copy of its own.
   double per_head = 0.0, per_item = 0.0, contexts = 0.0, heads = 0.0;
   for (const PlannedStep& s : plan_steps(c, t_q, t_k, batch, padded, tokens)) {
     const double n = static_cast<double>(s.rows) * static_cast<double>(s.cols);
@@ -298,7 +299,8 @@ double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, 
               squares;
     const auto items = static_cast<double>(std::max<std::int64_t>(batch, 1));
     if (c.release_head_steps && heads > 0.0) {
-      values += per_head / heads - per_head + per_item / items - per_item + contexts / items;
+      values += per_head / heads - per_head + per_item / items - per_item +
+                (c.heads > 1 ? 0.0 : contexts / items);
     }
   } else if (c.release_scores) {
     // One head's (T, T_k) steps are held at a time.
