@@ -136,7 +136,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: attn_gemm_bench THREADS [--isa avx512|avx2|generic|all] [T...]\n");
     return 2;
   }
-  const int threads = std::atoi(argv[1]);
+  char* end = nullptr;
+  const long threads_arg = std::strtol(argv[1], &end, 10);
+  if (end == argv[1] || *end != '\0' || threads_arg < 1 || threads_arg > 256) {
+    std::fprintf(stderr, "attn_gemm_bench: THREADS must be a whole number from 1 to 256, not '%s'\n",
+                 argv[1]);
+    return 2;
+  }
+  const int threads = static_cast<int>(threads_arg);
   // The heap as attn-trace keeps it: a product's packed B is the last one's memory, not pages
   // mapped and faulted in again for every product.
   attn::keep_heap();
@@ -147,7 +154,13 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
       which = argv[++i];
     } else {
-      ts.push_back(std::atol(argv[i]));
+      const long t = std::strtol(argv[i], &end, 10);
+      if (end == argv[i] || *end != '\0' || t < 1) {
+        std::fprintf(stderr, "attn_gemm_bench: T must be a whole number of 1 or more, not '%s'\n",
+                     argv[i]);
+        return 2;
+      }
+      ts.push_back(t);
     }
   }
   if (ts.empty()) ts = {512, 1024, 2048, 4096};
