@@ -663,6 +663,6 @@ TEST_CASE("rows at a time, a long input's estimate holds a block of scores, not 
   // With one head, its Z is copied out of its step before the step is freed.
   c.heads = 1;
   const double one = attn::estimate_bytes(attn::resolve(c), 16384, 16384, 1, false);
-  CHECK(one == doctest::Approx(4.0 * (t * 1024 + 3 * 1024 * 128 + 4 * t * 128 + t * 128 + 96 * t +
-                                      t * 256)));
+  CHECK(one == doctest::Approx(
+                   4.0 * (t * 1024 + 3 * 1024 * 128 + 4 * t * 128 + t * 128 + 96 * t + t * 256)));
 }

@@ -139,7 +139,8 @@ int main(int argc, char** argv) {
   char* end = nullptr;
   const long threads_arg = std::strtol(argv[1], &end, 10);
   if (end == argv[1] || *end != '\0' || threads_arg < 1 || threads_arg > 256) {
-    std::fprintf(stderr, "attn_gemm_bench: THREADS must be a whole number from 1 to 256, not '%s'\n",
+    std::fprintf(stderr,
+                 "attn_gemm_bench: THREADS must be a whole number from 1 to 256, not '%s'\n",
                  argv[1]);
     return 2;
   }

@@ -45,7 +45,7 @@ Matrix attend_heads(Recorder& rec, const Item& item, const Weights& w) {
       const Qkv p = rotate(
           rec, item, project(rec, item, w.heads[static_cast<std::size_t>(h)], head), w.rope, head);
       place_head(z, c.heads, h, attend(rec, item, *p.q, *p.k, *p.v, c.d_kq, head));
-      rec.flush();  // this head's scores are done with
+      rec.flush();              // this head's scores are done with
       rec.release_from(first);  // and its Q, K, V and Z (z holds its columns)
     }
     return z;
@@ -97,12 +97,13 @@ void combine_heads(Recorder& rec, const Item& item, const Weights& w, Matrix z) 
   const char* d_out = c.model ? "d_model" : "d_out";
   const Matrix* concat = &z;
   if (c.heads > 1) {
-    concat = &rec.add(StepKind::kContextConcat,
-            c.model ? "Z = Z₀ | … | Z_{H−1} (merge_heads: transpose(1, 2).view(T, d_model))"
-            : split ? "Z = Z₁ | … | Z_H (transpose(1, 2).view(T, d_out))"
-                    : std::string(step_info(StepKind::kContextConcat).equation),
-            {"T", split ? d_out : "H·d_v"}, std::move(z), item.index, std::nullopt,
-            {.rows = item.queries.words});
+    concat =
+        &rec.add(StepKind::kContextConcat,
+                 c.model ? "Z = Z₀ | … | Z_{H−1} (merge_heads: transpose(1, 2).view(T, d_model))"
+                 : split ? "Z = Z₁ | … | Z_H (transpose(1, 2).view(T, d_out))"
+                         : std::string(step_info(StepKind::kContextConcat).equation),
+                 {"T", split ? d_out : "H·d_v"}, std::move(z), item.index, std::nullopt,
+                 {.rows = item.queries.words});
   }
   if (!split) return;
   Matrix out = apply_weight(*concat, w.w_o, c.init, c.threads, c.matmul);  // (T, d_out)
