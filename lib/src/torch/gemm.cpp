@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <new>
 
 #include "attn/parallel.hpp"
@@ -272,7 +273,10 @@ struct PackedB {
 void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const PackedB& pb, std::int64_t n,
                float* c, std::int64_t ldc, std::int64_t r0, std::int64_t r1) {
   const std::int64_t k = pb.k_end;
-  const std::int64_t mc_max = std::min(ks.mc, round_up(r1 - r0, ks.mr));
+  // The rows in blocks of at most mc, as equal as whole slivers allow (132 rows as 72 and 60, not
+  // 96 and 36: a short block reuses each B sliver over few A slivers).
+  const std::int64_t row_blocks = (r1 - r0 + ks.mc - 1) / ks.mc;
+  const std::int64_t mc_max = round_up((r1 - r0 + row_blocks - 1) / row_blocks, ks.mr);
   const std::int64_t nc_max = std::min(ks.nc, round_up(n, ks.nr));
   AlignedFloats pa(ks.mr * kGemmBlockK), tile(ks.mr * ks.nr);
   for (std::int64_t jc = 0; jc < n; jc += nc_max) {
@@ -367,12 +371,25 @@ void pack_blocks(const KernelShape& ks, const StridedMatrix& b, const PackedB& p
                });
 }
 
-// The rows of C a thread takes at a time: about four chunks per thread, so that a thread that
-// starts late or runs slow (a shared machine's other load) costs little, in whole A slivers, and
-// at most an L2 block (mc). Every cell is computed the same way in any chunk.
-std::int64_t row_grain(const KernelShape& ks, std::int64_t m, int threads) {
-  const std::int64_t per = (m + 4 * threads - 1) / (4 * std::max(threads, 1));
-  return std::min(ks.mc, round_up(std::max<std::int64_t>(per, 1), ks.mr));
+// Runs rows(begin, end) over the rows of C, split across the threads in chunks of whole A
+// slivers: at least four chunks per thread, so that a thread that starts late or runs slow (a
+// shared machine's other load) costs little, and at most an L2 block (mc) each; their count a
+// multiple of the threads and their sizes within one sliver of each other, so that the threads
+// end together (chunks of one size left a short last one: at T = 512 with 12-row slivers, seven
+// chunks of 72 rows and one of 8, four chunks' work against three on two threads). Every cell is
+// computed the same way in any chunk.
+void for_row_chunks(const KernelShape& ks, std::int64_t m, int threads, double work,
+                    const std::function<void(std::int64_t, std::int64_t)>& rows) {
+  const std::int64_t slivers = (m + ks.mr - 1) / ks.mr;
+  const std::int64_t t = std::max(threads, 1);
+  const std::int64_t blocks = (m + ks.mc - 1) / ks.mc;
+  const std::int64_t chunks =
+      std::min(slivers, (std::max(4 * t, blocks) + t - 1) / t * t) / t * t;
+  if (chunks <= 1) return rows(0, m);
+  const auto first_row = [&](std::int64_t i) { return std::min(m, slivers * i / chunks * ks.mr); };
+  parallel_chunks(chunks, 1, threads, work, [&](std::int64_t begin, std::int64_t end) {
+    rows(first_row(begin), first_row(end));  // chunks [begin, end) are contiguous rows
+  });
 }
 
 void zero_rows(float* c, std::int64_t ldc, std::int64_t m, std::int64_t n) {
@@ -399,9 +416,9 @@ void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std:
     const PackedB pb{packed.data, n_r, g * kGemmBlockK,
                      std::min(k, (g + group_blocks) * kGemmBlockK)};
     pack_blocks(ks, b, pb, packed.data, threads);
-    parallel_chunks(
-        m, row_grain(ks, m, threads), threads, work,
-        [&](std::int64_t begin, std::int64_t end) { gemm_rows(ks, a, pb, n, c, ldc, begin, end); });
+    for_row_chunks(ks, m, threads, work, [&](std::int64_t begin, std::int64_t end) {
+      gemm_rows(ks, a, pb, n, c, ldc, begin, end);
+    });
   }
 }
 
@@ -435,9 +452,9 @@ void gemm_blocked(const StridedMatrix& a, const GemmPackedB& b, float* c, std::i
   if (k == 0) return zero_rows(c, ldc, m, n);
   const PackedB pb{p.data.data, round_up(n, ks.nr), 0, k};
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  parallel_chunks(
-      m, row_grain(ks, m, threads), threads, work,
-      [&](std::int64_t begin, std::int64_t end) { gemm_rows(ks, a, pb, n, c, ldc, begin, end); });
+  for_row_chunks(ks, m, threads, work, [&](std::int64_t begin, std::int64_t end) {
+    gemm_rows(ks, a, pb, n, c, ldc, begin, end);
+  });
 }
 
 }  // namespace attn
