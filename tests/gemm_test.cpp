@@ -67,11 +67,20 @@ bool same_bits(const Matrix& x, const Matrix& y) {
 TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and thread count") {
   // Shapes with edges in every direction: fewer rows than a tile, columns past a sliver, inner
   // dimensions across one and several blocks of 256, one of 0, and a B too wide to pack whole.
-  const std::vector<std::array<Eigen::Index, 3>>
-      shapes = {{1, 1, 1},     {5, 7, 3},      {13, 33, 257}, {12, 32, 256},
-                {25, 65, 600}, {100, 3, 40},   {7, 200, 513}, {300, 130, 70},
-                {4, 9, 0},     {7, 4096, 2304}};  // B packed in two groups of blocks (32 MiB at
-                                                  // most at a time)
+  const std::vector<std::array<Eigen::Index, 3>> shapes = {
+      {1, 1, 1},
+      {5, 7, 3},
+      {13, 33, 257},
+      {12, 32, 256},
+      {25, 65, 600},
+      {100, 3, 40},
+      {7, 200, 513},
+      {300, 130, 70},
+      {4, 9, 0},
+      {7, 4096, 2304},  // B packed in two groups of blocks (32 MiB at
+                        // most at a time)
+      {50, 130, 1024},
+      {7, 64, 2048}};  // A's rows 4 and 8 KiB apart: the 6 x 64 tile
   for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2}) {
     if (!attn::gemm_isa_supported(isa)) {
       // The kernel this CPU lacks cannot run here; say so rather than pass in silence.
@@ -96,6 +105,35 @@ TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and 
         CAPTURE(threads);
         CHECK(same_bits(run(a, b, threads, isa), want));
       }
+    }
+  }
+}
+
+TEST_CASE("A rows that share the L1 cache's sets take the AVX-512 path's 6 x 64 tile") {
+  // Rows 1024 or 2048 floats apart all fall into one set: the 6 x 64 tile. 512 apart (two sets),
+  // 768 (four) or 300: the 12 x 32 one. The other paths have one tile each.
+  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 1024) == "6x64");
+  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 2048) == "6x64");
+  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 4096 + 1024) == "6x64");
+  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 512) == "12x32");
+  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 768) == "12x32");
+  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 300) == "12x32");
+  CHECK(attn::gemm_tile(GemmIsa::kAvx2, 1024) == "6x16");
+  CHECK(attn::gemm_tile(GemmIsa::kGeneric, 1024) == "4x8");
+  // A block of columns of a wider matrix, its rows 1024 floats apart, with edges in every
+  // direction: the same bits as its contiguous copy, on every path.
+  const Matrix wide = random_matrix(29, 1024, 61), b = random_matrix(300, 70, 62);
+  const Matrix a = wide.leftCols(300);
+  const Matrix want = blocked_definition(a, b);
+  for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
+    if (!attn::gemm_isa_supported(isa)) continue;
+    for (int threads : {1, 2}) {
+      CAPTURE(static_cast<int>(isa));
+      CAPTURE(threads);
+      Matrix c(29, 70);
+      attn::gemm_blocked({wide.data(), 29, 300, 1024, 1}, {b.data(), 300, 70, 70, 1}, c.data(), 70,
+                         threads, isa);
+      CHECK(same_bits(c, want));
     }
   }
 }

@@ -168,12 +168,60 @@ __attribute__((target("avx512f"))) void kernel_avx512(std::int64_t kc, SliverA a
     }
   }
 }
+
+// The AVX-512 kernel for A slivers whose rows share the L1 cache's sets (rows_share_sets): 6
+// rows of 64 columns, the same 24 accumulators, so that the sliver's 6 lines fit the 8 ways of a
+// set beside the B sliver's, where 12 rows 4 KiB apart evicted each other before each line's 16
+// floats were read. Each cell's chain of fmas is the same as in the other kernels.
+__attribute__((target("avx512f"))) void kernel_avx512_6x64(std::int64_t kc, SliverA a,
+                                                           const float* pb, float* c,
+                                                           std::int64_t ldc, bool first) {
+  constexpr int kMr = 6, kNr = 64;
+  __m512 acc[kMr][4];
+#pragma GCC unroll 6
+  for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = _mm512_setzero_ps();
+  const std::int64_t rs = a.rs;
+  const float* a0 = a.a;
+  const float* a3 = a.a + 3 * rs;
+#pragma GCC unroll 6
+  for (int r = 0; r < kMr; ++r) {
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) __builtin_prefetch(c + r * ldc + 16 * q, 1, 3);
+  }
+  const bool in_place = a.cs != kMr;
+  for (std::int64_t p = 0; p < kc; ++p, a0 += a.cs, a3 += a.cs, pb += kNr) {
+    if (in_place && (p & 15) == 0) {
+#pragma GCC unroll 6
+      for (int r = 0; r < kMr; ++r) __builtin_prefetch(a0 + (kMr + r) * rs, 0, 2);
+    }
+    const __m512 b0 = _mm512_loadu_ps(pb), b1 = _mm512_loadu_ps(pb + 16);
+    const __m512 b2 = _mm512_loadu_ps(pb + 32), b3 = _mm512_loadu_ps(pb + 48);
+    const float* rows[2] = {a0, a3};
+#pragma GCC unroll 6
+    for (int r = 0; r < kMr; ++r) {
+      const __m512 av = _mm512_set1_ps(rows[r / 3][(r % 3) * rs]);
+      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+      acc[r][2] = _mm512_fmadd_ps(av, b2, acc[r][2]);
+      acc[r][3] = _mm512_fmadd_ps(av, b3, acc[r][3]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < kMr; ++r) {
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      float* out = c + r * ldc + 16 * q;
+      _mm512_storeu_ps(out, first ? acc[r][q] : _mm512_add_ps(_mm512_loadu_ps(out), acc[r][q]));
+    }
+  }
+}
 #endif
 
 constexpr KernelShape kGeneric{4, 8, 128, 4096, kernel_generic};
 #ifdef ATTN_GEMM_X86
 constexpr KernelShape kAvx2{6, 16, 144, 4096, kernel_avx2};
 constexpr KernelShape kAvx512{12, 32, 96, 2048, kernel_avx512};
+constexpr KernelShape kAvx512Rows6{6, 64, 96, 2048, kernel_avx512_6x64};
 #endif
 
 bool cpu_has(GemmIsa isa) {
@@ -197,10 +245,33 @@ GemmIsa best_isa() {
                                    : GemmIsa::kGeneric;
 }
 
-const KernelShape& shape_for(GemmIsa isa) {
+// Whether more than half of an in-place A sliver's mr rows, row_stride floats apart, fall into
+// one set of the L1 data cache: a Zen 3's, Zen 4's or Zen 5's has 64 sets of 64-byte lines (4 KiB
+// a way) and 8 or 12 ways, so rows whose stride is a multiple of 4 KiB all share one set (X W_q
+// with d_in = 1024, A V with T = 1024, 2048 or 4096).
+bool rows_share_sets(std::int64_t row_stride, int mr) {
+  int rows_in_set[64] = {};
+  int most = 0;
+  for (std::int64_t r = 0; r < mr; ++r) {
+    const std::int64_t set = r * row_stride * std::int64_t{sizeof(float)} % 4096 / 64;
+    most = std::max(most, ++rows_in_set[set]);
+  }
+  return 2 * most > mr;
+}
+
+// The kernel for products whose A rows are a_row_stride floats apart. The AVX-512 path's 12 x 32
+// tile reads 12 rows of A at a time; where most of them share an L1 set, they evict each other
+// before each line's 16 floats are read, and the 6 x 64 tile (the same 24 accumulators, six
+// rows) runs instead: on a Zen 4, X W_q at T = 1024 with d_in = 1024 went from 95-98 to 104-110
+// GFLOP/s (best of 60) with it, and it measured the same as the 12 x 32 one where the rows do
+// not share sets (docs/design.md, Performance). Six rows of the AVX2 tile in one set measured
+// the same as six rows apart.
+const KernelShape& shape_for(GemmIsa isa, std::int64_t a_row_stride) {
   if (isa == GemmIsa::kBest) isa = best_isa();
 #ifdef ATTN_GEMM_X86
-  if (isa == GemmIsa::kAvx512) return kAvx512;
+  if (isa == GemmIsa::kAvx512) {
+    return rows_share_sets(a_row_stride, kAvx512.mr) ? kAvx512Rows6 : kAvx512;
+  }
   if (isa == GemmIsa::kAvx2) return kAvx2;
 #endif
   return kGeneric;
@@ -273,6 +344,7 @@ struct PackedB {
 void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const PackedB& pb, std::int64_t n,
                float* c, std::int64_t ldc, std::int64_t r0, std::int64_t r1) {
   const std::int64_t k = pb.k_end;
+  if (r1 <= r0) return;
   // The rows in blocks of at most mc, as equal as whole slivers allow (132 rows as 72 and 60, not
   // 96 and 36: a short block reuses each B sliver over few A slivers).
   const std::int64_t row_blocks = (r1 - r0 + ks.mc - 1) / ks.mc;
@@ -350,6 +422,13 @@ std::string_view gemm_isa_name() {
   }
 }
 
+std::string_view gemm_tile(GemmIsa isa, std::int64_t a_row_stride) {
+  const KernelShape& ks = shape_for(isa, a_row_stride);
+  if (ks.mr == 12) return "12x32";
+  if (ks.mr == 6) return ks.nr == 64 ? "6x64" : "6x16";
+  return "4x8";
+}
+
 namespace {
 
 // Packs rows [pb.k_begin, pb.k_end) of b into pb's memory: each block's slivers, split across
@@ -383,8 +462,7 @@ void for_row_chunks(const KernelShape& ks, std::int64_t m, int threads, double w
   const std::int64_t slivers = (m + ks.mr - 1) / ks.mr;
   const std::int64_t t = std::max(threads, 1);
   const std::int64_t blocks = (m + ks.mc - 1) / ks.mc;
-  const std::int64_t chunks =
-      std::min(slivers, (std::max(4 * t, blocks) + t - 1) / t * t) / t * t;
+  const std::int64_t chunks = std::min(slivers, (std::max(4 * t, blocks) + t - 1) / t * t) / t * t;
   if (chunks <= 1) return rows(0, m);
   const auto first_row = [&](std::int64_t i) { return std::min(m, slivers * i / chunks * ks.mr); };
   parallel_chunks(chunks, 1, threads, work, [&](std::int64_t begin, std::int64_t end) {
@@ -400,7 +478,7 @@ void zero_rows(float* c, std::int64_t ldc, std::int64_t m, std::int64_t n) {
 
 void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std::int64_t ldc,
                   int threads, GemmIsa isa) {
-  const KernelShape& ks = shape_for(isa);
+  const KernelShape& ks = shape_for(isa, a.row_stride);
   const std::int64_t m = a.rows, n = b.cols, k = a.cols;
   if (k == 0) return zero_rows(c, ldc, m, n);
   // B packed once, its slivers split across the threads, then shared by all of them; in groups of
@@ -429,7 +507,7 @@ struct GemmPackedB::Packed {
 };
 
 GemmPackedB::GemmPackedB(const StridedMatrix& b, int threads, GemmIsa isa) {
-  const KernelShape& ks = shape_for(isa);
+  const KernelShape& ks = shape_for(isa, b.rows);  // for A's of contiguous rows, b.rows long
   const std::int64_t n_r = round_up(b.cols, ks.nr);
   // Block pc's slivers start at pc * n_r: k * n_r floats in all.
   packed_.reset(
