@@ -50,6 +50,8 @@ std::exception_ptr drain(Job& job) {
 // holding the loop up. After a loop, a worker watches for the next one for a little while
 // before it sleeps: products come back to back, and a sleeping worker is the slow one to wake.
 class Pool {
+  static constexpr int kWatch = 20000;  // pauses: about 0.1–1 ms, depending on the CPU
+
  public:
   static Pool& instance() {
     static Pool pool;
@@ -73,7 +75,17 @@ class Pool {
     std::exception_ptr failed = drain(job);
     std::unique_lock<std::mutex> lock(mutex_);
     job_ = nullptr;  // a worker not yet awake no longer joins
-    done_.wait(lock, [this] { return active_ == 0; });
+    // The workers still on a chunk are watched for a while before this thread sleeps: on a
+    // virtual machine a sleeping core can take 50-300 microseconds to wake, a tenth of a product
+    // at T = 1024, and the other threads' last chunks are usually shorter than that.
+    if (active_.load(std::memory_order_relaxed) != 0) {
+      lock.unlock();
+      for (int i = 0; i < kWatch && active_.load(std::memory_order_acquire) != 0; ++i) {
+        ATTN_PAUSE();
+      }
+      lock.lock();
+    }
+    done_.wait(lock, [this] { return active_.load(std::memory_order_relaxed) == 0; });
     if (!failed) failed = job.failed;
     if (failed) std::rethrow_exception(failed);
   }
@@ -89,7 +101,6 @@ class Pool {
 
  private:
   void work() {
-    constexpr int kWatch = 20000;  // pauses: about 0.1–1 ms, depending on the CPU
     std::uint64_t seen = 0;
     for (;;) {
       for (int i = 0; i < kWatch && generation_.load(std::memory_order_acquire) == seen; ++i) {
@@ -103,12 +114,12 @@ class Pool {
       if (job_ == nullptr || wanted_ == 0) continue;  // that loop is over, or has its threads
       --wanted_;
       Job& job = *job_;
-      ++active_;
+      active_.fetch_add(1, std::memory_order_relaxed);
       lock.unlock();
       std::exception_ptr failed = drain(job);
       lock.lock();
       if (failed && !job.failed) job.failed = failed;
-      if (--active_ == 0) done_.notify_one();
+      if (active_.fetch_sub(1, std::memory_order_release) == 1) done_.notify_one();
     }
   }
 
@@ -116,7 +127,8 @@ class Pool {
   std::condition_variable wake_, done_;
   std::vector<std::thread> workers_;
   Job* job_ = nullptr;
-  int wanted_ = 0, active_ = 0;
+  int wanted_ = 0;
+  std::atomic<int> active_{0};  // workers on the job; changed under the mutex, watched without it
   std::atomic<std::uint64_t> generation_{0};
   bool stop_ = false;
 };
