@@ -95,7 +95,8 @@ TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and 
     const Eigen::Index m = shape[0], n = shape[1], k = shape[2];
     const Matrix a = random_matrix(m, k, seed++), b = random_matrix(k, n, seed++);
     const Matrix want = k == 0 ? Matrix(Matrix::Zero(m, n)) : blocked_definition(a, b);
-    for (GemmIsa isa : {GemmIsa::kBest, GemmIsa::kAvx512, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
+    for (GemmIsa isa : {GemmIsa::kBest, GemmIsa::kAvx512, GemmIsa::kAvx512Tile12x32,
+                        GemmIsa::kAvx512Tile6x64, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
       if (!attn::gemm_isa_supported(isa)) continue;
       for (int threads : {1, 2, 3}) {
         CAPTURE(m);
@@ -109,15 +110,19 @@ TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and 
   }
 }
 
-TEST_CASE("A rows that share the L1 cache's sets take the AVX-512 path's 6 x 64 tile") {
+TEST_CASE("the AVX-512 path's tile follows the L1 data cache and the rows of A") {
   // Rows 1024 or 2048 floats apart all fall into one set: the 6 x 64 tile. 512 apart (two sets),
-  // 768 (four) or 300: the 12 x 32 one. The other paths have one tile each.
+  // 768 (four) or 300: the 12 x 32 one where the L1 holds its 32 KiB B sliver (48 KiB or more),
+  // else 6 x 64. The other paths have one tile each.
+  const std::string_view spread = attn::l1d_cache_bytes() >= 48 * 1024 ? "12x32" : "6x64";
   CHECK(attn::gemm_tile(GemmIsa::kAvx512, 1024) == "6x64");
   CHECK(attn::gemm_tile(GemmIsa::kAvx512, 2048) == "6x64");
   CHECK(attn::gemm_tile(GemmIsa::kAvx512, 4096 + 1024) == "6x64");
-  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 512) == "12x32");
-  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 768) == "12x32");
-  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 300) == "12x32");
+  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 512) == spread);
+  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 768) == spread);
+  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 300) == spread);
+  CHECK(attn::gemm_tile(GemmIsa::kAvx512Tile12x32, 1024) == "12x32");
+  CHECK(attn::gemm_tile(GemmIsa::kAvx512Tile6x64, 300) == "6x64");
   CHECK(attn::gemm_tile(GemmIsa::kAvx2, 1024) == "6x16");
   CHECK(attn::gemm_tile(GemmIsa::kGeneric, 1024) == "4x8");
   // A block of columns of a wider matrix, its rows 1024 floats apart, with edges in every
@@ -125,7 +130,8 @@ TEST_CASE("A rows that share the L1 cache's sets take the AVX-512 path's 6 x 64 
   const Matrix wide = random_matrix(29, 1024, 61), b = random_matrix(300, 70, 62);
   const Matrix a = wide.leftCols(300);
   const Matrix want = blocked_definition(a, b);
-  for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
+  for (GemmIsa isa :
+       {GemmIsa::kAvx512Tile12x32, GemmIsa::kAvx512Tile6x64, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
     if (!attn::gemm_isa_supported(isa)) continue;
     for (int threads : {1, 2}) {
       CAPTURE(static_cast<int>(isa));
@@ -183,7 +189,8 @@ TEST_CASE("B packed once gives every block of rows the bits of the whole product
     const Eigen::Index m = shape[0], n = shape[1], k = shape[2];
     const Matrix a = random_matrix(m, k, seed++), b = random_matrix(k, n, seed++);
     const Matrix b_rows_t = b.transpose();  // (n, k): read as bᵀ in place
-    for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
+    for (GemmIsa isa :
+         {GemmIsa::kAvx512Tile12x32, GemmIsa::kAvx512Tile6x64, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
       if (!attn::gemm_isa_supported(isa)) continue;
       const Matrix want = run(a, b, 1, isa);
       const attn::GemmPackedB packed({b.data(), k, n, n, 1}, 2, isa);

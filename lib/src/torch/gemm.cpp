@@ -169,10 +169,10 @@ __attribute__((target("avx512f"))) void kernel_avx512(std::int64_t kc, SliverA a
   }
 }
 
-// The AVX-512 kernel for A slivers whose rows share the L1 cache's sets (rows_share_sets): 6
-// rows of 64 columns, the same 24 accumulators, so that the sliver's 6 lines fit the 8 ways of a
-// set beside the B sliver's, where 12 rows 4 KiB apart evicted each other before each line's 16
-// floats were read. Each cell's chain of fmas is the same as in the other kernels.
+// The AVX-512 kernel with 6 rows of 64 columns (shape_for says where it runs): the same 24
+// accumulators as kernel_avx512, from half the rows of A, so that the sliver's 6 lines fit the 8
+// ways of an L1 set beside the B sliver's even when the rows are 4 KiB apart. Each cell's chain
+// of fmas is the same as in the other kernels.
 __attribute__((target("avx512f"))) void kernel_avx512_6x64(std::int64_t kc, SliverA a,
                                                            const float* pb, float* c,
                                                            std::int64_t ldc, bool first) {
@@ -228,6 +228,8 @@ bool cpu_has(GemmIsa isa) {
 #ifdef ATTN_GEMM_X86
   switch (isa) {
     case GemmIsa::kAvx512:
+    case GemmIsa::kAvx512Tile12x32:
+    case GemmIsa::kAvx512Tile6x64:
       return use_avx512();
     case GemmIsa::kAvx2:
       return use_avx2();
@@ -259,18 +261,22 @@ bool rows_share_sets(std::int64_t row_stride, int mr) {
   return 2 * most > mr;
 }
 
-// The kernel for products whose A rows are a_row_stride floats apart. The AVX-512 path's 12 x 32
-// tile reads 12 rows of A at a time; where most of them share an L1 set, they evict each other
-// before each line's 16 floats are read, and the 6 x 64 tile (the same 24 accumulators, six
-// rows) runs instead: on a Zen 4, X W_q at T = 1024 with d_in = 1024 went from 95-98 to 104-110
-// GFLOP/s (best of 60) with it, and it measured the same as the 12 x 32 one where the rows do
-// not share sets (docs/design.md, Performance). Six rows of the AVX2 tile in one set measured
-// the same as six rows apart.
+// The kernel for products whose A rows are a_row_stride floats apart. The AVX-512 path has two
+// tiles of 24 accumulators: 12 x 32 reads 12 rows of A and a B sliver of kc x 32 floats (32 KiB),
+// 6 x 64 reads 6 rows and a sliver of 64 KiB. 12 x 32 runs where the L1 data cache holds its B
+// sliver with room for A's lines (48 KiB or more, as on a Zen 5) unless most of A's 12 rows share
+// a set, where they would evict each other before each line's 16 floats were read. With a 32 KiB
+// L1 (a Zen 4, whose 512-bit operations run as two halves), 6 x 64 measured faster on every
+// shape: 90-100 GFLOP/s against 67-91 (docs/design.md, Performance). Six rows of the AVX2 tile
+// in one set measured the same as six rows apart.
 const KernelShape& shape_for(GemmIsa isa, std::int64_t a_row_stride) {
   if (isa == GemmIsa::kBest) isa = best_isa();
 #ifdef ATTN_GEMM_X86
+  if (isa == GemmIsa::kAvx512Tile12x32) return kAvx512;
+  if (isa == GemmIsa::kAvx512Tile6x64) return kAvx512Rows6;
   if (isa == GemmIsa::kAvx512) {
-    return rows_share_sets(a_row_stride, kAvx512.mr) ? kAvx512Rows6 : kAvx512;
+    const bool l1_holds_b = l1d_cache_bytes() >= 48 * 1024;
+    return l1_holds_b && !rows_share_sets(a_row_stride, kAvx512.mr) ? kAvx512 : kAvx512Rows6;
   }
   if (isa == GemmIsa::kAvx2) return kAvx2;
 #endif
