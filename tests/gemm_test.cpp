@@ -66,21 +66,13 @@ bool same_bits(const Matrix& x, const Matrix& y) {
 
 TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and thread count") {
   // Shapes with edges in every direction: fewer rows than a tile, columns past a sliver, inner
-  // dimensions across one and several blocks of 256, one of 0, and a B too wide to pack whole.
+  // dimensions across one and several blocks of 256, one of 0, a B too wide to pack whole (7 x
+  // 4096 x 2304: two groups of blocks, 32 MiB at most at a time), and A's rows 4 and 8 KiB apart
+  // (k = 1024 and 2048), where the AVX-512 path takes its 6 x 64 tile on any CPU.
   const std::vector<std::array<Eigen::Index, 3>> shapes = {
-      {1, 1, 1},
-      {5, 7, 3},
-      {13, 33, 257},
-      {12, 32, 256},
-      {25, 65, 600},
-      {100, 3, 40},
-      {7, 200, 513},
-      {300, 130, 70},
-      {4, 9, 0},
-      {7, 4096, 2304},  // B packed in two groups of blocks (32 MiB at
-                        // most at a time)
-      {50, 130, 1024},
-      {7, 64, 2048}};  // A's rows 4 and 8 KiB apart: the 6 x 64 tile
+      {1, 1, 1},     {5, 7, 3},       {13, 33, 257},   {12, 32, 256},
+      {25, 65, 600}, {100, 3, 40},    {7, 200, 513},   {300, 130, 70},
+      {4, 9, 0},     {7, 4096, 2304}, {50, 130, 1024}, {7, 64, 2048}};
   for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2}) {
     if (!attn::gemm_isa_supported(isa)) {
       // The kernel this CPU lacks cannot run here; say so rather than pass in silence.

@@ -30,10 +30,10 @@ struct StridedMatrix {
 enum class GemmIsa {
   kBest,             // the fastest this CPU runs: kAvx512, else kAvx2, else kGeneric
   kAvx512,           // 512-bit FMA, 12 x 32 or 6 x 64 cells at a time (gemm_tile says which)
-  kAvx512Tile12x32,  // the same code, one tile always: for tests and benchmarks
-  kAvx512Tile6x64,
-  kAvx2,     // 256-bit FMA, 6 x 16 cells at a time
-  kGeneric,  // plain C++ with std::fma, 4 x 8 cells at a time
+  kAvx512Tile12x32,  // kAvx512 with one tile always, for tests and benchmarks
+  kAvx512Tile6x64,   // the same, the other tile
+  kAvx2,             // 256-bit FMA, 6 x 16 cells at a time
+  kGeneric,          // plain C++ with std::fma, 4 x 8 cells at a time
 };
 
 // Whether this CPU runs `isa` (kBest and kGeneric always; see simd.hpp).
