@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "attn/embedding.hpp"
 #include "attn/simd.hpp"
 #include "attn/statistics.hpp"
@@ -47,6 +49,40 @@ TEST_CASE("the checksum is the same on every vector path, whole and a block of r
       CHECK(whole[p] == whole[0]);
       CHECK(rows[p] == whole[0]);
     }
+  }
+}
+
+TEST_CASE("a step's statistics and checksum are the same on any number of threads") {
+  // Large enough (over a million values) for the threads to share the rows and the hash, with
+  // rows that the statistics' vector path cannot take (nan, inf) among them.
+  attn::Matrix m(1031, 1000);
+  for (Eigen::Index i = 0; i < m.size(); ++i) {
+    m.data()[i] = static_cast<float>((i * 7919) % 10007) * 1e-3f - 5.0f;
+  }
+  m(3, 5) = std::numeric_limits<float>::quiet_NaN();
+  m(700, 999) = std::numeric_limits<float>::infinity();
+  m(1030, 0) = -std::numeric_limits<float>::infinity();
+  const attn::MatrixStatistics one = attn::matrix_statistics(m, 1);
+  CHECK(one.checksum == attn::xxh3_64(m));
+  CHECK(one.nonfinite == 3);
+  CHECK(one.finite == m.size() - 3);
+  for (const int threads : {1, 2, 3, 8}) {
+    CAPTURE(threads);
+    const attn::MatrixStatistics st = attn::matrix_statistics(m, threads);
+    CHECK(st.min == one.min);
+    CHECK(st.max == one.max);
+    CHECK(st.mean == one.mean);
+    CHECK(st.finite == one.finite);
+    CHECK(st.checksum == one.checksum);
+    attn::RowDigester d;
+    for (Eigen::Index first = 0; first < m.rows(); first += 400) {
+      d.add(m.middleRows(first, std::min<Eigen::Index>(400, m.rows() - first)), threads);
+    }
+    const attn::MatrixStatistics blocks = d.finish().statistics;
+    CHECK(blocks.min == one.min);
+    CHECK(blocks.max == one.max);
+    CHECK(blocks.mean == one.mean);
+    CHECK(blocks.checksum == one.checksum);
   }
 }
 
@@ -167,13 +203,12 @@ TEST_CASE("a summary computed a block of query rows at a time is the same text a
       REQUIRE(released.steps.size() == whole.steps.size());
       for (const attn::Step& s : released.steps) {
         CAPTURE(s.id);
-        const bool kept = s.kind == attn::StepKind::kEmbeddings ||
-                          s.kind == attn::StepKind::kEmbeddings2 ||
-                          s.kind == attn::StepKind::kWQuery || s.kind == attn::StepKind::kWKey ||
-                          s.kind == attn::StepKind::kWValue || s.kind == attn::StepKind::kWOut ||
-                          s.kind == attn::StepKind::kBOut ||
-                          s.kind == attn::StepKind::kContextConcat ||
-                          s.kind == attn::StepKind::kOutput;
+        const bool kept =
+            s.kind == attn::StepKind::kEmbeddings || s.kind == attn::StepKind::kEmbeddings2 ||
+            s.kind == attn::StepKind::kWQuery || s.kind == attn::StepKind::kWKey ||
+            s.kind == attn::StepKind::kWValue || s.kind == attn::StepKind::kWOut ||
+            s.kind == attn::StepKind::kBOut || s.kind == attn::StepKind::kContextConcat ||
+            s.kind == attn::StepKind::kOutput;
         CHECK((s.values.size() > 0) == kept);
       }
       // A released trace keeps no scores, but a digested one keeps their summary.

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cfloat>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #if defined(__x86_64__)
@@ -135,15 +136,27 @@ Stats row_stats(const float* v, Eigen::Index n) {
   return st;
 }
 
-// Adds the rows of m to st: rows on up to `threads` threads, combined in row order.
-void add_rows(const Matrix& m, int threads, Stats& st) {
+// Adds the rows of m to st, rows on up to `threads` threads, combined in row order, and runs
+// `hash` (the checksum of the same values) meanwhile: the hash is the first of the loop's chunks
+// and the rows' ranges the others, taken by whichever thread is free, so that with two threads
+// one hashes while the other takes the statistics, instead of both taking the statistics and
+// then one thread hashing alone (docs/design.md, Performance).
+void add_rows(const Matrix& m, int threads, Stats& st, const std::function<void()>& hash) {
   std::vector<Stats> rows(static_cast<std::size_t>(m.rows()));
-  parallel_for(m.rows(), threads, static_cast<double>(m.size()),
-               [&](std::int64_t begin, std::int64_t end) {
-                 for (std::int64_t i = begin; i < end; ++i) {
-                   rows[static_cast<std::size_t>(i)] = row_stats(&m(i, 0), m.cols());
-                 }
-               });
+  const std::int64_t ranges = std::min<std::int64_t>(m.rows(), 8 * std::max(threads, 1));
+  parallel_chunks(1 + ranges, 1, threads, static_cast<double>(m.size()),
+                  [&](std::int64_t begin, std::int64_t end) {
+                    for (std::int64_t c = begin; c < end; ++c) {
+                      if (c == 0) {
+                        hash();
+                        continue;
+                      }
+                      for (std::int64_t i = m.rows() * (c - 1) / ranges; i < m.rows() * c / ranges;
+                           ++i) {
+                        rows[static_cast<std::size_t>(i)] = row_stats(&m(i, 0), m.cols());
+                      }
+                    }
+                  });
   for (const Stats& r : rows) {
     st.lo = std::min(st.lo, r.lo), st.hi = std::max(st.hi, r.hi);
     st.sum += r.sum, st.finite += r.finite;
@@ -165,8 +178,9 @@ MatrixStatistics statistics_of(const Stats& st, std::int64_t size, std::uint64_t
 
 MatrixStatistics matrix_statistics(const Matrix& m, int threads) {
   Stats st;
-  add_rows(m, threads, st);
-  return statistics_of(st, m.size(), xxh3_64(m));
+  std::uint64_t checksum = 0;
+  add_rows(m, threads, st, [&] { checksum = xxh3_64(m); });
+  return statistics_of(st, m.size(), checksum);
 }
 
 namespace {
@@ -228,8 +242,9 @@ RowDigester::RowDigester(RowDigester&&) noexcept = default;
 
 void RowDigester::add(const Matrix& rows, int threads) {
   State& st = *state_;
-  add_rows(rows, threads, st.stats);
-  hash_update(st.hash, rows.data(), static_cast<std::size_t>(rows.size()) * sizeof(float));
+  add_rows(rows, threads, st.stats, [&] {
+    hash_update(st.hash, rows.data(), static_cast<std::size_t>(rows.size()) * sizeof(float));
+  });
   if (st.glance_queries) glance_rows(rows, st.rows, *st.glance_queries, threads, st.glance);
   st.rows += rows.rows();
   st.cols = rows.cols();
