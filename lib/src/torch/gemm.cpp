@@ -120,98 +120,57 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(std::int64_t kc, SliverA a,
   }
 }
 
+// The AVX-512 kernels: kMr rows of kV vectors of 16 columns, 24 accumulators either way. 12 x 32
+// reads 12 rows of A and a B sliver of kc x 32 floats; 6 x 64 half the rows and a sliver twice as
+// wide, so that the sliver's 6 lines fit the 8 ways of an L1 set beside the B sliver's even when
+// the rows are 4 KiB apart (shape_for says which runs where). Each cell's chain of fmas is the
+// same in both, and the same as in the other kernels.
+template <int kMr, int kV>
 __attribute__((target("avx512f"))) void kernel_avx512(std::int64_t kc, SliverA a, const float* pb,
                                                       float* c, std::int64_t ldc, bool first) {
-  constexpr int kMr = 12, kNr = 32;
-  __m512 acc[kMr][2];
-#pragma GCC unroll 12
-  for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  // Rows 3k to 3k + 2 from pointer k: a(r, p) at a_k[0], a_k[rs] and a_k[2 rs].
-  const std::int64_t rs = a.rs;
-  const float* a0 = a.a;
-  const float* a3 = a.a + 3 * rs;
-  const float* a6 = a.a + 6 * rs;
-  const float* a9 = a.a + 9 * rs;
-  // The prefetches of kernel_avx2, for 12 rows.
+  constexpr int kNr = 16 * kV;
+  __m512 acc[kMr][kV];
 #pragma GCC unroll 12
   for (int r = 0; r < kMr; ++r) {
-    __builtin_prefetch(c + r * ldc, 1, 3);
+#pragma GCC unroll 4
+    for (int v = 0; v < kV; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  // Rows 3k to 3k + 2 from pointer k: a(r, p) at rows[k][0], rows[k][rs] and rows[k][2 rs].
+  const std::int64_t rs = a.rs;
+  const float* rows[kMr / 3];
+#pragma GCC unroll 4
+  for (int k = 0; k < kMr / 3; ++k) rows[k] = a.a + 3 * k * rs;
+    // The prefetches of kernel_avx2, for kMr rows: C's tile, a line at a time.
+#pragma GCC unroll 12
+  for (int r = 0; r < kMr; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kV; ++v) __builtin_prefetch(c + r * ldc + 16 * v, 1, 3);
     __builtin_prefetch(c + r * ldc + kNr - 1, 1, 3);
   }
   const bool in_place = a.cs != kMr;
-  for (std::int64_t p = 0; p < kc; ++p, a0 += a.cs, a3 += a.cs, a6 += a.cs, a9 += a.cs, pb += kNr) {
+  for (std::int64_t p = 0; p < kc; ++p, pb += kNr) {
     if (in_place && (p & 15) == 0) {
 #pragma GCC unroll 12
-      for (int r = 0; r < kMr; ++r) __builtin_prefetch(a0 + (kMr + r) * rs, 0, 2);
+      for (int r = 0; r < kMr; ++r) __builtin_prefetch(rows[0] + (kMr + r) * rs, 0, 2);
     }
-    const __m512 b0 = _mm512_loadu_ps(pb), b1 = _mm512_loadu_ps(pb + 16);
-    const float* rows[4] = {a0, a3, a6, a9};
+    __m512 b[kV];
+#pragma GCC unroll 4
+    for (int v = 0; v < kV; ++v) b[v] = _mm512_loadu_ps(pb + 16 * v);
 #pragma GCC unroll 12
     for (int r = 0; r < kMr; ++r) {
       const __m512 av = _mm512_set1_ps(rows[r / 3][(r % 3) * rs]);
-      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+#pragma GCC unroll 4
+      for (int v = 0; v < kV; ++v) acc[r][v] = _mm512_fmadd_ps(av, b[v], acc[r][v]);
     }
+#pragma GCC unroll 4
+    for (int k = 0; k < kMr / 3; ++k) rows[k] += a.cs;
   }
-  if (first) {
 #pragma GCC unroll 12
-    for (int r = 0; r < kMr; ++r) {
-      _mm512_storeu_ps(c + r * ldc, acc[r][0]);
-      _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
-    }
-  } else {
-#pragma GCC unroll 12
-    for (int r = 0; r < kMr; ++r) {
-      _mm512_storeu_ps(c + r * ldc, _mm512_add_ps(_mm512_loadu_ps(c + r * ldc), acc[r][0]));
-      _mm512_storeu_ps(c + r * ldc + 16,
-                       _mm512_add_ps(_mm512_loadu_ps(c + r * ldc + 16), acc[r][1]));
-    }
-  }
-}
-
-// The AVX-512 kernel with 6 rows of 64 columns (shape_for says where it runs): the same 24
-// accumulators as kernel_avx512, from half the rows of A, so that the sliver's 6 lines fit the 8
-// ways of an L1 set beside the B sliver's even when the rows are 4 KiB apart. Each cell's chain
-// of fmas is the same as in the other kernels.
-__attribute__((target("avx512f"))) void kernel_avx512_6x64(std::int64_t kc, SliverA a,
-                                                           const float* pb, float* c,
-                                                           std::int64_t ldc, bool first) {
-  constexpr int kMr = 6, kNr = 64;
-  __m512 acc[kMr][4];
-#pragma GCC unroll 6
-  for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = _mm512_setzero_ps();
-  const std::int64_t rs = a.rs;
-  const float* a0 = a.a;
-  const float* a3 = a.a + 3 * rs;
-#pragma GCC unroll 6
   for (int r = 0; r < kMr; ++r) {
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) __builtin_prefetch(c + r * ldc + 16 * q, 1, 3);
-  }
-  const bool in_place = a.cs != kMr;
-  for (std::int64_t p = 0; p < kc; ++p, a0 += a.cs, a3 += a.cs, pb += kNr) {
-    if (in_place && (p & 15) == 0) {
-#pragma GCC unroll 6
-      for (int r = 0; r < kMr; ++r) __builtin_prefetch(a0 + (kMr + r) * rs, 0, 2);
-    }
-    const __m512 b0 = _mm512_loadu_ps(pb), b1 = _mm512_loadu_ps(pb + 16);
-    const __m512 b2 = _mm512_loadu_ps(pb + 32), b3 = _mm512_loadu_ps(pb + 48);
-    const float* rows[2] = {a0, a3};
-#pragma GCC unroll 6
-    for (int r = 0; r < kMr; ++r) {
-      const __m512 av = _mm512_set1_ps(rows[r / 3][(r % 3) * rs]);
-      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
-      acc[r][2] = _mm512_fmadd_ps(av, b2, acc[r][2]);
-      acc[r][3] = _mm512_fmadd_ps(av, b3, acc[r][3]);
-    }
-  }
-#pragma GCC unroll 6
-  for (int r = 0; r < kMr; ++r) {
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) {
-      float* out = c + r * ldc + 16 * q;
-      _mm512_storeu_ps(out, first ? acc[r][q] : _mm512_add_ps(_mm512_loadu_ps(out), acc[r][q]));
+    for (int v = 0; v < kV; ++v) {
+      float* out = c + r * ldc + 16 * v;
+      _mm512_storeu_ps(out, first ? acc[r][v] : _mm512_add_ps(_mm512_loadu_ps(out), acc[r][v]));
     }
   }
 }
@@ -220,8 +179,8 @@ __attribute__((target("avx512f"))) void kernel_avx512_6x64(std::int64_t kc, Sliv
 constexpr KernelShape kGeneric{4, 8, 128, 4096, kernel_generic};
 #ifdef ATTN_GEMM_X86
 constexpr KernelShape kAvx2{6, 16, 144, 4096, kernel_avx2};
-constexpr KernelShape kAvx512{12, 32, 96, 2048, kernel_avx512};
-constexpr KernelShape kAvx512Rows6{6, 64, 96, 2048, kernel_avx512_6x64};
+constexpr KernelShape kAvx512{12, 32, 96, 2048, kernel_avx512<12, 2>};
+constexpr KernelShape kAvx512Rows6{6, 64, 96, 2048, kernel_avx512<6, 4>};
 #endif
 
 bool cpu_has(GemmIsa isa) {
