@@ -68,7 +68,7 @@ TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and 
   // Shapes with edges in every direction: fewer rows than a tile, columns past a sliver, inner
   // dimensions across one and several blocks of 256, one of 0, a B too wide to pack whole (7 x
   // 4096 x 2304: two groups of blocks, 32 MiB at most at a time), and A's rows 4 and 8 KiB apart
-  // (k = 1024 and 2048), where the AVX-512 path takes its 6 x 64 tile on any CPU.
+  // (k = 1024 and 2048), which fall into one set of the L1 data cache.
   const std::vector<std::array<Eigen::Index, 3>> shapes = {
       {1, 1, 1},     {5, 7, 3},       {13, 33, 257},   {12, 32, 256},
       {25, 65, 600}, {100, 3, 40},    {7, 200, 513},   {300, 130, 70},
@@ -87,8 +87,7 @@ TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and 
     const Eigen::Index m = shape[0], n = shape[1], k = shape[2];
     const Matrix a = random_matrix(m, k, seed++), b = random_matrix(k, n, seed++);
     const Matrix want = k == 0 ? Matrix(Matrix::Zero(m, n)) : blocked_definition(a, b);
-    for (GemmIsa isa : {GemmIsa::kBest, GemmIsa::kAvx512, GemmIsa::kAvx512Tile12x32,
-                        GemmIsa::kAvx512Tile6x64, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
+    for (GemmIsa isa : {GemmIsa::kBest, GemmIsa::kAvx512, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
       if (!attn::gemm_isa_supported(isa)) continue;
       for (int threads : {1, 2, 3}) {
         CAPTURE(m);
@@ -102,28 +101,13 @@ TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and 
   }
 }
 
-TEST_CASE("the AVX-512 path's tile follows the L1 data cache and the rows of A") {
-  // Rows 1024 or 2048 floats apart all fall into one set: the 6 x 64 tile. 512 apart (two sets),
-  // 768 (four) or 300: the 12 x 32 one where the L1 holds its 32 KiB B sliver (48 KiB or more),
-  // else 6 x 64. The other paths have one tile each.
-  const std::string_view spread = attn::l1d_cache_bytes() >= 48 * 1024 ? "12x32" : "6x64";
-  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 1024) == "6x64");
-  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 2048) == "6x64");
-  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 4096 + 1024) == "6x64");
-  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 512) == spread);
-  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 768) == spread);
-  CHECK(attn::gemm_tile(GemmIsa::kAvx512, 300) == spread);
-  CHECK(attn::gemm_tile(GemmIsa::kAvx512Tile12x32, 1024) == "12x32");
-  CHECK(attn::gemm_tile(GemmIsa::kAvx512Tile6x64, 300) == "6x64");
-  CHECK(attn::gemm_tile(GemmIsa::kAvx2, 1024) == "6x16");
-  CHECK(attn::gemm_tile(GemmIsa::kGeneric, 1024) == "4x8");
+TEST_CASE("the blocked product reads A's rows in place, however far apart") {
   // A block of columns of a wider matrix, its rows 1024 floats apart, with edges in every
   // direction: the same bits as its contiguous copy, on every path.
   const Matrix wide = random_matrix(29, 1024, 61), b = random_matrix(300, 70, 62);
   const Matrix a = wide.leftCols(300);
   const Matrix want = blocked_definition(a, b);
-  for (GemmIsa isa :
-       {GemmIsa::kAvx512Tile12x32, GemmIsa::kAvx512Tile6x64, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
+  for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
     if (!attn::gemm_isa_supported(isa)) continue;
     for (int threads : {1, 2}) {
       CAPTURE(static_cast<int>(isa));
@@ -181,8 +165,7 @@ TEST_CASE("B packed once gives every block of rows the bits of the whole product
     const Eigen::Index m = shape[0], n = shape[1], k = shape[2];
     const Matrix a = random_matrix(m, k, seed++), b = random_matrix(k, n, seed++);
     const Matrix b_rows_t = b.transpose();  // (n, k): read as bᵀ in place
-    for (GemmIsa isa :
-         {GemmIsa::kAvx512Tile12x32, GemmIsa::kAvx512Tile6x64, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
+    for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
       if (!attn::gemm_isa_supported(isa)) continue;
       const Matrix want = run(a, b, 1, isa);
       const attn::GemmPackedB packed({b.data(), k, n, n, 1}, 2, isa);

@@ -28,21 +28,16 @@ struct StridedMatrix {
 
 // The code that computes the blocked product. All give the same bits.
 enum class GemmIsa {
-  kBest,             // the fastest this CPU runs: kAvx512, else kAvx2, else kGeneric
-  kAvx512,           // 512-bit FMA, 12 x 32 or 6 x 64 cells at a time (gemm_tile says which)
-  kAvx512Tile12x32,  // kAvx512 with one tile always, for tests and benchmarks
-  kAvx512Tile6x64,   // the same, the other tile
-  kAvx2,             // 256-bit FMA, 6 x 16 cells at a time
-  kGeneric,          // plain C++ with std::fma, 4 x 8 cells at a time
+  kBest,     // the fastest this CPU runs: kAvx512, else kAvx2, else kGeneric
+  kAvx512,   // 512-bit FMA, 6 x 64 cells at a time
+  kAvx2,     // 256-bit FMA, 6 x 16 cells at a time
+  kGeneric,  // plain C++ with std::fma, 4 x 8 cells at a time
 };
 
 // Whether this CPU runs `isa` (kBest and kGeneric always; see simd.hpp).
 bool gemm_isa_supported(GemmIsa isa);
 // The name of the code kBest picks on this CPU: "avx512", "avx2" or "generic".
 std::string_view gemm_isa_name();
-// The tile of C that `isa`'s code computes at a time, "12x32", "6x64", "6x16" or "4x8", for an
-// a whose rows are a_row_stride floats apart. Requires: `isa` is supported.
-std::string_view gemm_tile(GemmIsa isa, std::int64_t a_row_stride);
 
 // c = a @ b, c row-major with leading dimension ldc (c_ij at c[i * ldc + j]).
 // Requires: a.cols == b.rows; c holds a.rows x b.cols cells that do not overlap a or b; `isa`
@@ -57,8 +52,7 @@ void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std:
 class GemmPackedB {
  public:
   // Copies b (every block of its rows) for the code `isa` picks; on up to `threads` threads.
-  // The code is the one for a's whose rows are contiguous (b.rows floats apart); any other a
-  // gives the same bits. Requires: `isa` is supported.
+  // Requires: `isa` is supported.
   GemmPackedB(const StridedMatrix& b, int threads, GemmIsa isa = GemmIsa::kBest);
   ~GemmPackedB();
   GemmPackedB(GemmPackedB&&) noexcept;

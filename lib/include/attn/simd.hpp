@@ -28,9 +28,6 @@ Isa cpu_isa();
 void limit_isa(Isa isa);
 // The instruction set the vectorised paths use now: the CPU's, within the limit and the switch.
 Isa active_isa();
-// The size of one core's L1 data cache in bytes, as the C library reads it from CPUID (0 where
-// it does not say): the blocked product's AVX-512 tile depends on it.
-long l1d_cache_bytes();
 
 // "plain", "avx2", "avx512"; and back (nullopt for any other name).
 std::string_view isa_name(Isa isa);

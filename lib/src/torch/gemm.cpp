@@ -120,28 +120,26 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(std::int64_t kc, SliverA a,
   }
 }
 
-// The AVX-512 kernels: kMr rows of kV vectors of 16 columns, 24 accumulators either way. 12 x 32
-// reads 12 rows of A and a B sliver of kc x 32 floats; 6 x 64 half the rows and a sliver twice as
-// wide, so that the sliver's 6 lines fit the 8 ways of an L1 set beside the B sliver's even when
-// the rows are 4 KiB apart (shape_for says which runs where). Each cell's chain of fmas is the
-// same in both, and the same as in the other kernels.
-template <int kMr, int kV>
+// The AVX-512 kernel: 6 rows of 4 vectors of 16 columns, 24 accumulators. It reads 6 rows of A
+// and a B sliver of kc x 64 floats (64 KiB for a block of 256), which streams from L2 four
+// vectors a step; the sliver's 6 lines fit the 8 ways of an L1 set beside the B sliver's even
+// when A's rows are 4 KiB apart. A 12 x 32 tile (12 rows, a 32 KiB sliver that L1 holds) was
+// measured slower or the same on every shape of the benchmark (docs/design.md, Performance).
+// Each cell's chain of fmas is the same as in the other kernels.
 __attribute__((target("avx512f"))) void kernel_avx512(std::int64_t kc, SliverA a, const float* pb,
                                                       float* c, std::int64_t ldc, bool first) {
-  constexpr int kNr = 16 * kV;
+  constexpr int kMr = 6, kV = 4, kNr = 16 * kV;
   __m512 acc[kMr][kV];
-#pragma GCC unroll 12
+#pragma GCC unroll 6
   for (int r = 0; r < kMr; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < kV; ++v) acc[r][v] = _mm512_setzero_ps();
   }
-  // Rows 3k to 3k + 2 from pointer k: a(r, p) at rows[k][0], rows[k][rs] and rows[k][2 rs].
+  // Rows 0-2 from rows[0], 3-5 from rows[1]: a(r, p) at rows[r / 3][(r % 3) rs].
   const std::int64_t rs = a.rs;
-  const float* rows[kMr / 3];
-#pragma GCC unroll 4
-  for (int k = 0; k < kMr / 3; ++k) rows[k] = a.a + 3 * k * rs;
-    // The prefetches of kernel_avx2, for kMr rows: C's tile, a line at a time.
-#pragma GCC unroll 12
+  const float* rows[2] = {a.a, a.a + 3 * rs};
+  // The prefetches of kernel_avx2, for 6 rows: C's tile, a line at a time.
+#pragma GCC unroll 6
   for (int r = 0; r < kMr; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < kV; ++v) __builtin_prefetch(c + r * ldc + 16 * v, 1, 3);
@@ -150,22 +148,21 @@ __attribute__((target("avx512f"))) void kernel_avx512(std::int64_t kc, SliverA a
   const bool in_place = a.cs != kMr;
   for (std::int64_t p = 0; p < kc; ++p, pb += kNr) {
     if (in_place && (p & 15) == 0) {
-#pragma GCC unroll 12
+#pragma GCC unroll 6
       for (int r = 0; r < kMr; ++r) __builtin_prefetch(rows[0] + (kMr + r) * rs, 0, 2);
     }
     __m512 b[kV];
 #pragma GCC unroll 4
     for (int v = 0; v < kV; ++v) b[v] = _mm512_loadu_ps(pb + 16 * v);
-#pragma GCC unroll 12
+#pragma GCC unroll 6
     for (int r = 0; r < kMr; ++r) {
       const __m512 av = _mm512_set1_ps(rows[r / 3][(r % 3) * rs]);
 #pragma GCC unroll 4
       for (int v = 0; v < kV; ++v) acc[r][v] = _mm512_fmadd_ps(av, b[v], acc[r][v]);
     }
-#pragma GCC unroll 4
-    for (int k = 0; k < kMr / 3; ++k) rows[k] += a.cs;
+    rows[0] += a.cs, rows[1] += a.cs;
   }
-#pragma GCC unroll 12
+#pragma GCC unroll 6
   for (int r = 0; r < kMr; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < kV; ++v) {
@@ -179,16 +176,13 @@ __attribute__((target("avx512f"))) void kernel_avx512(std::int64_t kc, SliverA a
 constexpr KernelShape kGeneric{4, 8, 128, 4096, kernel_generic};
 #ifdef ATTN_GEMM_X86
 constexpr KernelShape kAvx2{6, 16, 144, 4096, kernel_avx2};
-constexpr KernelShape kAvx512{12, 32, 96, 2048, kernel_avx512<12, 2>};
-constexpr KernelShape kAvx512Rows6{6, 64, 96, 2048, kernel_avx512<6, 4>};
+constexpr KernelShape kAvx512{6, 64, 96, 2048, kernel_avx512};
 #endif
 
 bool cpu_has(GemmIsa isa) {
 #ifdef ATTN_GEMM_X86
   switch (isa) {
     case GemmIsa::kAvx512:
-    case GemmIsa::kAvx512Tile12x32:
-    case GemmIsa::kAvx512Tile6x64:
       return use_avx512();
     case GemmIsa::kAvx2:
       return use_avx2();
@@ -206,37 +200,11 @@ GemmIsa best_isa() {
                                    : GemmIsa::kGeneric;
 }
 
-// Whether more than half of an in-place A sliver's mr rows, row_stride floats apart, fall into
-// one set of the L1 data cache: a Zen 3's, Zen 4's or Zen 5's has 64 sets of 64-byte lines (4 KiB
-// a way) and 8 or 12 ways, so rows whose stride is a multiple of 4 KiB all share one set (X W_q
-// with d_in = 1024, A V with T = 1024, 2048 or 4096).
-bool rows_share_sets(std::int64_t row_stride, int mr) {
-  int rows_in_set[64] = {};
-  int most = 0;
-  for (std::int64_t r = 0; r < mr; ++r) {
-    const std::int64_t set = r * row_stride * std::int64_t{sizeof(float)} % 4096 / 64;
-    most = std::max(most, ++rows_in_set[set]);
-  }
-  return 2 * most > mr;
-}
-
-// The kernel for products whose A rows are a_row_stride floats apart. The AVX-512 path has two
-// tiles of 24 accumulators: 12 x 32 reads 12 rows of A and a B sliver of kc x 32 floats (32 KiB),
-// 6 x 64 reads 6 rows and a sliver of 64 KiB. 12 x 32 runs where the L1 data cache holds its B
-// sliver with room for A's lines (48 KiB or more, as on a Zen 5) unless most of A's 12 rows share
-// a set, where they would evict each other before each line's 16 floats were read. With a 32 KiB
-// L1 (a Zen 4, whose 512-bit operations run as two halves), 6 x 64 measured faster on every
-// shape: 90-100 GFLOP/s against 67-91 (docs/design.md, Performance). Six rows of the AVX2 tile
-// in one set measured the same as six rows apart.
-const KernelShape& shape_for(GemmIsa isa, std::int64_t a_row_stride) {
+// The kernel `isa` names.
+const KernelShape& shape_for(GemmIsa isa) {
   if (isa == GemmIsa::kBest) isa = best_isa();
 #ifdef ATTN_GEMM_X86
-  if (isa == GemmIsa::kAvx512Tile12x32) return kAvx512;
-  if (isa == GemmIsa::kAvx512Tile6x64) return kAvx512Rows6;
-  if (isa == GemmIsa::kAvx512) {
-    const bool l1_holds_b = l1d_cache_bytes() >= 48 * 1024;
-    return l1_holds_b && !rows_share_sets(a_row_stride, kAvx512.mr) ? kAvx512 : kAvx512Rows6;
-  }
+  if (isa == GemmIsa::kAvx512) return kAvx512;
   if (isa == GemmIsa::kAvx2) return kAvx2;
 #endif
   return kGeneric;
@@ -387,13 +355,6 @@ std::string_view gemm_isa_name() {
   }
 }
 
-std::string_view gemm_tile(GemmIsa isa, std::int64_t a_row_stride) {
-  const KernelShape& ks = shape_for(isa, a_row_stride);
-  if (ks.mr == 12) return "12x32";
-  if (ks.mr == 6) return ks.nr == 64 ? "6x64" : "6x16";
-  return "4x8";
-}
-
 namespace {
 
 // Packs rows [pb.k_begin, pb.k_end) of b into pb's memory: each block's slivers, split across
@@ -443,7 +404,7 @@ void zero_rows(float* c, std::int64_t ldc, std::int64_t m, std::int64_t n) {
 
 void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std::int64_t ldc,
                   int threads, GemmIsa isa) {
-  const KernelShape& ks = shape_for(isa, a.row_stride);
+  const KernelShape& ks = shape_for(isa);
   const std::int64_t m = a.rows, n = b.cols, k = a.cols;
   if (k == 0) return zero_rows(c, ldc, m, n);
   // B packed once, its slivers split across the threads, then shared by all of them; in groups of
@@ -472,7 +433,7 @@ struct GemmPackedB::Packed {
 };
 
 GemmPackedB::GemmPackedB(const StridedMatrix& b, int threads, GemmIsa isa) {
-  const KernelShape& ks = shape_for(isa, b.rows);  // for A's of contiguous rows, b.rows long
+  const KernelShape& ks = shape_for(isa);
   const std::int64_t n_r = round_up(b.cols, ks.nr);
   // Block pc's slivers start at pc * n_r: k * n_r floats in all.
   packed_.reset(

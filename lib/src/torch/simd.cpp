@@ -59,10 +59,6 @@ bool cpu_avx512() { return false; }
 bool use_avx2() { return active_isa() >= Isa::kAvx2; }
 bool use_avx512() { return active_isa() >= Isa::kAvx512; }
 
-long l1d_cache_bytes() {
-  static const long bytes = std::max(0L, sysconf(_SC_LEVEL1_DCACHE_SIZE));
-  return bytes;
-}
 void set_simd_enabled(bool on) { g_enabled.store(on, std::memory_order_relaxed); }
 
 Isa cpu_isa() { return cpu_avx512() ? Isa::kAvx512 : cpu_avx2() ? Isa::kAvx2 : Isa::kPlain; }
