@@ -210,14 +210,20 @@ const KernelShape& shape_for(GemmIsa isa) {
   return kGeneric;
 }
 
-// 64-byte aligned floats for the packed panels and the tile.
+// 64-byte aligned floats for the packed panels and the tile: a plain heap block 64 bytes longer,
+// from the first 64-byte boundary in it. glibc's aligned allocation (what aligned operator new
+// calls) carves the block from a larger one and frees the pieces around it, and those pieces,
+// left behind by every product, kept the heap from reusing a freed block whole: with 8 heads at
+// T = 512 it grew by 1.5-2 MiB a head, whose new pages took their faults inside the products.
 struct AlignedFloats {
   explicit AlignedFloats(std::int64_t n)
-      : data(static_cast<float*>(
-            ::operator new[](static_cast<std::size_t>(n) * sizeof(float), std::align_val_t{64}))) {}
-  ~AlignedFloats() { ::operator delete[](data, std::align_val_t{64}); }
+      : block(::operator new(static_cast<std::size_t>(n) * sizeof(float) + 64)),
+        data(reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(block) + 63) &
+                                      ~std::uintptr_t{63})) {}
+  ~AlignedFloats() { ::operator delete(block); }
   AlignedFloats(const AlignedFloats&) = delete;
   AlignedFloats& operator=(const AlignedFloats&) = delete;
+  void* block;
   float* data;
 };
 
