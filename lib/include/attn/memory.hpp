@@ -16,13 +16,14 @@ std::string size_text(std::uint64_t bytes);
 // of faulting in (and the kernel zeroing) new pages for every one. Call once, first.
 void keep_heap();
 
-// Makes `bytes` of heap ready before a run of 2 MiB or more, and a margin for what the estimate
-// does not count (an eighth more and 2 MiB), rounded up to whole 2 MiB pages: allocated, asked
-// for 2 MiB pages (MADV_HUGEPAGE), and freed back to the heap, which keeps it; the 4 KiB pages
-// below the first 2 MiB page are set aside, never written, so that the run's matrices lie in
-// 2 MiB pages. Where the system gives no huge pages, the block is faulted in with one call
-// (MADV_POPULATE_WRITE, Linux 5.14) instead of a fault per 4 KiB during the run. Best effort: a
-// refusal changes nothing but speed; and never more than half the memory the system has free.
+// Makes heap ready before a run of 2 MiB or more, for `bytes` and what the estimate does not
+// count, in whole 2 MiB pages: allocated, asked for 2 MiB pages (MADV_HUGEPAGE), and freed back
+// to the heap, which keeps it; the 4 KiB pages below the first 2 MiB page are set aside, never
+// written, so that the run's matrices lie in 2 MiB pages. Where the system gives huge pages,
+// twice `bytes` and 8 MiB, faulted in only where the run writes; where it gives none, an eighth
+// more than `bytes` and 2 MiB, faulted in with one call (MADV_POPULATE_WRITE, Linux 5.14)
+// instead of a fault per 4 KiB during the run. Best effort: a refusal changes nothing but
+// speed; and never more than half the memory the system has free.
 // Fits TraceConfig::on_memory_estimate.
 void prepare_heap(double bytes);
 

@@ -50,10 +50,14 @@ bool huge_pages_on_fault() {
 void prepare_heap(double bytes) {
   constexpr double kWorthIt = 2.0 * (1 << 20);
   if (bytes < kWorthIt) return;
+  const bool huge = huge_pages_on_fault();
   // The estimate counts the steps' values; the run also holds, for a while, the packed copy of
   // a product's B, the text it writes and what the allocator rounds up: an eighth more and
-  // 2 MiB.
-  bytes = bytes * 1.125 + 2.0 * (1 << 20);
+  // 2 MiB. With huge pages, only the pages the run writes are ever faulted in, so the block
+  // asks for twice as much and 8 MiB: where the heap's free blocks are split by smaller ones,
+  // a (T, T) block can land past the estimate (with 8 heads at T = 2048, 8 MiB past it), and
+  // memory past the block is the heap's plain 4 KiB pages.
+  bytes = huge ? bytes * 2.0 + 8.0 * (1 << 20) : bytes * 1.125 + 2.0 * (1 << 20);
   const double free_bytes =
       static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
   if (free_bytes > 0.0) bytes = std::min(bytes, free_bytes / 2.0);
@@ -70,10 +74,8 @@ void prepare_heap(double bytes) {
 #if defined(MADV_POPULATE_WRITE)
   // Without huge pages, the 4 KiB pages are faulted in with one call, which costs a sixth of
   // what a fault per page costs later. With them, a page is faulted in when the run first
-  // writes it, one fault per 2 MiB, and the margin the run does not use is never zeroed.
-  if (!huge_pages_on_fault()) {
-    (void)madvise(reinterpret_cast<void*>(from), ready, MADV_POPULATE_WRITE);
-  }
+  // writes it, one fault per 2 MiB, and what the run does not use is never zeroed.
+  if (!huge) (void)madvise(reinterpret_cast<void*>(from), ready, MADV_POPULATE_WRITE);
 #endif
   std::free(p);
   // The block was the heap's top, and is again: the run's matrices are carved from its start.
