@@ -4,7 +4,6 @@
 #include <bit>
 #include <cfloat>
 #include <cmath>
-#include <functional>
 #include <numeric>
 
 #if defined(__x86_64__)
