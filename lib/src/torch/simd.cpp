@@ -1,7 +1,5 @@
 #include "attn/simd.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <utility>
