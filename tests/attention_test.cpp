@@ -41,6 +41,50 @@ TEST_CASE("scale divides by the float square root of d_k") {
   CHECK(attn::scale(omega, 2)(0, 0) == 1.0f / static_cast<float>(std::sqrt(2.0)));
 }
 
+TEST_CASE("the scaling gives the plain division's bits on every vector path, in place or not") {
+  // Every tail length of a 16- and a 32-lane loop, and values a division rounds or saturates:
+  // subnormals, the largest floats, zeros of both signs, infinities and nan.
+  std::vector<attn::Isa> paths;
+  for (const attn::Isa isa : {attn::Isa::kPlain, attn::Isa::kAvx2, attn::Isa::kAvx512}) {
+    if (isa <= attn::cpu_isa()) paths.push_back(isa);
+  }
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            std::numeric_limits<float>::denorm_min(),
+                            -std::numeric_limits<float>::min(),
+                            std::numeric_limits<float>::max(),
+                            -std::numeric_limits<float>::max(),
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN()};
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> u(-40.0f, 40.0f);
+  for (const Eigen::Index cols : {1, 7, 15, 16, 17, 31, 32, 33, 47, 64, 100}) {
+    Matrix omega(3, cols);
+    for (Eigen::Index i = 0; i < omega.size(); ++i) {
+      omega.data()[i] = i % 5 == 4 ? specials[static_cast<std::size_t>(i / 5) % 9] : u(gen);
+    }
+    for (const std::int64_t d_k : {1, 2, 3, 64, 128, 1000}) {
+      const auto root = static_cast<float>(std::sqrt(static_cast<double>(d_k)));
+      for (const attn::Isa isa : paths) {
+        attn::limit_isa(isa);
+        const Matrix s = attn::scale(omega, d_k);
+        const Matrix in_place = attn::scale_in_place(omega, d_k);
+        attn::limit_isa(attn::cpu_isa());
+        CAPTURE(cols);
+        CAPTURE(d_k);
+        CAPTURE(attn::isa_name(isa));
+        for (Eigen::Index i = 0; i < omega.size(); ++i) {
+          const float want = omega.data()[i] / root;
+          CHECK(std::bit_cast<std::uint32_t>(s.data()[i]) == std::bit_cast<std::uint32_t>(want));
+          CHECK(std::bit_cast<std::uint32_t>(in_place.data()[i]) ==
+                std::bit_cast<std::uint32_t>(want));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("softmax rows: sum to one, stay finite for huge scores, uniform for equal scores") {
   for (const TorchKernel kernel : test::kKernels) {
     Matrix s(3, 4);

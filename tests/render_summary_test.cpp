@@ -52,6 +52,39 @@ TEST_CASE("the checksum is the same on every vector path, whole and a block of r
   }
 }
 
+TEST_CASE("the finiteness check finds one inf or nan anywhere, on every vector path") {
+  std::vector<attn::Isa> paths;
+  for (const attn::Isa isa : {attn::Isa::kPlain, attn::Isa::kAvx2, attn::Isa::kAvx512}) {
+    if (isa <= attn::cpu_isa()) paths.push_back(isa);
+  }
+  const float finite_edges[] = {std::numeric_limits<float>::max(),
+                                -std::numeric_limits<float>::max(),
+                                std::numeric_limits<float>::denorm_min(), -0.0f, 0.0f};
+  const float bad[] = {
+      std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+      std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN()};
+  for (const attn::Isa isa : paths) {
+    attn::limit_isa(isa);
+    CAPTURE(attn::isa_name(isa));
+    for (const std::size_t n : {0, 1, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 127, 128, 200}) {
+      std::vector<float> v(n);
+      for (std::size_t i = 0; i < n; ++i) v[i] = finite_edges[i % 5];
+      CAPTURE(n);
+      CHECK(attn::all_finite(v.data(), n));
+      for (std::size_t at = 0; at < n; ++at) {
+        for (const float b : bad) {
+          const float kept = v[at];
+          v[at] = b;
+          CAPTURE(at);
+          CHECK_FALSE(attn::all_finite(v.data(), n));
+          v[at] = kept;
+        }
+      }
+    }
+  }
+  attn::limit_isa(attn::cpu_isa());
+}
+
 TEST_CASE("a step's statistics and checksum are the same on any number of threads") {
   // Large enough (over a million values) for the threads to share the rows and the hash, with
   // rows that the statistics' vector path cannot take (nan, inf) among them.

@@ -24,6 +24,9 @@ struct MatrixStatistics {
 // the vectorised and the plain code.
 MatrixStatistics matrix_statistics(const Matrix& m, int threads = 1);
 
+// Whether all n floats are finite (none inf or nan), on the widest vectors the CPU runs.
+bool all_finite(const float* v, std::size_t n);
+
 // XXH3-64 (seed 0) of the little-endian bytes of the float32 values, row-major: Python's
 // xxhash.xxh3_64_hexdigest(t.numpy().astype('<f4').tobytes()) of the same tensor.
 std::uint64_t xxh3_64(const Matrix& m);

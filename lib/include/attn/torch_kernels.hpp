@@ -95,6 +95,10 @@ float torch_exp_sum(const float* s, Eigen::Index n, float m, TorchKernel kernel,
 // w_j = e_j · inv (w may be e): PyTorch multiplies by the sum's reciprocal.
 void torch_scale_row(const float* e, Eigen::Index n, float inv, TorchKernel kernel, float* w);
 
+// out_i = x_i / d for n floats (out may be x): IEEE division, correctly rounded, so the same
+// bits on every vector width and as ATen's `tensor / scalar`; on the widest vectors the CPU runs.
+void torch_divide(const float* x, float d, float* out, std::size_t n);
+
 // The sum of n >= 0 floats in the order of ATen's 8-lane vec::reduce_all for the kernel flavour
 // (as torch_exp_sum adds the exponentials; the softmax's backward adds its products so).
 float torch_reduce_all_sum(const float* e, Eigen::Index n, TorchKernel kernel);

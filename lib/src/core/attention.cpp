@@ -45,12 +45,14 @@ namespace {
 void scale_to(const Matrix& omega, Eigen::Index d_k, int threads, Matrix& out) {
   if (d_k < 1) throw Error("d_k " + std::to_string(d_k) + " is too small: it must be >= 1");
   const auto root = static_cast<float>(std::sqrt(static_cast<double>(d_k)));  // d_k**0.5
-  const Eigen::Index n = omega.cols();
+  const auto n = static_cast<std::size_t>(omega.cols());
+  const float* in = omega.data();
+  float* to = out.data();
   parallel_for(omega.rows(), threads, static_cast<double>(omega.size()),
                [&](std::int64_t begin, std::int64_t end) {
-                 for (Eigen::Index i = begin * n; i < end * n; ++i) {
-                   out.data()[i] = omega.data()[i] / root;
-                 }
+                 const auto first = static_cast<std::size_t>(begin) * n;
+                 torch_divide(in + first, root, to + first,
+                              static_cast<std::size_t>(end - begin) * n);
                });
 }
 

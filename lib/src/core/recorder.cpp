@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <bit>
 #include <cmath>
 #include <stdexcept>
 
 #include "attn/attention.hpp"
 #include "attn/error.hpp"
+#include "attn/statistics.hpp"
 #include "lesson.hpp"
 
 namespace attn::lesson {
@@ -205,14 +205,7 @@ void Recorder::release_from(std::size_t first) {
 }
 
 const Matrix& require_finite(const Matrix& m, const char* what, Eigen::Index first_row) {
-  // A value is finite unless its exponent bits are all ones, and then (and only then) adding 1
-  // to the exponent carries into the sign bit: integer and, add and or, which the compiler
-  // vectorises.
-  std::uint32_t carried = 0;
-  for (Eigen::Index i = 0; i < m.size(); ++i) {
-    carried |= (std::bit_cast<std::uint32_t>(m.data()[i]) & 0x7f800000u) + 0x00800000u;
-  }
-  if ((carried & 0x80000000u) == 0) return m;
+  if (all_finite(m.data(), static_cast<std::size_t>(m.size()))) return m;
   for (Eigen::Index i = 0; i < m.rows(); ++i) {
     for (Eigen::Index j = 0; j < m.cols(); ++j) {
       if (!std::isfinite(m(i, j))) {

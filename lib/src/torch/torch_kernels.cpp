@@ -133,6 +133,37 @@ __attribute__((target("avx2,fma"))) float exp_sum_avx2(const float* s, Eigen::In
   return (h0 + h2) + (h1 + h3);
 }
 
+// out_i = x_i / d, 16 and 8 lanes at a time (out may be x); a division is correctly rounded at
+// any width.
+__attribute__((target("avx512f"))) void divide_avx512(const float* x, float d, float* out,
+                                                      std::size_t n) {
+  const __m512 dv = _mm512_set1_ps(d);
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16);
+    _mm512_storeu_ps(out + i, _mm512_div_ps(a, dv));
+    _mm512_storeu_ps(out + i + 16, _mm512_div_ps(b, dv));
+  }
+  if (i < n) {
+    const auto rest = static_cast<unsigned>(n - i);  // 1 to 31
+    const __mmask16 lo = rest >= 16 ? __mmask16(0xffff) : __mmask16((1u << rest) - 1u);
+    _mm512_mask_storeu_ps(out + i, lo, _mm512_div_ps(_mm512_maskz_loadu_ps(lo, x + i), dv));
+    if (rest > 16) {
+      const auto hi = __mmask16((1u << (rest - 16)) - 1u);
+      _mm512_mask_storeu_ps(out + i + 16, hi,
+                            _mm512_div_ps(_mm512_maskz_loadu_ps(hi, x + i + 16), dv));
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) void divide_avx2(const float* x, float d, float* out,
+                                                     std::size_t n) {
+  const __m256 dv = _mm256_set1_ps(d);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_div_ps(_mm256_loadu_ps(x + i), dv));
+  for (; i < n; ++i) out[i] = x[i] / d;
+}
+
 // w_j = e_j * inv (w may be e).
 __attribute__((target("avx2,fma"))) void scale_row_avx2(const float* e, Eigen::Index n, float inv,
                                                         float* w) {
@@ -527,6 +558,14 @@ float torch_exp_sum(const float* s, Eigen::Index n, float m, TorchKernel kernel,
 #endif
   for (Eigen::Index j = 0; j < n; ++j) e[j] = torch_expf(s[j] - m, kernel);  // exp(s_j − max)
   return row_sum(e, n, kernel);
+}
+
+void torch_divide(const float* x, float d, float* out, std::size_t n) {
+#ifdef ATTN_X86
+  if (use_avx512()) return divide_avx512(x, d, out, n);
+  if (use_avx2()) return divide_avx2(x, d, out, n);
+#endif
+  for (std::size_t i = 0; i < n; ++i) out[i] = x[i] / d;
 }
 
 void torch_scale_row(const float* e, Eigen::Index n, float inv, TorchKernel kernel, float* w) {
