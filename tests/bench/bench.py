@@ -96,19 +96,28 @@ def fmt_s(sec):
     return "%.3f s" % sec
 
 
+def run_measured(cmd, env=None):
+    """Runs cmd once (stdout to /dev/null) and returns (seconds, peak RSS in KiB, stderr).
+
+    The time is from just before the process is spawned to its exit, and the peak RSS is its
+    ru_maxrss from wait4 (what /usr/bin/time -f %M prints), so that neither /usr/bin/time's own
+    start (3-4 ms) nor anything after the exit is counted as the process's."""
+    with tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        _, status, usage = os.wait4(p.pid, 0)
+        seconds = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        text = err.read()
+    if p.returncode != 0:
+        raise subprocess.CalledProcessError(p.returncode, cmd, stderr=text)
+    return seconds, usage.ru_maxrss, text
+
+
 def peak_rss_kb(cmd, runs=3, env=None):
-    """Median peak RSS (KiB) of `cmd` over `runs` runs, from /usr/bin/time -f %M."""
-    if not os.path.exists("/usr/bin/time"):
-        return None
-    vals = []
-    with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "rss")
-        for _ in range(runs):
-            subprocess.run(["/usr/bin/time", "-f", "%M", "-o", out] + cmd, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, check=True, env=env)
-            with open(out) as f:
-                vals.append(int(f.read().strip().splitlines()[-1]))
-    return statistics.median(vals)
+    """Median peak RSS (KiB) of `cmd` over `runs` runs (ru_maxrss, as /usr/bin/time -f %M)."""
+    return statistics.median(run_measured(cmd, env)[1] for _ in range(runs))
 
 
 def time_process(cmd, runs, warmup, env=None):
@@ -278,7 +287,8 @@ def section_long(binary, Ts, at_runs, peer_reps, tmp):
     print("  'compute' is the sum of its --timings lines for the attention steps (queries, keys, values,")
     print("  omega, scaled_scores, attention_weights, context_vectors, context_concat): the same work the")
     print("  peers time. 'process' is the whole process, which also generates the embedding rows and")
-    print("  the weights, writes the summary (statistics and checksums of every step), starts and exits.")
+    print("  the weights, writes the summary (statistics and checksums of every step), starts and exits:")
+    print("  from just before it is spawned to its exit (os.wait4, which also gives its peak RSS).")
     print("PyTorch / NumPy: in-process compute time (median of %d after a warmup) on random float32" % peer_reps)
     print("  X and weights of the same shapes; threads via torch.set_num_threads and OMP_NUM_THREADS /")
     print("  OPENBLAS_NUM_THREADS / MKL_NUM_THREADS; BLAS: %s" %
@@ -314,17 +324,13 @@ def section_long(binary, Ts, at_runs, peer_reps, tmp):
                     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
                     ts, computes, rates, rss = [], [], [], []
                     for _ in range(at_runs):
-                        with tempfile.NamedTemporaryFile("r", dir=tmp) as o:
-                            t0 = time.perf_counter()
-                            r = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", o.name] + cmd,
-                                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True,
-                                               env=env, text=True)
-                            ts.append(time.perf_counter() - t0)
-                            rss.append(int(open(o.name).read().strip().splitlines()[-1]))
-                        ran = r.stderr.splitlines()[0].split(", isa ")[1].split()[0]
+                        seconds, peak, stderr = run_measured(cmd, env)
+                        ts.append(seconds)
+                        rss.append(peak)
+                        ran = stderr.splitlines()[0].split(", isa ")[1].split()[0]
                         if ran != isa:
                             sys.exit("bench.py: ATTN_ISA=%s but --timings says isa %s" % (isa, ran))
-                        attention, rate, _ = parse_timings(r.stderr)
+                        attention, rate, _ = parse_timings(stderr)
                         computes.append(attention)
                         rates.append(rate)
                     at_t, at_c = statistics.median(ts), statistics.median(computes)
@@ -580,12 +586,7 @@ def section_bounded(binary, tmp, threads=2):
         env["ATTN_ISA"] = isa
         cmd = [binary, "--file", path, "--vocab-size", str(T), "--d-in", str(d_in), "--d-kq", str(dk), "--d-v",
                str(dv), "--heads", str(heads), "--threads", str(threads), "--format", "summary"]
-        with tempfile.NamedTemporaryFile("r", dir=tmp) as o:
-            t0 = time.perf_counter()
-            subprocess.run(["/usr/bin/time", "-f", "%M", "-o", o.name] + cmd, stdout=subprocess.DEVNULL,
-                           check=True, env=env)
-            at_t = time.perf_counter() - t0
-            rss = int(open(o.name).read().strip().splitlines()[-1])
+        at_t, rss, _ = run_measured(cmd, env)
         r = {"isa": isa, "at": at_t, "rss_kb": rss, "torch": float(py_t), "torch_rss_kb": int(py_rss)}
         results.append(r)
         rows.append([isa, fmt_s(at_t), "%.0f MB" % (rss / 1024), fmt_s(r["torch"]),
