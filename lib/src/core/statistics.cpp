@@ -57,9 +57,14 @@ struct Stats {
 
 #if defined(__x86_64__)
 // The end of a row's finite path on 8 lanes: the lanes' min and max, the values from j on (fewer
-// than 8), and the eight partial sums added in order. False if one of those values is not finite.
+// than 8), and the eight partial sums added in order. False if a value is not finite: one of
+// those from j on, or one before j, which made its lane's partial sum inf or nan (a partial sum
+// of finite floats in double cannot overflow, and a sum that is inf or nan stays so).
 bool finish_row_stats(const float* v, Eigen::Index j, Eigen::Index n, const float (&l8)[8],
                       const float (&h8)[8], double (&part)[8], Stats& st) {
+  for (const double p : part) {
+    if (!std::isfinite(p)) return false;
+  }
   float lo_f = l8[0], hi_f = h8[0];
   for (int l = 1; l < 8; ++l) lo_f = std::min(lo_f, l8[l]), hi_f = std::max(hi_f, h8[l]);
   for (int l = 0; j < n; ++j, ++l) {
@@ -73,66 +78,90 @@ bool finish_row_stats(const float* v, Eigen::Index j, Eigen::Index n, const floa
   return true;
 }
 
-// row_stats's finite path on 8 lanes: the same min, max and eight partial sums (lane j % 8).
-// Returns false, having done nothing, if a value is not finite.
-__attribute__((target("avx2"))) bool finite_row_stats_avx2(const float* v, Eigen::Index n,
-                                                           Stats& st) {
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  const __m256 big = _mm256_set1_ps(FLT_MAX);
-  __m256 ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
-  __m256 lo = _mm256_set1_ps(v[0]), hi = lo;
-  __m256d part0 = _mm256_setzero_pd(), part1 = _mm256_setzero_pd();  // lanes 0-3, 4-7
-  Eigen::Index j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const __m256 x = _mm256_loadu_ps(v + j);
-    ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(x, abs_mask), big, _CMP_LE_OQ));
-    lo = _mm256_min_ps(lo, x), hi = _mm256_max_ps(hi, x);
-    part0 = _mm256_add_pd(part0, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
-    part1 = _mm256_add_pd(part1, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
-  }
-  if (_mm256_movemask_ps(ok) != 0xff) return false;
-  alignas(32) float l8[8], h8[8];
-  alignas(32) double part[8];
-  _mm256_store_ps(l8, lo), _mm256_store_ps(h8, hi);
-  _mm256_store_pd(part, part0), _mm256_store_pd(part + 4, part1);
-  return finish_row_stats(v, j, n, l8, h8, part, st);
-}
-
-// The same for four rows, `ld` floats apart, at once: each row's sums are one chain of additions
-// in order, which the 8-lane loop waits on; four rows' chains side by side keep the adder busy
-// (the 32 AVX-512 registers hold their 20 accumulators). Each row's numbers are
-// finite_row_stats_avx2's, in st[0..3]. Returns false, having done nothing, if a value is not
-// finite.
-__attribute__((target("avx512f"))) bool finite_rows_stats_avx512(const float* v, Eigen::Index ld,
-                                                                 Eigen::Index n, Stats* st) {
-  constexpr int kRows = 4;
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  const __m256 big = _mm256_set1_ps(FLT_MAX);
-  __m256 ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+// row_stats's finite path on 8 lanes, for kRows rows `ld` floats apart at once: each row's min,
+// max and eight partial sums (lane j % 8), in st[0 .. kRows). Each row's partial sums are chains
+// of additions in order, which one row's loop waits on; rows side by side keep the adder busy.
+// No value is checked in the loop: a value that is not finite shows in its lane's partial sum.
+// Returns false, having changed nothing, if a value is not finite.
+template <int kRows>
+__attribute__((target("avx2"))) bool finite_rows_stats_avx2(const float* v, Eigen::Index ld,
+                                                            Eigen::Index n, Stats* st) {
   __m256 lo[kRows], hi[kRows];
-  __m512d part[kRows];  // lanes 0-7
+  __m256d part0[kRows], part1[kRows];  // lanes 0-3, 4-7
   for (int r = 0; r < kRows; ++r) {
     lo[r] = hi[r] = _mm256_set1_ps(v[r * ld]);
-    part[r] = _mm512_setzero_pd();
+    part0[r] = part1[r] = _mm256_setzero_pd();
   }
   Eigen::Index j = 0;
   for (; j + 8 <= n; j += 8) {
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
       const __m256 x = _mm256_loadu_ps(v + r * ld + j);
-      ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(x, abs_mask), big, _CMP_LE_OQ));
       lo[r] = _mm256_min_ps(lo[r], x), hi[r] = _mm256_max_ps(hi[r], x);
-      // The masked conversion, with every lane: GCC 12 warns of the plain one's undefined input.
-      part[r] = _mm512_add_pd(part[r], _mm512_maskz_cvtps_pd(0xff, x));
+      part0[r] = _mm256_add_pd(part0[r], _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+      part1[r] = _mm256_add_pd(part1[r], _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
     }
   }
-  if (_mm256_movemask_ps(ok) != 0xff) return false;
   Stats out[kRows];
   for (int r = 0; r < kRows; ++r) {
     alignas(32) float l8[8], h8[8];
-    alignas(64) double p8[8];
+    alignas(32) double part[8];
     _mm256_store_ps(l8, lo[r]), _mm256_store_ps(h8, hi[r]);
+    _mm256_store_pd(part, part0[r]), _mm256_store_pd(part + 4, part1[r]);
+    if (!finish_row_stats(v + r * ld, j, n, l8, h8, part, out[r])) return false;
+  }
+  for (int r = 0; r < kRows; ++r) st[r] = out[r];
+  return true;
+}
+
+// The same on AVX-512, 16 values of each row a step: their min and max on 16 lanes, and each
+// half added in turn to the row's eight partial sums in one register (values j .. j + 7, then
+// j + 8 .. j + 15: lane j % 8's order).
+// Values 0-7 (kHalf 0) or 8-15 (kHalf 1) of x.
+template <int kHalf>
+__attribute__((target("avx512f"), always_inline)) inline __m256 half_of(__m512 x) {
+  return _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(x), kHalf));
+}
+
+template <int kRows>
+__attribute__((target("avx512f"))) bool finite_rows_stats_avx512(const float* v, Eigen::Index ld,
+                                                                 Eigen::Index n, Stats* st) {
+  __m512 lo[kRows], hi[kRows];
+  __m512d part[kRows];  // lanes 0-7
+  for (int r = 0; r < kRows; ++r) {
+    lo[r] = hi[r] = _mm512_set1_ps(v[r * ld]);
+    part[r] = _mm512_setzero_pd();
+  }
+  Eigen::Index j = 0;
+  for (; j + 16 <= n; j += 16) {
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      // The masked forms, with every lane: GCC 12 warns of the plain ones' undefined inputs.
+      const __m512 x = _mm512_loadu_ps(v + r * ld + j);
+      lo[r] = _mm512_maskz_min_ps(0xffff, lo[r], x), hi[r] = _mm512_maskz_max_ps(0xffff, hi[r], x);
+      part[r] = _mm512_add_pd(part[r], _mm512_maskz_cvtps_pd(0xff, half_of<0>(x)));
+      part[r] = _mm512_add_pd(part[r], _mm512_maskz_cvtps_pd(0xff, half_of<1>(x)));
+    }
+  }
+  if (j + 8 <= n) {
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 x = _mm512_maskz_loadu_ps(0x00ff, v + r * ld + j);  // values j .. j + 7
+      lo[r] = _mm512_mask_min_ps(lo[r], 0x00ff, lo[r], x);
+      hi[r] = _mm512_mask_max_ps(hi[r], 0x00ff, hi[r], x);
+      part[r] = _mm512_add_pd(part[r], _mm512_maskz_cvtps_pd(0xff, half_of<0>(x)));
+    }
+    j += 8;
+  }
+  Stats out[kRows];
+  for (int r = 0; r < kRows; ++r) {
+    alignas(64) float l16[16], h16[16];
+    alignas(64) double p8[8];
+    _mm512_store_ps(l16, lo[r]), _mm512_store_ps(h16, hi[r]);
     _mm512_store_pd(p8, part[r]);
+    float l8[8], h8[8];
+    for (int l = 0; l < 8; ++l) {
+      l8[l] = std::min(l16[l], l16[l + 8]), h8[l] = std::max(h16[l], h16[l + 8]);
+    }
     if (!finish_row_stats(v + r * ld, j, n, l8, h8, p8, out[r])) return false;
   }
   for (int r = 0; r < kRows; ++r) st[r] = out[r];
@@ -147,7 +176,7 @@ Stats row_stats(const float* v, Eigen::Index n) {
   Stats st;
 #if defined(__x86_64__)
   if (n > 0 && use_avx2()) {
-    if (finite_row_stats_avx2(v, n, st)) return st;
+    if (finite_rows_stats_avx2<1>(v, n, n, &st)) return st;
     st = Stats{};
   }
 #endif
@@ -192,7 +221,9 @@ Stats row_stats(const float* v, Eigen::Index n) {
 // then one thread hashing alone (docs/design.md, Performance).
 void add_rows(const Matrix& m, int threads, Stats& st, XXH3_state_t& hash) {
   std::vector<Stats> rows(static_cast<std::size_t>(m.rows()));
-  // Four rows at a time where the AVX-512 path can take them all, else one at a time.
+  // Four rows at a time where the AVX-512 path can take them all (eight rows at a time spilled
+  // registers and took half as long again; on AVX2 two, three or four rows at a time measured the
+  // same as one), else one at a time.
 #if defined(__x86_64__)
   const bool fours = m.cols() > 0 && use_avx512();
 #endif
@@ -201,8 +232,8 @@ void add_rows(const Matrix& m, int threads, Stats& st, XXH3_state_t& hash) {
       const Eigen::Index group_end = std::min(end, i + 4);
 #if defined(__x86_64__)
       if (fours && group_end - i == 4 &&
-          finite_rows_stats_avx512(&m(i, 0), m.cols(), m.cols(),
-                                   &rows[static_cast<std::size_t>(i)])) {
+          finite_rows_stats_avx512<4>(&m(i, 0), m.cols(), m.cols(),
+                                      &rows[static_cast<std::size_t>(i)])) {
         continue;
       }
 #endif
