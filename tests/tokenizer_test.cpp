@@ -2,6 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "attn/error.hpp"
 
 using Words = std::vector<std::string>;
@@ -57,6 +61,37 @@ TEST_CASE("a word that is not in the dictionary") {
   const attn::Vocabulary vocab({"a"});
   CHECK(vocab.size() == 1);
   CHECK_THROWS_WITH_AS(vocab.id("b"), "the word 'b' is not in the dictionary", attn::Error);
+}
+
+TEST_CASE("a large dictionary finds every word's id, and no word it does not hold") {
+  // Enough words for the table to grow many times and its probes to wrap around its end; words
+  // that share long prefixes, the empty word, non-ASCII ones, and ids with gaps.
+  Words words;
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 20000; ++i) {
+    words.push_back(i % 3 == 0   ? "prefix-shared-by-many-" + std::to_string(i)
+                    : i % 3 == 1 ? "é" + std::to_string(i)
+                                 : std::to_string(i));
+    ids.push_back(7 + 3 * static_cast<std::int64_t>(i));
+  }
+  words.push_back("");
+  ids.push_back(ids.back() + 1);
+  const attn::Vocabulary vocab(words, ids);
+  CHECK(vocab.size() == 20001);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (vocab.id(words[i]) != ids[i]) FAIL("word ", words[i], ": id ", vocab.id(words[i]));
+  }
+  for (const char* missing : {"prefix-shared-by-many-1", "é0", "20000", "-1", " ", "prefix"}) {
+    CHECK_THROWS_WITH_AS(
+        vocab.id(missing),
+        ("the word '" + std::string(missing) + "' is not in the dictionary").c_str(), attn::Error);
+  }
+  // The walkthrough's dictionary of the same words: sorted, numbered from 0.
+  const attn::Vocabulary sorted = attn::build_vocabulary(words);
+  CHECK(sorted.size() == 20001);
+  CHECK(std::is_sorted(sorted.words().begin(), sorted.words().end()));
+  CHECK(sorted.id("") == 0);
+  CHECK(sorted.id(sorted.words().back()) == 20000);
 }
 
 TEST_CASE("UTF-8: each character's length, and the first byte that is not UTF-8") {

@@ -89,19 +89,21 @@ void tokenize_inputs(Trace& trace, const LengthsKnown& known) {
   const TraceConfig& c = trace.config;
   const auto batch_size = static_cast<std::int64_t>(c.sentences.size());
   std::vector<std::vector<std::string>> words;
-  std::vector<std::string> all_words;
   for (std::size_t b = 0; b < c.sentences.size(); ++b) {
     words.push_back(c.tokenizer->tokens(
         c.sentences[b], batch_size > 1 ? fmt::format("sentence {} of {}", b + 1, batch_size)
                                        : std::string("the sentence")));
-    all_words.insert(all_words.end(), words.back().begin(), words.back().end());
   }
   std::vector<std::string> cross_words;
-  if (c.cross) {
-    cross_words = c.tokenizer->tokens(*c.cross, "the key and value sentence");
+  if (c.cross) cross_words = c.tokenizer->tokens(*c.cross, "the key and value sentence");
+  if (words.size() == 1 && !c.cross) {
+    trace.vocabulary = c.tokenizer->vocabulary(words[0]);  // one sentence: its words, uncopied
+  } else {
+    std::vector<std::string> all_words;
+    for (const auto& w : words) all_words.insert(all_words.end(), w.begin(), w.end());
     all_words.insert(all_words.end(), cross_words.begin(), cross_words.end());
+    trace.vocabulary = c.tokenizer->vocabulary(all_words);
   }
-  trace.vocabulary = c.tokenizer->vocabulary(all_words);
   std::size_t t = 0;
   for (const auto& w : words) t = std::max(t, w.size());
   const bool padded =
@@ -116,11 +118,8 @@ void tokenize_inputs(Trace& trace, const LengthsKnown& known) {
                        : std::string("the text"),
         t, c.model->config().n_positions));
   }
-  // Before anything large: T is known now.
-  std::vector<std::string> distinct = all_words;
-  std::sort(distinct.begin(), distinct.end());
-  const auto tokens = static_cast<std::int64_t>(std::unique(distinct.begin(), distinct.end()) -
-                                                distinct.begin() + (padded ? 1 : 0));
+  // Before anything large: T is known now. The dictionary holds each distinct token once.
+  const std::int64_t tokens = trace.vocabulary.size() + (padded ? 1 : 0);
   known(static_cast<std::int64_t>(t), static_cast<std::int64_t>(c.cross ? cross_words.size() : t),
         batch_size, padded, tokens);
   if (padded) trace.pad_id = c.tokenizer->padding_id(trace.vocabulary);

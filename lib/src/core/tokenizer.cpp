@@ -4,6 +4,8 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 
 #include "attn/error.hpp"
 
@@ -76,8 +78,9 @@ std::vector<std::string> tokenize(std::string_view sentence) {
   std::vector<std::string> words;
   std::string word;
   for (std::size_t i = 0; i < sentence.size();) {
-    char32_t cp = 0;
-    const std::size_t len = decode_utf8(sentence, i, cp);
+    // An ASCII byte is its own code point; any other starts a sequence that utf8proc decodes.
+    char32_t cp = static_cast<unsigned char>(sentence[i]);
+    const std::size_t len = cp < 0x80 ? 1 : decode_utf8(sentence, i, cp);
     if (len == 0) {
       throw Error("the sentence is not valid UTF-8 (byte " + std::to_string(i) +
                   "): a sentence must be UTF-8 text");
@@ -100,30 +103,47 @@ std::vector<std::string> tokenize(std::string_view sentence) {
 Vocabulary::Vocabulary(std::vector<std::string> tokens) : words_(std::move(tokens)) {
   id_list_.reserve(words_.size());
   for (std::size_t i = 0; i < words_.size(); ++i) id_list_.push_back(static_cast<std::int64_t>(i));
-  ids_.reserve(words_.size());
-  for (std::size_t i = 0; i < words_.size(); ++i) ids_.emplace(words_[i], id_list_[i]);
+  index();
 }
 
 Vocabulary::Vocabulary(std::vector<std::string> tokens, std::vector<std::int64_t> ids)
     : words_(std::move(tokens)), id_list_(std::move(ids)) {
   if (id_list_.size() != words_.size()) throw Error("a vocabulary needs one id per token");
-  ids_.reserve(words_.size());
-  for (std::size_t i = 0; i < words_.size(); ++i) ids_.emplace(words_[i], id_list_[i]);
+  index();
+}
+
+void Vocabulary::index() {
+  if (words_.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max() / 2)) {
+    throw Error("a vocabulary of " + std::to_string(words_.size()) + " tokens is too large");
+  }
+  std::size_t size = 16;
+  while (size < 2 * words_.size()) size *= 2;
+  slots_.assign(size, -1);
+  const std::size_t mask = size - 1;
+  for (std::size_t i = 0; i < words_.size(); ++i) {
+    std::size_t s = std::hash<std::string_view>{}(words_[i]) & mask;
+    while (slots_[s] >= 0) s = (s + 1) & mask;  // distinct tokens: no word is found twice
+    slots_[s] = static_cast<std::int32_t>(i);
+  }
 }
 
 std::int64_t Vocabulary::id(std::string_view word) const {
-  const auto it = ids_.find(std::string(word));
-  if (it == ids_.end())
-    throw Error("the word '" + std::string(word) + "' is not in the dictionary");
-  return it->second;
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t s = std::hash<std::string_view>{}(word)&mask; slots_[s] >= 0;
+       s = (s + 1) & mask) {
+    const auto i = static_cast<std::size_t>(slots_[s]);
+    if (words_[i] == word) return id_list_[i];
+  }
+  throw Error("the word '" + std::string(word) + "' is not in the dictionary");
 }
 
 Vocabulary build_vocabulary(const std::vector<std::string>& words) {
-  std::vector<std::string> sorted = words;
-  // std::string compares bytes as unsigned char, and UTF-8 byte order is code point order.
+  // Views sorted, not the strings: a swap moves 16 bytes, and each distinct word is copied once.
+  std::vector<std::string_view> sorted(words.begin(), words.end());
+  // Byte order, as std::string's: UTF-8 byte order is code point order.
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  return Vocabulary(std::move(sorted));
+  return Vocabulary(std::vector<std::string>(sorted.begin(), sorted.end()));
 }
 
 std::vector<std::string> WordTokenizer::tokens(std::string_view text,
