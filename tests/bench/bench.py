@@ -97,27 +97,38 @@ def fmt_s(sec):
 
 
 def run_measured(cmd, env=None):
-    """Runs cmd once (stdout to /dev/null) and returns (seconds, peak RSS in KiB, stderr).
-
-    The time is from just before the process is spawned to its exit, and the peak RSS is its
-    ru_maxrss from wait4 (what /usr/bin/time -f %M prints), so that neither /usr/bin/time's own
-    start (3-4 ms) nor anything after the exit is counted as the process's."""
+    """Runs cmd once (stdout to /dev/null) and returns (seconds, stderr): from just before the
+    process is spawned to its exit (os.wait4), so that no other program's start is counted as
+    the process's (timing it through /usr/bin/time added that program's own start, 3-4 ms)."""
     with tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
-        _, status, usage = os.wait4(p.pid, 0)
+        _, status, _ = os.wait4(p.pid, 0)
         seconds = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         text = err.read()
     if p.returncode != 0:
         raise subprocess.CalledProcessError(p.returncode, cmd, stderr=text)
-    return seconds, usage.ru_maxrss, text
+    return seconds, text
 
 
 def peak_rss_kb(cmd, runs=3, env=None):
-    """Median peak RSS (KiB) of `cmd` over `runs` runs (ru_maxrss, as /usr/bin/time -f %M)."""
-    return statistics.median(run_measured(cmd, env)[1] for _ in range(runs))
+    """Median peak RSS (KiB) of `cmd` over `runs` runs, from /usr/bin/time -f %M.
+
+    Not the ru_maxrss of a child of this process: Python spawns it with vfork, and the kernel
+    counts the memory of this Python process, which the child had before its exec, in its peak."""
+    if not os.path.exists("/usr/bin/time"):
+        return None
+    vals = []
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "rss")
+        for _ in range(runs):
+            subprocess.run(["/usr/bin/time", "-f", "%M", "-o", out] + cmd, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=True, env=env)
+            with open(out) as f:
+                vals.append(int(f.read().strip().splitlines()[-1]))
+    return statistics.median(vals)
 
 
 def time_process(cmd, runs, warmup, env=None):
@@ -288,7 +299,8 @@ def section_long(binary, Ts, at_runs, peer_reps, tmp):
     print("  omega, scaled_scores, attention_weights, context_vectors, context_concat): the same work the")
     print("  peers time. 'process' is the whole process, which also generates the embedding rows and")
     print("  the weights, writes the summary (statistics and checksums of every step), starts and exits:")
-    print("  from just before it is spawned to its exit (os.wait4, which also gives its peak RSS).")
+    print("  from just before it is spawned to its exit (os.wait4); its peak RSS from one more run")
+    print("  under /usr/bin/time -f %M.")
     print("PyTorch / NumPy: in-process compute time (median of %d after a warmup) on random float32" % peer_reps)
     print("  X and weights of the same shapes; threads via torch.set_num_threads and OMP_NUM_THREADS /")
     print("  OPENBLAS_NUM_THREADS / MKL_NUM_THREADS; BLAS: %s" %
@@ -323,10 +335,10 @@ def section_long(binary, Ts, at_runs, peer_reps, tmp):
                            "summary", "--max-memory", "64G", "--timings"]
                     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
                     ts, computes, rates, rss = [], [], [], []
+                    rss.append(peak_rss_kb(cmd, runs=1, env=env) or 0)
                     for _ in range(at_runs):
-                        seconds, peak, stderr = run_measured(cmd, env)
+                        seconds, stderr = run_measured(cmd, env)
                         ts.append(seconds)
-                        rss.append(peak)
                         ran = stderr.splitlines()[0].split(", isa ")[1].split()[0]
                         if ran != isa:
                             sys.exit("bench.py: ATTN_ISA=%s but --timings says isa %s" % (isa, ran))
@@ -586,7 +598,14 @@ def section_bounded(binary, tmp, threads=2):
         env["ATTN_ISA"] = isa
         cmd = [binary, "--file", path, "--vocab-size", str(T), "--d-in", str(d_in), "--d-kq", str(dk), "--d-v",
                str(dv), "--heads", str(heads), "--threads", str(threads), "--format", "summary"]
-        at_t, rss, _ = run_measured(cmd, env)
+        with tempfile.NamedTemporaryFile("r", dir=tmp) as o:
+            # One run of several seconds: /usr/bin/time's own start does not count, and its
+            # peak RSS is the process's alone.
+            t0 = time.perf_counter()
+            subprocess.run(["/usr/bin/time", "-f", "%M", "-o", o.name] + cmd, stdout=subprocess.DEVNULL,
+                           check=True, env=env)
+            at_t = time.perf_counter() - t0
+            rss = int(open(o.name).read().strip().splitlines()[-1])
         r = {"isa": isa, "at": at_t, "rss_kb": rss, "torch": float(py_t), "torch_rss_kb": int(py_rss)}
         results.append(r)
         rows.append([isa, fmt_s(at_t), "%.0f MB" % (rss / 1024), fmt_s(r["torch"]),
