@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <initializer_list>
 #include <limits>
 
 #include "attn/embedding.hpp"
@@ -66,7 +67,8 @@ TEST_CASE("the finiteness check finds one inf or nan anywhere, on every vector p
   for (const attn::Isa isa : paths) {
     attn::limit_isa(isa);
     CAPTURE(attn::isa_name(isa));
-    for (const std::size_t n : {0, 1, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 127, 128, 200}) {
+    for (const std::size_t n : std::initializer_list<std::size_t>{0, 1, 7, 8, 15, 16, 31, 32, 33,
+                                                                  63, 64, 65, 127, 128, 200}) {
       std::vector<float> v(n);
       for (std::size_t i = 0; i < n; ++i) v[i] = finite_edges[i % 5];
       CAPTURE(n);
