@@ -78,51 +78,41 @@ bool finish_row_stats(const float* v, Eigen::Index j, Eigen::Index n, const floa
   return true;
 }
 
-// row_stats's finite path on 8 lanes, for kRows rows `ld` floats apart at once: each row's min,
-// max and eight partial sums (lane j % 8), in st[0 .. kRows). Each row's partial sums are chains
-// of additions in order, which one row's loop waits on; rows side by side keep the adder busy.
+// row_stats's finite path on 8 lanes: the same min, max and eight partial sums (lane j % 8).
 // No value is checked in the loop: a value that is not finite shows in its lane's partial sum.
 // Returns false, having changed nothing, if a value is not finite.
-template <int kRows>
-__attribute__((target("avx2"))) bool finite_rows_stats_avx2(const float* v, Eigen::Index ld,
-                                                            Eigen::Index n, Stats* st) {
-  __m256 lo[kRows], hi[kRows];
-  __m256d part0[kRows], part1[kRows];  // lanes 0-3, 4-7
-  for (int r = 0; r < kRows; ++r) {
-    lo[r] = hi[r] = _mm256_set1_ps(v[r * ld]);
-    part0[r] = part1[r] = _mm256_setzero_pd();
-  }
+__attribute__((target("avx2"))) bool finite_row_stats_avx2(const float* v, Eigen::Index n,
+                                                           Stats& st) {
+  __m256 lo = _mm256_set1_ps(v[0]), hi = lo;
+  __m256d part0 = _mm256_setzero_pd(), part1 = _mm256_setzero_pd();  // lanes 0-3, 4-7
   Eigen::Index j = 0;
   for (; j + 8 <= n; j += 8) {
-#pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r) {
-      const __m256 x = _mm256_loadu_ps(v + r * ld + j);
-      lo[r] = _mm256_min_ps(lo[r], x), hi[r] = _mm256_max_ps(hi[r], x);
-      part0[r] = _mm256_add_pd(part0[r], _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
-      part1[r] = _mm256_add_pd(part1[r], _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
-    }
+    const __m256 x = _mm256_loadu_ps(v + j);
+    lo = _mm256_min_ps(lo, x), hi = _mm256_max_ps(hi, x);
+    part0 = _mm256_add_pd(part0, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+    part1 = _mm256_add_pd(part1, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
   }
-  Stats out[kRows];
-  for (int r = 0; r < kRows; ++r) {
-    alignas(32) float l8[8], h8[8];
-    alignas(32) double part[8];
-    _mm256_store_ps(l8, lo[r]), _mm256_store_ps(h8, hi[r]);
-    _mm256_store_pd(part, part0[r]), _mm256_store_pd(part + 4, part1[r]);
-    if (!finish_row_stats(v + r * ld, j, n, l8, h8, part, out[r])) return false;
-  }
-  for (int r = 0; r < kRows; ++r) st[r] = out[r];
+  alignas(32) float l8[8], h8[8];
+  alignas(32) double part[8];
+  _mm256_store_ps(l8, lo), _mm256_store_ps(h8, hi);
+  _mm256_store_pd(part, part0), _mm256_store_pd(part + 4, part1);
+  Stats out;
+  if (!finish_row_stats(v, j, n, l8, h8, part, out)) return false;
+  st = out;
   return true;
 }
 
-// The same on AVX-512, 16 values of each row a step: their min and max on 16 lanes, and each
-// half added in turn to the row's eight partial sums in one register (values j .. j + 7, then
-// j + 8 .. j + 15: lane j % 8's order).
 // Values 0-7 (kHalf 0) or 8-15 (kHalf 1) of x.
 template <int kHalf>
 __attribute__((target("avx512f"), always_inline)) inline __m256 half_of(__m512 x) {
   return _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(x), kHalf));
 }
 
+// The same on AVX-512, 16 values of each row a step: their min and max on 16 lanes, and each
+// half added in turn to the row's eight partial sums in one register (values j .. j + 7, then
+// j + 8 .. j + 15: lane j % 8's order), for kRows rows `ld` floats apart at once: each row's sums
+// are chains of additions in order, which one row's loop waits on, and four rows' chains side by
+// side keep the adder busy. Returns false, having changed nothing, if a value is not finite.
 template <int kRows>
 __attribute__((target("avx512f"))) bool finite_rows_stats_avx512(const float* v, Eigen::Index ld,
                                                                  Eigen::Index n, Stats* st) {
@@ -176,7 +166,7 @@ Stats row_stats(const float* v, Eigen::Index n) {
   Stats st;
 #if defined(__x86_64__)
   if (n > 0 && use_avx2()) {
-    if (finite_rows_stats_avx2<1>(v, n, n, &st)) return st;
+    if (finite_row_stats_avx2(v, n, st)) return st;
     st = Stats{};
   }
 #endif
