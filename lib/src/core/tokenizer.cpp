@@ -121,16 +121,16 @@ void Vocabulary::index() {
   slots_.assign(size, -1);
   const std::size_t mask = size - 1;
   for (std::size_t i = 0; i < words_.size(); ++i) {
-    std::size_t s = std::hash<std::string_view>{}(words_[i]) & mask;
+    std::size_t s = std::hash<std::string_view>()(words_[i]) & mask;
     while (slots_[s] >= 0) s = (s + 1) & mask;  // distinct tokens: no word is found twice
     slots_[s] = static_cast<std::int32_t>(i);
   }
 }
 
 std::int64_t Vocabulary::id(std::string_view word) const {
-  const std::size_t mask = slots_.size() - 1;
-  for (std::size_t s = std::hash<std::string_view>{}(word)&mask; slots_[s] >= 0;
-       s = (s + 1) & mask) {
+  const std::size_t mask = slots_.size() - 1;  // slots_ is empty only in a moved-from dictionary
+  const std::size_t start = std::hash<std::string_view>()(word) & mask;
+  for (std::size_t s = start; !slots_.empty() && slots_[s] >= 0; s = (s + 1) & mask) {
     const auto i = static_cast<std::size_t>(slots_[s]);
     if (words_[i] == word) return id_list_[i];
   }
