@@ -14,6 +14,40 @@
 
 namespace test = attn::test;
 
+namespace {
+
+// The vector paths this CPU runs, the plain code first.
+std::vector<attn::Isa> vector_paths() {
+  std::vector<attn::Isa> paths;
+  for (const attn::Isa isa : {attn::Isa::kPlain, attn::Isa::kAvx2, attn::Isa::kAvx512}) {
+    if (isa <= attn::cpu_isa()) paths.push_back(isa);
+  }
+  return paths;
+}
+
+// m's statistics on every vector path, each checked against the plain code's, which it returns.
+attn::MatrixStatistics same_statistics_on_every_path(const attn::Matrix& m, int threads) {
+  const std::vector<attn::Isa> paths = vector_paths();
+  std::vector<attn::MatrixStatistics> st;
+  for (const attn::Isa isa : paths) {
+    attn::limit_isa(isa);
+    st.push_back(attn::matrix_statistics(m, threads));
+  }
+  attn::limit_isa(attn::cpu_isa());
+  for (std::size_t p = 1; p < paths.size(); ++p) {
+    CAPTURE(attn::isa_name(paths[p]));
+    CHECK(st[p].min == st[0].min);
+    CHECK(st[p].max == st[0].max);
+    CHECK(st[p].mean == st[0].mean);
+    CHECK(st[p].finite == st[0].finite);
+    CHECK(st[p].nonfinite == st[0].nonfinite);
+    CHECK(st[p].checksum == st[0].checksum);
+  }
+  return st[0];
+}
+
+}  // namespace
+
 TEST_CASE("the checksum is XXH3-64 of the float32 bytes, as Python's xxhash computes it") {
   CHECK(attn::xxh3_64(attn::Matrix(0, 0)) == 0x2d06800538d394c2u);  // XXH3-64 of no bytes
   const test::json ref = test::load_reference(attn::TorchKernel::kAvx2, "checksums.json");
@@ -26,10 +60,7 @@ TEST_CASE("the checksum is XXH3-64 of the float32 bytes, as Python's xxhash comp
 TEST_CASE("the checksum is the same on every vector path, whole and a block of rows at a time") {
   // XXH3 has a branch for each range of lengths (0, 1-3, 4-8, 9-16, 17-128, 129-240, longer, and
   // a streaming state's stripes and blocks): lengths across them, in blocks of uneven rows.
-  std::vector<attn::Isa> paths;
-  for (const attn::Isa isa : {attn::Isa::kPlain, attn::Isa::kAvx2, attn::Isa::kAvx512}) {
-    if (isa <= attn::cpu_isa()) paths.push_back(isa);
-  }
+  const std::vector<attn::Isa> paths = vector_paths();
   for (const Eigen::Index cols : {1, 2, 3, 5, 16, 31, 60, 61, 257, 1024}) {
     attn::Matrix m(67, cols);
     for (Eigen::Index i = 0; i < m.size(); ++i)
@@ -54,10 +85,7 @@ TEST_CASE("the checksum is the same on every vector path, whole and a block of r
 }
 
 TEST_CASE("the finiteness check finds one inf or nan anywhere, on every vector path") {
-  std::vector<attn::Isa> paths;
-  for (const attn::Isa isa : {attn::Isa::kPlain, attn::Isa::kAvx2, attn::Isa::kAvx512}) {
-    if (isa <= attn::cpu_isa()) paths.push_back(isa);
-  }
+  const std::vector<attn::Isa> paths = vector_paths();
   const float finite_edges[] = {std::numeric_limits<float>::max(),
                                 -std::numeric_limits<float>::max(),
                                 std::numeric_limits<float>::denorm_min(), -0.0f, 0.0f};
@@ -125,10 +153,6 @@ TEST_CASE("a step's statistics are the same on every vector path") {
   // The vector paths take four rows at a time (AVX-512), one (AVX2) or one value (plain): the
   // same min, max and mean, to the bit, for widths with and without a tail of fewer than 8
   // values, with rows of nan and inf among rows the vector paths take.
-  std::vector<attn::Isa> paths;
-  for (const attn::Isa isa : {attn::Isa::kPlain, attn::Isa::kAvx2, attn::Isa::kAvx512}) {
-    if (isa <= attn::cpu_isa()) paths.push_back(isa);
-  }
   for (const Eigen::Index cols : {1, 7, 8, 9, 17, 64, 1000, 1031}) {
     attn::Matrix m(23, cols);
     for (Eigen::Index i = 0; i < m.size(); ++i) {
@@ -138,23 +162,9 @@ TEST_CASE("a step's statistics are the same on every vector path") {
     m(10, 0) = -std::numeric_limits<float>::infinity();
     m(21, cols / 2) = std::numeric_limits<float>::infinity();
     for (const int threads : {1, 2}) {
-      std::vector<attn::MatrixStatistics> st;
-      for (const attn::Isa isa : paths) {
-        attn::limit_isa(isa);
-        st.push_back(attn::matrix_statistics(m, threads));
-      }
-      attn::limit_isa(attn::cpu_isa());
       CAPTURE(cols);
       CAPTURE(threads);
-      for (std::size_t p = 1; p < paths.size(); ++p) {
-        CAPTURE(p);
-        CHECK(st[p].min == st[0].min);
-        CHECK(st[p].max == st[0].max);
-        CHECK(st[p].mean == st[0].mean);
-        CHECK(st[p].finite == st[0].finite);
-        CHECK(st[p].nonfinite == 3);
-        CHECK(st[p].checksum == st[0].checksum);
-      }
+      CHECK(same_statistics_on_every_path(m, threads).nonfinite == 3);
     }
   }
 }
@@ -163,28 +173,10 @@ TEST_CASE("the vector statistics set aside one inf or nan at any column, and opp
   // The vector paths check no value in their loop: a value that is not finite shows in its
   // lane's partial sum. One such value at each column, in a row the AVX-512 path takes with three
   // others, and +inf and −inf in one lane (their sum nan), beside the largest finite floats.
-  std::vector<attn::Isa> paths;
-  for (const attn::Isa isa : {attn::Isa::kPlain, attn::Isa::kAvx2, attn::Isa::kAvx512}) {
-    if (isa <= attn::cpu_isa()) paths.push_back(isa);
-  }
   const float inf = std::numeric_limits<float>::infinity();
   const float bad[] = {inf, -inf, std::numeric_limits<float>::quiet_NaN()};
-  const auto same_on_every_path = [&](const attn::Matrix& m) {
-    std::vector<attn::MatrixStatistics> st;
-    for (const attn::Isa isa : paths) {
-      attn::limit_isa(isa);
-      st.push_back(attn::matrix_statistics(m, 1));
-    }
-    attn::limit_isa(attn::cpu_isa());
-    for (std::size_t p = 1; p < paths.size(); ++p) {
-      CAPTURE(p);
-      CHECK(st[p].min == st[0].min);
-      CHECK(st[p].max == st[0].max);
-      CHECK(st[p].mean == st[0].mean);
-      CHECK(st[p].finite == st[0].finite);
-      CHECK(st[p].nonfinite == st[0].nonfinite);
-    }
-    return st[0];
+  const auto same_on_every_path = [](const attn::Matrix& m) {
+    return same_statistics_on_every_path(m, 1);
   };
   for (const Eigen::Index cols : {8, 15, 16, 17, 24, 33, 40}) {
     attn::Matrix m(8, cols);
