@@ -276,18 +276,18 @@ MatrixStatistics statistics_of(const Stats& st, std::int64_t size, std::uint64_t
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // A value is finite unless its exponent bits are all ones, and then (and only then) adding 1 to
 // the exponent carries into the sign bit: integer and, add and or, with no branch per value.
-inline std::uint32_t carried(float x) {
-  return (std::bit_cast<std::uint32_t>(x) & 0x7f800000u) + 0x00800000u;
+bool all_finite_plain(const float* v, std::size_t n) {
+  std::uint32_t carried = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    carried |= (std::bit_cast<std::uint32_t>(v[i]) & 0x7f800000u) + 0x00800000u;
+  }
+  return (carried & 0x80000000u) == 0;
 }
 
 #if defined(__x86_64__)
-// 64 floats a step, in four independent chains, then the rest one at a time.
+// The same, 64 floats a step in four independent chains, then the rest one at a time.
 __attribute__((target("avx512f"))) bool all_finite_avx512(const float* v, std::size_t n) {
   const __m512i exponent = _mm512_set1_epi32(0x7f800000), one = _mm512_set1_epi32(0x00800000);
   __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
@@ -301,11 +301,8 @@ __attribute__((target("avx512f"))) bool all_finite_avx512(const float* v, std::s
   }
   const __m512i all =
       _mm512_or_si512(_mm512_or_si512(acc[0], acc[1]), _mm512_or_si512(acc[2], acc[3]));
-  std::uint32_t tail =
-      static_cast<std::uint32_t>(_mm512_test_epi32_mask(all, _mm512_set1_epi32(INT32_MIN)) != 0)
-      << 31;
-  for (; i < n; ++i) tail |= carried(v[i]);
-  return (tail & 0x80000000u) == 0;
+  if (_mm512_test_epi32_mask(all, _mm512_set1_epi32(INT32_MIN)) != 0) return false;
+  return all_finite_plain(v + i, n - i);
 }
 
 __attribute__((target("avx2"))) bool all_finite_avx2(const float* v, std::size_t n) {
@@ -322,10 +319,8 @@ __attribute__((target("avx2"))) bool all_finite_avx2(const float* v, std::size_t
   }
   const __m256i all =
       _mm256_or_si256(_mm256_or_si256(acc[0], acc[1]), _mm256_or_si256(acc[2], acc[3]));
-  std::uint32_t tail = static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(all)) != 0)
-                       << 31;
-  for (; i < n; ++i) tail |= carried(v[i]);
-  return (tail & 0x80000000u) == 0;
+  if (_mm256_movemask_ps(_mm256_castsi256_ps(all)) != 0) return false;
+  return all_finite_plain(v + i, n - i);
 }
 #endif
 
@@ -336,9 +331,7 @@ bool all_finite(const float* v, std::size_t n) {
   if (use_avx512()) return all_finite_avx512(v, n);
   if (use_avx2()) return all_finite_avx2(v, n);
 #endif
-  std::uint32_t acc = 0;
-  for (std::size_t i = 0; i < n; ++i) acc |= carried(v[i]);
-  return (acc & 0x80000000u) == 0;
+  return all_finite_plain(v, n);
 }
 
 MatrixStatistics matrix_statistics(const Matrix& m, int threads) {
