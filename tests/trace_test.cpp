@@ -456,6 +456,32 @@ TEST_CASE("given numbers whose products overflow float32 are refused where they 
                        attn::Error);
 }
 
+TEST_CASE("scores that overflow are refused at their row when they go through in blocks") {
+  // Row 3 of X is large: its query and key are finite (3e19), their product is not. Rows at a
+  // time, ω's finiteness comes from the block's statistics, and row 3 is in the second block.
+  Matrix x = Matrix::Ones(5, 3);
+  x.row(2).setConstant(1e19f);
+  for (const std::int64_t rows : {2, 5}) {
+    CAPTURE(rows);
+    attn::TraceConfig c;
+    c.x = attn::GivenMatrix{x, "x.npy", {}};
+    c.w_query = c.w_key = c.w_value = attn::GivenMatrix{Matrix::Ones(3, 2), "w.npy", {}};
+    c.release_scores = c.stream_scores = true;
+    c.score_block_rows = rows;
+    CHECK_THROWS_WITH_AS(attn::run_trace(c),
+                         "the scores ω overflow float32 at row 3, column 3 (inf): the given "
+                         "numbers are too large; scale them down",
+                         attn::Error);
+  }
+  // A block with no inf or nan passes: the same X, scaled down.
+  attn::TraceConfig c;
+  c.x = attn::GivenMatrix{x / 1e10f, "x.npy", {}};
+  c.w_query = c.w_key = c.w_value = attn::GivenMatrix{Matrix::Ones(3, 2), "w.npy", {}};
+  c.release_scores = c.stream_scores = true;
+  c.score_block_rows = 2;
+  CHECK_NOTHROW(attn::run_trace(c));
+}
+
 TEST_CASE("the trace is the same bits for any number of threads") {
   attn::TraceConfig c;
   std::string sentence;
@@ -647,8 +673,10 @@ TEST_CASE("rows at a time, a long input's estimate holds a block of scores, not 
   const double streamed = attn::estimate_bytes(attn::resolve(c), 16384, 16384, 1, false);
   CHECK(held > 1024.0 * 1024 * 1024);
   CHECK(streamed < 512.0 * 1024 * 1024);
-  CHECK(attn::score_block_rows(c, 16384) == 96);  // 8 MiB of scores, whole slivers
-  CHECK(attn::score_block_rows(c, 6) == 349488);
+  CHECK(attn::score_block_rows(c, 16384) == 48);  // 3 MiB of scores: at least 48 rows
+  CHECK(attn::score_block_rows(c, 4096) == 48);   // 768 KiB, whole slivers
+  CHECK(attn::score_block_rows(c, 1024) == 240);  // 960 KiB
+  CHECK(attn::score_block_rows(c, 6) == 43680);
   c.score_block_rows = 5;
   CHECK(attn::score_block_rows(c, 16384) == 5);
   // Each head's own steps freed when it is done (--format summary): X, the weights, one head's
@@ -658,11 +686,11 @@ TEST_CASE("rows at a time, a long input's estimate holds a block of scores, not 
   c.release_head_steps = true;
   const double t = 16384, released = attn::estimate_bytes(attn::resolve(c), 16384, 16384, 1, false);
   CHECK(released == doctest::Approx(4.0 * (t * 1024 + 8 * 3 * 1024 * 128 + 4 * t * 128 +
-                                           8 * t * 128 + 96 * t + t * 256)));
+                                           8 * t * 128 + 48 * t + t * 256)));
   CHECK(released < streamed * 0.6);
   // With one head, its Z is copied out of its step before the step is freed.
   c.heads = 1;
   const double one = attn::estimate_bytes(attn::resolve(c), 16384, 16384, 1, false);
   CHECK(one == doctest::Approx(
-                   4.0 * (t * 1024 + 3 * 1024 * 128 + 4 * t * 128 + t * 128 + 96 * t + t * 256)));
+                   4.0 * (t * 1024 + 3 * 1024 * 128 + 4 * t * 128 + t * 128 + 48 * t + t * 256)));
 }

@@ -64,8 +64,9 @@ class RowDigester {
   explicit RowDigester(std::optional<std::int64_t> glance_queries = std::nullopt);
   ~RowDigester();
   RowDigester(RowDigester&&) noexcept;
-  // The next rows; the same number of columns each time. Rows on up to `threads` threads.
-  void add(const Matrix& rows, int threads = 1);
+  // The next rows; the same number of columns each time. Rows on up to `threads` threads. True
+  // when every value of these rows is finite (their statistics count the finite ones).
+  bool add(const Matrix& rows, int threads = 1);
   StepDigest finish() const;
 
  private:

@@ -130,7 +130,7 @@ struct TraceConfig {
   // (T, T_k) steps are never held whole: each keeps its digest (Step::digest: statistics,
   // checksum and, for the weights, their glance, the same numbers as of the whole matrix) and no
   // values; the head's other steps are assembled row by row. `score_block_rows` rows a block;
-  // 0 chooses about 8 MiB of scores a block.
+  // 0 chooses about 1 MiB of scores a block (an L2 cache's worth; at least 48 rows).
   bool stream_scores = false;
   std::int64_t score_block_rows = 0;
   // With release_scores and stream_scores, for a renderer that reduces each step as on_step
@@ -257,7 +257,8 @@ std::vector<PlannedStep> plan_steps(const TraceConfig& config, std::int64_t t_q,
                                     std::int64_t batch, bool padded, std::int64_t tokens = 0);
 
 // The query rows of a block when a head's scores are computed rows at a time
-// (stream_scores): score_block_rows, or 0 for about 8 MiB of scores a block, a multiple of 48.
+// (stream_scores): score_block_rows, or 0 for about 1 MiB of scores a block, a multiple of 48 (at
+// least 48).
 std::int64_t score_block_rows(const TraceConfig& config, std::int64_t t_k);
 
 // The bytes a run of this plan holds: every planned step's float32 values (one head's scores

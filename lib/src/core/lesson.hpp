@@ -92,6 +92,10 @@ class Recorder {
   // next one planned, so the plan that the memory estimate adds up is the one that allocates.
   void follow(std::vector<PlannedStep> plan) { plan_ = std::move(plan); }
 
+  // lesson::require_finite(m, what, first_row), except that a block of rows that add() has just
+  // digested is not read again: its statistics counted its finite values.
+  const Matrix& require_finite(const Matrix& m, const char* what, Eigen::Index first_row = 0) const;
+
  private:
   Matrix hand_on(bool take_last);
   const Matrix& add_rows(Step& s, Matrix values, const Labels& labels);
@@ -104,6 +108,7 @@ class Recorder {
   std::vector<PlannedStep> plan_;
   std::size_t recorded_ = 0;
   std::size_t flushed_ = 0;
+  const Matrix* known_finite_ = nullptr;  // the values add() returned last, if digested and finite
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 

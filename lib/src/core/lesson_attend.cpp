@@ -50,14 +50,22 @@ struct HeadRows {
   const RowBlockProduct* context = nullptr;  // A_rows V
 };
 
+// The keys' words, the column labels of the (T, T_k) steps. Rows at a time, a step takes its
+// labels from its first block (add() reads no column labels for a later one), so a later block
+// copies none of them.
+const std::vector<std::string>& key_labels(const Item& item, const HeadRows& h) {
+  static const std::vector<std::string> none;
+  return h.first == 0 ? item.keys.words : none;
+}
+
 // ω = Q Kᵀ; then, when there is a mask, the mask and the masked scores.
 Scores score(Recorder& rec, const Item& item, const HeadRows& h, std::optional<int> head) {
   const TraceConfig& c = rec.config();
   const Symbols s = symbols(c);
   const std::vector<std::string>& rows = item.queries.words;
-  const std::vector<std::string>& cols = item.keys.words;
+  const std::vector<std::string>& cols = key_labels(item, h);
   const Matrix& omega =
-      require_finite(rec.add(StepKind::kOmega, fmt::format("ω = {} {}ᵀ", s.q, s.k), {"T", t_k(c)},
+      rec.require_finite(rec.add(StepKind::kOmega, fmt::format("ω = {} {}ᵀ", s.q, s.k), {"T", t_k(c)},
                              h.omega ? h.omega->rows(h.q, h.first, h.count, c.threads)
                                      : omega_scores(h.q, h.k, c.threads, c.matmul),
                              item.index, head, {.rows = rows, .cols = cols}),
@@ -263,7 +271,7 @@ const Matrix& attend_rows(Recorder& rec, const Item& item, const HeadRows& h, st
                           std::optional<int> head) {
   const TraceConfig& c = rec.config();
   const Symbols s = symbols(c);
-  const Labels labels{.rows = item.queries.words, .cols = item.keys.words};
+  const Labels labels{.rows = item.queries.words, .cols = key_labels(item, h)};
   const std::string scores_name = item.mask.masked ? "masked ω" : "ω";
   // The steps live in a deque, so these references stay valid as later steps are added.
   const Scores scores = score(rec, item, h, head);

@@ -34,6 +34,7 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
                             Matrix values, std::optional<int> batch, std::optional<int> head,
                             Labels labels) {
   const StepInfo& info = step_info(kind);
+  known_finite_ = nullptr;
   if (block_ && block_->first > 0) {
     // A later block: the step its first block created.
     if (block_->next >= block_->steps.size() ||
@@ -112,8 +113,9 @@ const Matrix& Recorder::add_rows(Step& s, Matrix values, const Labels& labels) {
     b.largest[i] = b.largest[i] ? std::max(*b.largest[i], *labels.largest) : *labels.largest;
   }
   s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - last_).count();
+  bool finite = false;
   if (s.columns_are_keys) {
-    b.digesters[i].add(values, trace_.config.threads);
+    finite = b.digesters[i].add(values, trace_.config.threads);
   } else {
     if (b.first == 0) s.values = uninitialized_matrix(b.total, values.cols());
     s.values.middleRows(b.first, b.count) = values;
@@ -123,6 +125,7 @@ const Matrix& Recorder::add_rows(Step& s, Matrix values, const Labels& labels) {
   // The digest is the summary's work, as on_step's is: no step's time.
   last_ = std::chrono::steady_clock::now();
   b.values.push_back(std::move(values));
+  if (finite) known_finite_ = &b.values.back();
   return b.values.back();
 }
 
@@ -202,6 +205,11 @@ void Recorder::release_from(std::size_t first) {
   if (!c.release_scores || !c.stream_scores || !c.release_head_steps || block_) return;
   // Only steps already handed on: the others' values are still to be reduced.
   for (std::size_t i = first; i < flushed_; ++i) trace_.steps[i].values = Matrix();
+}
+
+const Matrix& Recorder::require_finite(const Matrix& m, const char* what,
+                                       Eigen::Index first_row) const {
+  return &m == known_finite_ ? m : lesson::require_finite(m, what, first_row);
 }
 
 const Matrix& require_finite(const Matrix& m, const char* what, Eigen::Index first_row) {

@@ -399,12 +399,14 @@ RowDigester::RowDigester(std::optional<std::int64_t> glance_queries)
 RowDigester::~RowDigester() = default;
 RowDigester::RowDigester(RowDigester&&) noexcept = default;
 
-void RowDigester::add(const Matrix& rows, int threads) {
+bool RowDigester::add(const Matrix& rows, int threads) {
   State& st = *state_;
+  const std::int64_t finite_before = st.stats.finite;
   add_rows(rows, threads, st.stats, st.hash);
   if (st.glance_queries) glance_rows(rows, st.rows, *st.glance_queries, threads, st.glance);
   st.rows += rows.rows();
   st.cols = rows.cols();
+  return st.stats.finite - finite_before == rows.size();
 }
 
 StepDigest RowDigester::finish() const {
