@@ -64,12 +64,12 @@ Scores score(Recorder& rec, const Item& item, const HeadRows& h, std::optional<i
   const Symbols s = symbols(c);
   const std::vector<std::string>& rows = item.queries.words;
   const std::vector<std::string>& cols = key_labels(item, h);
-  const Matrix& omega =
-      rec.require_finite(rec.add(StepKind::kOmega, fmt::format("ω = {} {}ᵀ", s.q, s.k), {"T", t_k(c)},
-                             h.omega ? h.omega->rows(h.q, h.first, h.count, c.threads)
-                                     : omega_scores(h.q, h.k, c.threads, c.matmul),
-                             item.index, head, {.rows = rows, .cols = cols}),
-                     "the scores ω", h.first);
+  const Matrix& omega = rec.require_finite(
+      rec.add(StepKind::kOmega, fmt::format("ω = {} {}ᵀ", s.q, s.k), {"T", t_k(c)},
+              h.omega ? h.omega->rows(h.q, h.first, h.count, c.threads)
+                      : omega_scores(h.q, h.k, c.threads, c.matmul),
+              item.index, head, {.rows = rows, .cols = cols}),
+      "the scores ω", h.first);
   rec.mark_product(h.count, h.k.rows(), h.q.cols());
   if (!item.mask.masked) return {omega, omega};
   rec.add(StepKind::kMask, item.mask.equation, {"T", t_k(c)}, item.mask.values, item.index, head,
@@ -279,8 +279,7 @@ const Matrix& attend_rows(Recorder& rec, const Item& item, const HeadRows& h, st
   // reads the scaled scores again), each step of the head's
   // scores is handed on as soon as the next one is computed, in its memory: one (T, T) matrix
   // per head instead of three.
-  const bool in_place =
-      c.release_scores && !(c.causal && !c.model) && c.online_softmax == 0;
+  const bool in_place = c.release_scores && !(c.causal && !c.model) && c.online_softmax == 0;
   const Matrix& scaled =
       rec.add(StepKind::kScaledScores,
               fmt::format("{0} / √{1} = {0} / √{2}", scores_name, s.d_k, d_k), {"T", t_k(c)},
