@@ -131,7 +131,20 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("the vectorised softmax gives the plain code's bits, in both flavours") {
+namespace {
+
+// The vector paths this CPU runs (AVX2, AVX-512), not the plain code.
+std::vector<attn::Isa> vector_isas() {
+  std::vector<attn::Isa> paths;
+  for (const attn::Isa isa : {attn::Isa::kAvx2, attn::Isa::kAvx512}) {
+    if (isa <= attn::cpu_isa()) paths.push_back(isa);
+  }
+  return paths;
+}
+
+}  // namespace
+
+TEST_CASE("the vectorised softmax gives the plain code's bits, in both flavours, on every path") {
   std::mt19937 gen(7);
   std::uniform_real_distribution<float> u(-130.0f, 130.0f);
   const float inf = std::numeric_limits<float>::infinity();
@@ -149,24 +162,31 @@ TEST_CASE("the vectorised softmax gives the plain code's bits, in both flavours"
     s(4, 0) = 1e30f;
     for (const attn::TorchKernel kernel : test::kKernels) {
       for (const auto rows : {attn::MaskedRows::kNan, attn::MaskedRows::kZero}) {
-        const attn::SoftmaxParts fast = attn::softmax_parts(s, kernel, rows, 2);
-        const attn::SoftmaxParts fused = attn::softmax_parts(s, kernel, rows, 1, false);
         attn::set_simd_enabled(false);
         const attn::SoftmaxParts plain = attn::softmax_parts(s, kernel, rows, 1);
         attn::set_simd_enabled(true);
-        CAPTURE(n);
-        CHECK(test::bits_of(fast.row_max) == test::bits_of(plain.row_max));
-        CHECK(test::bits_of(fast.exponentials) == test::bits_of(plain.exponentials));
-        CHECK(test::bits_of(fast.row_sum) == test::bits_of(plain.row_sum));
-        CHECK(test::bits_of(fast.weights) == test::bits_of(plain.weights));
-        CHECK(test::bits_of(fused.weights) == test::bits_of(plain.weights));
-        CHECK(fused.exponentials.size() == 0);
+        for (const attn::Isa isa : vector_isas()) {
+          attn::limit_isa(isa);
+          const attn::SoftmaxParts fast = attn::softmax_parts(s, kernel, rows, 2);
+          const attn::SoftmaxParts fused = attn::softmax_parts(s, kernel, rows, 1, false);
+          attn::limit_isa(attn::cpu_isa());
+          CAPTURE(n);
+          CAPTURE(attn::isa_name(isa));
+          CHECK(test::bits_of(fast.row_max) == test::bits_of(plain.row_max));
+          CHECK(test::bits_of(fast.exponentials) == test::bits_of(plain.exponentials));
+          CHECK(test::bits_of(fast.row_sum) == test::bits_of(plain.row_sum));
+          CHECK(test::bits_of(fast.weights) == test::bits_of(plain.weights));
+          CHECK(test::bits_of(fused.weights) == test::bits_of(plain.weights));
+          CHECK(fused.exponentials.size() == 0);
+        }
       }
     }
   }
 }
 
-TEST_CASE("the vectorised exp gives the plain SLEEF port's bits over the softmax's whole range") {
+TEST_CASE(
+    "the vectorised exp gives the plain SLEEF port's bits over the softmax's whole range, on every "
+    "path") {
   // Every float from −128 to 0 at a stride, and the special values: exp(s − max) has s − max <= 0.
   std::vector<float> xs;
   for (std::uint32_t b = 0x80000000u; b <= 0xc3000000u; b += 97)
@@ -176,14 +196,20 @@ TEST_CASE("the vectorised exp gives the plain SLEEF port's bits over the softmax
   attn::Matrix row(1, n);
   for (Eigen::Index j = 0; j < n; ++j) row(0, j) = xs[static_cast<std::size_t>(j)];
   row(0, 0) = 0.0f;  // the row max, so that s − max = s
-  const attn::SoftmaxParts fast = attn::softmax_parts(row, attn::TorchKernel::kAvx2);
   attn::set_simd_enabled(false);
   const attn::SoftmaxParts plain = attn::softmax_parts(row, attn::TorchKernel::kAvx2);
   attn::set_simd_enabled(true);
   CHECK(n > 10'000'000);
-  CHECK(test::bits_of(fast.exponentials) == test::bits_of(plain.exponentials));
   for (Eigen::Index j = 0; j < n; j += 100'003) {
-    CHECK(std::bit_cast<std::uint32_t>(fast.exponentials(0, j)) ==
+    CHECK(std::bit_cast<std::uint32_t>(plain.exponentials(0, j)) ==
           std::bit_cast<std::uint32_t>(attn::torch_expf(row(0, j), attn::TorchKernel::kAvx2)));
+  }
+  for (const attn::Isa isa : vector_isas()) {
+    attn::limit_isa(isa);
+    const attn::SoftmaxParts fast = attn::softmax_parts(row, attn::TorchKernel::kAvx2);
+    attn::limit_isa(attn::cpu_isa());
+    CAPTURE(attn::isa_name(isa));
+    CHECK(test::bits_of(fast.exponentials) == test::bits_of(plain.exponentials));
+    CHECK(test::bits_of(fast.row_sum) == test::bits_of(plain.row_sum));
   }
 }

@@ -107,16 +107,48 @@ __attribute__((target("avx2,fma"))) float row_max_avx2(const float* s, Eigen::In
   return r;
 }
 
-// e_j = exp(s_j − m) into e (which may be s), and their sum as row_sum adds it for kAvx2:
-// 8 lanes (lane j % 8), the tail added to the first lanes, then the tree of shuffles.
-__attribute__((target("avx2,fma"))) float exp_sum_avx2(const float* s, Eigen::Index n, float m,
-                                                       float* e) {
-  const __m256 mv = _mm256_set1_ps(m);
-  Eigen::Index j = 0;
-  for (; j + 8 <= n; j += 8) {
-    _mm256_storeu_ps(e + j, sleef_expf_u10_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv)));
-  }
-  for (; j < n; ++j) e[j] = sleef_expf_u10(s[j] - m);
+// GCC 12's AVX-512 intrinsics start some results from an undefined value (GCC bug 105593): its
+// -Wuninitialized is a false alarm here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+// sleef_expf_u10 on 16 lanes: the same operations in the same order as the 8 lanes above (the
+// rounding of d / ln 2 to nearest, min and max taking the second operand for nan, the blends as
+// masked moves), so the same bits.
+__attribute__((target("avx512f"))) __m512 sleef_expf_u10_avx512(__m512 d) {
+  const __m512 q_f = _mm512_roundscale_ps(
+      _mm512_mul_ps(d, _mm512_set1_ps(1.442695040888963407359924681001892137426645954152985934f)),
+      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512i q = _mm512_cvttps_epi32(
+      _mm512_max_ps(_mm512_min_ps(q_f, _mm512_set1_ps(256.0f)), _mm512_set1_ps(-256.0f)));
+  __m512 s = _mm512_fmadd_ps(q_f, _mm512_set1_ps(-0.693145751953125f), d);
+  s = _mm512_fmadd_ps(q_f, _mm512_set1_ps(-1.428606765330187045e-06f), s);
+  __m512 u = _mm512_set1_ps(0.000198527617612853646278381f);
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00139304355252534151077271f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.00833336077630519866943359f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.0416664853692054748535156f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.166666671633720397949219f));
+  u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(0.5f));
+  u = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s));
+  const __m512i bias = _mm512_set1_epi32(0x7f);
+  const __m512i half = _mm512_srai_epi32(q, 1);
+  const __m512 p1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(half, bias), 23));
+  const __m512 p2 =
+      _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(q, half), bias), 23));
+  u = _mm512_mul_ps(_mm512_mul_ps(u, p1), p2);
+  u = _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(d, _mm512_set1_ps(-104.0f), _CMP_LT_OQ),
+                         _mm512_setzero_ps());
+  u = _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(d, _mm512_set1_ps(100.0f), _CMP_GT_OQ),
+                         _mm512_set1_ps(std::numeric_limits<float>::infinity()));
+  return _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(d, d, _CMP_UNORD_Q), d);
+}
+#pragma GCC diagnostic pop
+
+// The sum of e_0 … e_{n−1} as row_sum adds it for kAvx2: 8 lanes (lane j % 8), the tail added
+// to the first lanes, then the tree of shuffles.
+__attribute__((target("avx2,fma"))) float lane_sum_avx2(const float* e, Eigen::Index n) {
   if (n < 8) {
     float sum = e[0];
     for (Eigen::Index i = 1; i < n; ++i) sum = sum + e[i];
@@ -131,6 +163,35 @@ __attribute__((target("avx2,fma"))) float exp_sum_avx2(const float* s, Eigen::In
   const float h0 = lane[0] + lane[4], h1 = lane[1] + lane[5];
   const float h2 = lane[2] + lane[6], h3 = lane[3] + lane[7];
   return (h0 + h2) + (h1 + h3);
+}
+
+// e_j = exp(s_j − m) into e (which may be s), and their sum (lane_sum_avx2).
+__attribute__((target("avx2,fma"))) float exp_sum_avx2(const float* s, Eigen::Index n, float m,
+                                                       float* e) {
+  const __m256 mv = _mm256_set1_ps(m);
+  Eigen::Index j = 0;
+  for (; j + 8 <= n; j += 8) {
+    _mm256_storeu_ps(e + j, sleef_expf_u10_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv)));
+  }
+  for (; j < n; ++j) e[j] = sleef_expf_u10(s[j] - m);
+  return lane_sum_avx2(e, n);
+}
+
+// exp_sum_avx2 with the exponentials on 16 lanes, the tail in one masked step; the sum is still
+// the 8-lane one that PyTorch's AVX2 kernel computes.
+__attribute__((target("avx512f,avx2,fma"))) float exp_sum_avx512(const float* s, Eigen::Index n,
+                                                                 float m, float* e) {
+  const __m512 mv = _mm512_set1_ps(m);
+  Eigen::Index j = 0;
+  for (; j + 16 <= n; j += 16) {
+    _mm512_storeu_ps(e + j, sleef_expf_u10_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + j), mv)));
+  }
+  if (j < n) {
+    const auto rest = __mmask16((1u << static_cast<unsigned>(n - j)) - 1u);
+    _mm512_mask_storeu_ps(
+        e + j, rest, sleef_expf_u10_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(rest, s + j), mv)));
+  }
+  return lane_sum_avx2(e, n);
 }
 
 // out_i = x_i / d, 16 and 8 lanes at a time (out may be x); a division is correctly rounded at
@@ -171,6 +232,17 @@ __attribute__((target("avx2,fma"))) void scale_row_avx2(const float* e, Eigen::I
   Eigen::Index j = 0;
   for (; j + 8 <= n; j += 8) _mm256_storeu_ps(w + j, _mm256_mul_ps(_mm256_loadu_ps(e + j), iv));
   for (; j < n; ++j) w[j] = e[j] * inv;
+}
+
+__attribute__((target("avx512f"))) void scale_row_avx512(const float* e, Eigen::Index n, float inv,
+                                                         float* w) {
+  const __m512 iv = _mm512_set1_ps(inv);
+  Eigen::Index j = 0;
+  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(w + j, _mm512_mul_ps(_mm512_loadu_ps(e + j), iv));
+  if (j < n) {
+    const auto rest = __mmask16((1u << static_cast<unsigned>(n - j)) - 1u);
+    _mm512_mask_storeu_ps(w + j, rest, _mm512_mul_ps(_mm512_maskz_loadu_ps(rest, e + j), iv));
+  }
 }
 
 #endif
@@ -554,6 +626,7 @@ float torch_row_max(const float* s, Eigen::Index n, TorchKernel kernel) {
 
 float torch_exp_sum(const float* s, Eigen::Index n, float m, TorchKernel kernel, float* e) {
 #ifdef ATTN_X86
+  if (kernel == TorchKernel::kAvx2 && use_avx512()) return exp_sum_avx512(s, n, m, e);
   if (kernel == TorchKernel::kAvx2 && use_avx2()) return exp_sum_avx2(s, n, m, e);
 #endif
   for (Eigen::Index j = 0; j < n; ++j) e[j] = torch_expf(s[j] - m, kernel);  // exp(s_j − max)
@@ -570,10 +643,8 @@ void torch_divide(const float* x, float d, float* out, std::size_t n) {
 
 void torch_scale_row(const float* e, Eigen::Index n, float inv, TorchKernel kernel, float* w) {
 #ifdef ATTN_X86
-  if (kernel == TorchKernel::kAvx2 && use_avx2()) {
-    scale_row_avx2(e, n, inv, w);
-    return;
-  }
+  if (kernel == TorchKernel::kAvx2 && use_avx512()) return scale_row_avx512(e, n, inv, w);
+  if (kernel == TorchKernel::kAvx2 && use_avx2()) return scale_row_avx2(e, n, inv, w);
 #endif
   for (Eigen::Index j = 0; j < n; ++j) w[j] = e[j] * inv;
 }
