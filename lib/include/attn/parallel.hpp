@@ -14,9 +14,10 @@ namespace attn {
 void parallel_for(std::int64_t n, int threads, double work,
                   const std::function<void(std::int64_t, std::int64_t)>& body);
 
-// Runs body(begin, end) over [0, n) in chunks of `grain` indices (the last may be shorter), on up
-// to `threads` threads: each thread takes the next chunk when it is free, so that a thread that
-// starts late does less. The same rule for small work as parallel_for.
+// Runs body(begin, end) over [0, n) in chunks of `grain` indices (the last may be shorter; more
+// for n of 2³¹ and more), on up to `threads` threads: each thread has a contiguous share of the
+// chunks, which it runs in order, and when it is done it takes chunks from the end of another's,
+// so that a thread that starts late does less. The same rule for small work as parallel_for.
 //
 // In both, an exception that body throws, on whichever thread, stops the chunks not yet begun
 // and is rethrown to the caller once every thread is done.
