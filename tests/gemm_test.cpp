@@ -3,13 +3,17 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <random>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -251,6 +255,31 @@ TEST_CASE("parallel loops run every index once, in the ranges they promise, call
         for (const auto& s : chunked) REQUIRE(s.load() == 1);
       }
     }
+  }
+}
+
+TEST_CASE("on two threads, each thread runs contiguous chunks: its share's front, another's end") {
+  // Share 0, the calling thread's, is chunks [0, 32); share 1 is [32, 64). A thread runs its own
+  // share from the front and then takes from the end of the other's, so the chunks each thread
+  // runs are at most two contiguous runs, however the threads are scheduled (chunks handed out
+  // in turn would interleave). Each chunk takes a while, so that both threads take part.
+  for (int call = 0; call < 20; ++call) {
+    std::mutex m;
+    std::map<std::thread::id, std::vector<std::int64_t>> ran;
+    attn::parallel_chunks(64, 1, 2, 1e9, [&](std::int64_t b, std::int64_t) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      const std::lock_guard<std::mutex> lock(m);
+      ran[std::this_thread::get_id()].push_back(b);
+    });
+    std::vector<int> seen(64);
+    for (auto& [id, chunks] : ran) {
+      std::sort(chunks.begin(), chunks.end());
+      int runs = 1;
+      for (std::size_t i = 1; i < chunks.size(); ++i) runs += chunks[i] != chunks[i - 1] + 1;
+      CHECK(runs <= 2);
+      for (const std::int64_t c : chunks) ++seen[static_cast<std::size_t>(c)];
+    }
+    CHECK(std::count(seen.begin(), seen.end(), 1) == 64);
   }
 }
 
