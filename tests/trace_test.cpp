@@ -677,6 +677,15 @@ TEST_CASE("rows at a time, a long input's estimate holds a block of scores, not 
   CHECK(attn::score_block_rows(c, 4096) == 48);   // 768 KiB, whole slivers
   CHECK(attn::score_block_rows(c, 1024) == 240);  // 960 KiB
   CHECK(attn::score_block_rows(c, 6) == 43680);
+  // About 1 MiB per thread, up to four: each thread's rows of a block stay in its L2 cache.
+  c.threads = 2;
+  CHECK(attn::score_block_rows(c, 16384) == 48);
+  CHECK(attn::score_block_rows(c, 4096) == 96);
+  CHECK(attn::score_block_rows(c, 1024) == 480);
+  c.threads = 8;
+  CHECK(attn::score_block_rows(c, 4096) == 240);
+  CHECK(attn::score_block_rows(c, 1024) == 1008);
+  c.threads = 1;
   c.score_block_rows = 5;
   CHECK(attn::score_block_rows(c, 16384) == 5);
   // Each head's own steps freed when it is done (--format summary): X, the weights, one head's

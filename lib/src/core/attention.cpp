@@ -48,7 +48,10 @@ void scale_to(const Matrix& omega, Eigen::Index d_k, int threads, Matrix& out) {
   const auto n = static_cast<std::size_t>(omega.cols());
   const float* in = omega.data();
   float* to = out.data();
-  parallel_for(omega.rows(), threads, static_cast<double>(omega.size()),
+  // Counted as the softmax counts its work, though a division is cheaper: so that from a block of
+  // 2¹⁶ scores on, each thread scales the rows it computed and goes on with, not the other
+  // core's (design.md, "Two cores and one block of data").
+  parallel_for(omega.rows(), threads, 16.0 * static_cast<double>(omega.size()),
                [&](std::int64_t begin, std::int64_t end) {
                  const auto first = static_cast<std::size_t>(begin) * n;
                  torch_divide(in + first, root, to + first,

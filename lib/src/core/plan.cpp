@@ -241,8 +241,11 @@ std::vector<PlannedStep> plan_steps(const TraceConfig& c, std::int64_t t_q, std:
 
 std::int64_t score_block_rows(const TraceConfig& c, std::int64_t t_k) {
   if (c.score_block_rows > 0) return c.score_block_rows;
-  // About 1 MiB of scores, so that a block stays in the L2 cache from ω to Z.
-  const std::int64_t rows = (std::int64_t{1} << 18) / std::max<std::int64_t>(t_k, 1) / 48 * 48;
+  // About 1 MiB of scores per thread (up to 4), so that each thread's rows of a block stay in its
+  // L2 cache from ω to Z.
+  const std::int64_t per = std::clamp(c.threads, 1, 4);
+  const std::int64_t rows =
+      (std::int64_t{1} << 18) * per / std::max<std::int64_t>(t_k, 1) / 48 * 48;
   return std::max<std::int64_t>(rows, 48);
 }
 

@@ -1,10 +1,12 @@
 #include "attn/statistics.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cfloat>
 #include <cmath>
 #include <numeric>
+#include <thread>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -21,6 +23,15 @@
 namespace attn {
 
 namespace {
+
+// A pause in a loop that waits for another thread.
+inline void pause() {
+#if defined(__x86_64__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
 
 // XXH3 over the bytes, or added to a streaming state, on the widest vectors the paths may use:
 // the same hash on every path.
@@ -205,10 +216,14 @@ Stats row_stats(const float* v, Eigen::Index n) {
 // Adds the rows of m to st, in row order, and their bytes to `hash`. On one thread, each group
 // of rows of about 64 KiB is hashed right after its statistics, while it is in the L2 cache, so
 // that a large matrix is read from memory once, not twice (a (1024, 1024) step out of cache:
-// 0.43 ms for the two passes, 0.2 for the hash alone). On more, the hash is the first of the
-// loop's chunks and the rows' ranges the others, taken by whichever thread is free, so that one
-// thread hashes while the other takes the statistics, instead of both taking the statistics and
-// then one thread hashing alone (docs/design.md, Performance).
+// 0.43 ms for the two passes, 0.2 for the hash alone). On more, a block of rows of a long input's
+// scores (at least 2¹⁶ values and fewer than 2²⁰) is split as the products, the scaling and the
+// softmax split its rows, one contiguous share per thread: each thread takes its share's
+// statistics, then hashes its share once the share before it is hashed, so that every row is read
+// by the core that wrote it; read on the other core, the rows cost that core's next writes to the
+// same memory (design.md, "Two cores and one block of data"). A larger matrix is split as before:
+// the hash is the first of the loop's chunks and the rows' ranges the others, so that one thread
+// hashes while the other takes the statistics (docs/design.md, Performance).
 void add_rows(const Matrix& m, int threads, Stats& st, XXH3_state_t& hash) {
   std::vector<Stats> rows(static_cast<std::size_t>(m.rows()));
   // Four rows at a time where the AVX-512 path can take them all (eight rows at a time spilled
@@ -237,7 +252,23 @@ void add_rows(const Matrix& m, int threads, Stats& st, XXH3_state_t& hash) {
     hash_update(hash, m.data() + first * m.cols(),
                 static_cast<std::size_t>((end - first) * m.cols()) * sizeof(float));
   };
-  if (threads <= 1) {
+  constexpr Eigen::Index kSharesFrom = Eigen::Index{1} << 16, kSharesBelow = Eigen::Index{1} << 20;
+  if (threads > 1 && m.rows() > 1 && m.size() >= kSharesFrom && m.size() < kSharesBelow) {
+    const std::int64_t parts = std::min<std::int64_t>(m.rows(), threads);
+    std::atomic<std::int64_t> hashed{0};  // shares hashed so far, in order
+    // Waking the other threads is worth it here even below parallel_for's rule for small work.
+    parallel_for(parts, threads, 1e9, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t p = begin; p < end; ++p) {
+        const Eigen::Index first = m.rows() * p / parts, last = m.rows() * (p + 1) / parts;
+        stats_of(first, last);
+        // Share p waits only for shares before it, which a thread has taken (parallel_for's
+        // calling thread runs share 0 first, then takes the others' in order).
+        while (hashed.load(std::memory_order_acquire) != p) pause();
+        hash_rows(first, last);
+        hashed.store(p + 1, std::memory_order_release);
+      }
+    });
+  } else if (threads <= 1) {
     constexpr Eigen::Index kGroupFloats = 16 * 1024;  // 64 KiB
     const Eigen::Index group =
         std::max<Eigen::Index>(1, kGroupFloats / std::max<Eigen::Index>(1, m.cols()));
