@@ -125,12 +125,23 @@ TEST_CASE("the blocked product reads A's rows in place, however far apart") {
 }
 
 TEST_CASE("the blocked product reads a transposed operand in place") {
-  const Matrix q = random_matrix(70, 40, 11), k = random_matrix(90, 40, 12);
-  const Matrix k_t = k.transpose();
-  Matrix c(70, 90);
-  attn::gemm_blocked({q.data(), 70, 40, 40, 1}, {k.data(), 40, 90, 1, 40}, c.data(), 90, 2);
-  CHECK(same_bits(c, blocked_definition(q, k_t)));
-  CHECK(same_bits(attn::omega_scores(q, k, 1, attn::MatmulKernel::kBlocked), c));
+  // Kᵀ's slivers are packed 8 columns by 8 rows at a time on the vector paths, one float at a
+  // time on the plain one: inner sizes with and without a tail of fewer than 8, and slivers cut
+  // by the matrix's edge.
+  for (const Eigen::Index d : {Eigen::Index{40}, Eigen::Index{43}, Eigen::Index{300}}) {
+    const Matrix q = random_matrix(70, d, 11), k = random_matrix(90, d, 12);
+    const Matrix k_t = k.transpose();
+    for (const attn::Isa isa : {attn::Isa::kPlain, attn::cpu_isa()}) {
+      attn::limit_isa(isa);
+      CAPTURE(d);
+      CAPTURE(attn::isa_name(isa));
+      Matrix c(70, 90);
+      attn::gemm_blocked({q.data(), 70, d, d, 1}, {k.data(), d, 90, 1, d}, c.data(), 90, 2);
+      CHECK(same_bits(c, blocked_definition(q, k_t)));
+      CHECK(same_bits(attn::omega_scores(q, k, 1, attn::MatmulKernel::kBlocked), c));
+    }
+    attn::limit_isa(attn::cpu_isa());
+  }
 }
 
 TEST_CASE("the blocked product is within float32 rounding of the reference order") {

@@ -239,6 +239,47 @@ void pack_a_edge(const StridedMatrix& a, std::int64_t i0, std::int64_t rows, std
   }
 }
 
+#ifdef ATTN_GEMM_X86
+// One sliver of a transposed B (its columns are rows of K, `ld` floats apart): out[p * nr + c] =
+// column[c][p] for p < kc and c < cols, 0 for c >= cols; 8 columns by 8 rows at a time through
+// an 8 x 8 transpose in registers, where the plain loop writes one float every nr floats.
+__attribute__((target("avx2"))) void pack_transposed_avx2(const float* base, std::int64_t ld,
+                                                          std::int64_t kc, std::int64_t cols,
+                                                          int nr, float* out) {
+  std::int64_t c = 0;
+  for (; c + 8 <= cols; c += 8) {
+    const float* col = base + c * ld;
+    std::int64_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(col + i * ld + p);
+      // The transpose: r[i][j] (column c + i, row p + j) to t[j][i].
+      const __m256 a0 = _mm256_unpacklo_ps(r[0], r[1]), a1 = _mm256_unpackhi_ps(r[0], r[1]);
+      const __m256 a2 = _mm256_unpacklo_ps(r[2], r[3]), a3 = _mm256_unpackhi_ps(r[2], r[3]);
+      const __m256 a4 = _mm256_unpacklo_ps(r[4], r[5]), a5 = _mm256_unpackhi_ps(r[4], r[5]);
+      const __m256 a6 = _mm256_unpacklo_ps(r[6], r[7]), a7 = _mm256_unpackhi_ps(r[6], r[7]);
+      const __m256 b0 = _mm256_shuffle_ps(a0, a2, 0x44), b1 = _mm256_shuffle_ps(a0, a2, 0xee);
+      const __m256 b2 = _mm256_shuffle_ps(a1, a3, 0x44), b3 = _mm256_shuffle_ps(a1, a3, 0xee);
+      const __m256 b4 = _mm256_shuffle_ps(a4, a6, 0x44), b5 = _mm256_shuffle_ps(a4, a6, 0xee);
+      const __m256 b6 = _mm256_shuffle_ps(a5, a7, 0x44), b7 = _mm256_shuffle_ps(a5, a7, 0xee);
+      const __m256 t[8] = {
+          _mm256_permute2f128_ps(b0, b4, 0x20), _mm256_permute2f128_ps(b1, b5, 0x20),
+          _mm256_permute2f128_ps(b2, b6, 0x20), _mm256_permute2f128_ps(b3, b7, 0x20),
+          _mm256_permute2f128_ps(b0, b4, 0x31), _mm256_permute2f128_ps(b1, b5, 0x31),
+          _mm256_permute2f128_ps(b2, b6, 0x31), _mm256_permute2f128_ps(b3, b7, 0x31)};
+      for (int j = 0; j < 8; ++j) _mm256_storeu_ps(out + (p + j) * nr + c, t[j]);
+    }
+    for (; p < kc; ++p) {
+      for (int i = 0; i < 8; ++i) out[p * nr + c + i] = col[i * ld + p];
+    }
+  }
+  for (; c < nr; ++c) {
+    const float* column = base + c * ld;
+    for (std::int64_t p = 0; p < kc; ++p) out[p * nr + c] = c < cols ? column[p] : 0.0f;
+  }
+}
+#endif
+
 // Rows [p0, p0 + kc) and columns [j0, j0 + nc) of b, as slivers of nr columns.
 void pack_b(const StridedMatrix& b, std::int64_t p0, std::int64_t kc, std::int64_t j0,
             std::int64_t nc, int nr, float* out) {
@@ -247,6 +288,13 @@ void pack_b(const StridedMatrix& b, std::int64_t p0, std::int64_t kc, std::int64
     const float* base = b.data + p0 * b.row_stride + (j0 + t) * b.col_stride;
     if (b.row_stride == 1 && b.col_stride != 1) {
       // A transposed B (Kᵀ read from K): each column of B is a row of K, read in order.
+#ifdef ATTN_GEMM_X86
+      if (use_avx2()) {
+        pack_transposed_avx2(base, b.col_stride, kc, cols, nr, out);
+        out += kc * nr;
+        continue;
+      }
+#endif
       for (std::int64_t c = 0; c < nr; ++c) {
         const float* column = base + c * b.col_stride;
         for (std::int64_t p = 0; p < kc; ++p) out[p * nr + c] = c < cols ? column[p] : 0.0f;
