@@ -260,12 +260,15 @@ void add_rows(const Matrix& m, int threads, Stats& st, XXH3_state_t& hash) {
     parallel_for(parts, threads, 1e9, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t p = begin; p < end; ++p) {
         const Eigen::Index first = m.rows() * p / parts, last = m.rows() * (p + 1) / parts;
-        stats_of(first, last);
-        // Share p waits only for shares before it, which a thread has taken (parallel_for's
-        // calling thread runs share 0 first, then takes the others' in order).
+        // The hash is one chain through the rows in order, so share 0 hashes first and the
+        // others take their statistics while it does: the chain is never kept waiting for a
+        // share's statistics. Share p waits only for shares before it, which a thread has taken
+        // (parallel_for's calling thread runs share 0 first, then takes the others' in order).
+        if (p > 0) stats_of(first, last);
         while (hashed.load(std::memory_order_acquire) != p) pause();
         hash_rows(first, last);
         hashed.store(p + 1, std::memory_order_release);
+        if (p == 0) stats_of(first, last);
       }
     });
   } else if (threads <= 1) {
