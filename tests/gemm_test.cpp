@@ -215,8 +215,8 @@ TEST_CASE("a product prepared for blocks of rows keeps the whole product's kerne
        {MatmulKernel::kAuto, MatmulKernel::kReference, MatmulKernel::kBlocked}) {
     CAPTURE(static_cast<int>(kernel));
     const Matrix omega = attn::omega_scores(q, k, 2, kernel);
-    const attn::RowBlockProduct keys(k, /*transposed=*/true, q.rows(), kernel, 2);
-    const attn::RowBlockProduct values(v, /*transposed=*/false, q.rows(), kernel, 2);
+    const attn::RowBlockProduct keys(k, /*transposed=*/true, q.rows(), kernel);
+    const attn::RowBlockProduct values(v, /*transposed=*/false, q.rows(), kernel);
     // auto decides by the whole product (300 x 64 by 64 x 280 is over 2^20), not by a block's.
     CHECK(keys.kernel() == attn::matmul_kernel_for(kernel, 300, 280, 64));
     Matrix blocks(300, 280), z(300, 48);

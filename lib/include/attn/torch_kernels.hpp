@@ -58,17 +58,17 @@ Matrix transposed_matmul(const Matrix& a, const Matrix& b, int threads = 1,
 // A right-hand side prepared for products whose left-hand side comes in blocks of rows: a head's
 // keys against its queries, its values against its weights, on a long input. The kernel is the
 // one `kernel` means for the whole product of `rows` rows, and for the blocked kernel b is packed
-// once. Each block's product is the same bits as the same rows of the whole product.
+// once, by the first block's product (so that a step's time has its own packing, and no other
+// step's). Each block's product is the same bits as the same rows of the whole product.
 class RowBlockProduct {
  public:
   // b (k, n); or, `transposed`, b (n, k) standing for bᵀ. b is read until the object goes.
-  RowBlockProduct(const Matrix& b, bool transposed, Eigen::Index rows, MatmulKernel kernel,
-                  int threads);
+  RowBlockProduct(const Matrix& b, bool transposed, Eigen::Index rows, MatmulKernel kernel);
   ~RowBlockProduct();
   RowBlockProduct(RowBlockProduct&&) noexcept;
 
   // Rows [first, first + count) of a, times b (or bᵀ): (count, n).
-  // Requires: a.cols() is b's k; the rows lie inside a.
+  // Requires: a.cols() is b's k; the rows lie inside a. Not for two threads at once.
   Matrix rows(const Matrix& a, Eigen::Index first, Eigen::Index count, int threads) const;
   // The kernel that computes it: kReference or kBlocked.
   MatmulKernel kernel() const { return kernel_; }
@@ -78,7 +78,7 @@ class RowBlockProduct {
   bool transposed_;
   MatmulKernel kernel_;
   struct Packed;
-  std::unique_ptr<Packed> packed_;  // for kBlocked
+  mutable std::unique_ptr<Packed> packed_;  // for kBlocked, from the first block's product
 };
 
 // torch.exp on one float: SLEEF's expf_u10 (as PyTorch's AVX2 kernels vectorise it) for kAvx2,

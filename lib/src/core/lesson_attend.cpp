@@ -332,9 +332,10 @@ const Matrix& attend(Recorder& rec, const Item& item, const Matrix& q, const Mat
   if (!rows_at_a_time(c)) {
     return attend_rows(rec, item, HeadRows{q, k, v, 0, t}, d_k, head);
   }
-  // Rows at a time: K and V packed once, then each block of queries attends every key.
-  const RowBlockProduct omega(k, /*transposed=*/true, t, c.matmul, c.threads);
-  const RowBlockProduct context(v, /*transposed=*/false, t, c.matmul, c.threads);
+  // Rows at a time: K and V packed once (each by its first block's product), then each block
+  // of queries attends every key.
+  const RowBlockProduct omega(k, /*transposed=*/true, t, c.matmul);
+  const RowBlockProduct context(v, /*transposed=*/false, t, c.matmul);
   const Eigen::Index rows = score_block_rows(c, k.rows());
   for (Eigen::Index first = 0; first < t; first += rows) {
     const Eigen::Index count = std::min(rows, t - first);

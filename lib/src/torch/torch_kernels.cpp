@@ -574,14 +574,10 @@ struct RowBlockProduct::Packed {
 };
 
 RowBlockProduct::RowBlockProduct(const Matrix& b, bool transposed, Eigen::Index rows,
-                                 MatmulKernel kernel, int threads)
+                                 MatmulKernel kernel)
     : b_(b), transposed_(transposed) {
   const Eigen::Index k = transposed ? b.cols() : b.rows(), n = transposed ? b.rows() : b.cols();
   kernel_ = matmul_kernel_for(kernel, rows, n, k);
-  if (kernel_ == MatmulKernel::kBlocked) {
-    packed_ = std::make_unique<Packed>(
-        Packed{GemmPackedB(transposed ? strided_transpose(b) : strided(b), threads)});
-  }
 }
 RowBlockProduct::~RowBlockProduct() = default;
 RowBlockProduct::RowBlockProduct(RowBlockProduct&&) noexcept = default;
@@ -594,6 +590,10 @@ Matrix RowBlockProduct::rows(const Matrix& a, Eigen::Index first, Eigen::Index c
   Matrix c = uninitialized_matrix(count, n);  // (count, N)
   const float* a_rows = a.data() + first * a.cols();
   if (kernel_ == MatmulKernel::kBlocked) {
+    if (!packed_) {
+      packed_ = std::make_unique<Packed>(
+          Packed{GemmPackedB(transposed_ ? strided_transpose(b_) : strided(b_), threads)});
+    }
     gemm_blocked(StridedMatrix{a_rows, count, a.cols(), a.cols(), 1}, packed_->b, c.data(), n,
                  threads);
     return c;
