@@ -24,4 +24,8 @@ void parallel_for(std::int64_t n, int threads, double work,
 void parallel_chunks(std::int64_t n, std::int64_t grain, int threads, double work,
                      const std::function<void(std::int64_t, std::int64_t)>& body);
 
+// One turn of a loop that waits for another thread: the CPU's spin-wait hint (x86's PAUSE), or
+// a yield where there is none.
+void spin_pause();
+
 }  // namespace attn

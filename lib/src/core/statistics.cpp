@@ -6,7 +6,6 @@
 #include <cfloat>
 #include <cmath>
 #include <numeric>
-#include <thread>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -23,15 +22,6 @@
 namespace attn {
 
 namespace {
-
-// A pause in a loop that waits for another thread.
-inline void pause() {
-#if defined(__x86_64__)
-  _mm_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
 
 // XXH3 over the bytes, or added to a streaming state, on the widest vectors the paths may use:
 // the same hash on every path.
@@ -265,7 +255,7 @@ void add_rows(const Matrix& m, int threads, Stats& st, XXH3_state_t& hash) {
         // share's statistics. Share p waits only for shares before it, which a thread has taken
         // (parallel_for's calling thread runs share 0 first, then takes the others' in order).
         if (p > 0) stats_of(first, last);
-        while (hashed.load(std::memory_order_acquire) != p) pause();
+        while (hashed.load(std::memory_order_acquire) != p) spin_pause();
         hash_rows(first, last);
         hashed.store(p + 1, std::memory_order_release);
         if (p == 0) stats_of(first, last);

@@ -11,12 +11,17 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-#define ATTN_PAUSE() _mm_pause()
-#else
-#define ATTN_PAUSE() std::this_thread::yield()
 #endif
 
 namespace attn {
+
+void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
 
 namespace {
 
@@ -131,7 +136,7 @@ class Pool {
     if (active_.load(std::memory_order_relaxed) != 0) {
       lock.unlock();
       for (int i = 0; i < kWatch && active_.load(std::memory_order_acquire) != 0; ++i) {
-        ATTN_PAUSE();
+        spin_pause();
       }
       lock.lock();
     }
@@ -155,7 +160,7 @@ class Pool {
     std::uint64_t seen = 0;
     for (;;) {
       for (int i = 0; i < kWatch && generation_.load(std::memory_order_acquire) == seen; ++i) {
-        ATTN_PAUSE();
+        spin_pause();
       }
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock,
