@@ -140,9 +140,9 @@ struct TraceConfig {
   bool release_head_steps = false;
   // Called as each step is recorded, its values still in use: for a progress display.
   std::function<void(const Step&)> on_record;
-  // Called with estimate_bytes() once the sentences' lengths are known, before anything large
-  // is allocated: a program may prepare that much memory.
-  std::function<void(double bytes)> on_memory_estimate;
+  // Called with estimate_bytes() and `threads` once the sentences' lengths are known, before
+  // anything large is allocated: a program may prepare that much memory.
+  std::function<void(double bytes, int threads)> on_memory_estimate;
 
   // The memory a run may take: the trace's floats, plus `output_bytes_per_value` bytes of output
   // for each of them (what a renderer will write), estimated before anything large is allocated.

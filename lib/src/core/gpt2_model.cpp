@@ -1,10 +1,11 @@
 // GPT-2's block in float32, as PyTorch's GPT2Model computes it: the layer norms, Conv1D, the
 // causal attention of every head, the MLP with its GELU, and the residual stream.
 
+#include "attn/gpt2_model.hpp"
+
 #include <cmath>
 
 #include "attn/attention.hpp"
-#include "attn/gpt2_model.hpp"
 
 namespace attn {
 
@@ -59,12 +60,12 @@ Matrix gpt2_attention(const Matrix& a, const Gpt2Layer& w, std::int64_t n_head, 
 }
 
 Matrix gpt2_block(const Matrix& h, const Gpt2Layer& w, const Gpt2Config& config, int threads) {
-  Matrix r = h + gpt2_attention(layer_norm(h, w.ln_1_weight, w.ln_1_bias, config.layer_norm_epsilon),
-                                w, config.n_head, threads);
-  const Matrix m = gelu(
-      conv1d(layer_norm(r, w.ln_2_weight, w.ln_2_bias, config.layer_norm_epsilon), w.c_fc_weight,
-             w.c_fc_bias, threads),
-      config.activation);
+  Matrix r =
+      h + gpt2_attention(layer_norm(h, w.ln_1_weight, w.ln_1_bias, config.layer_norm_epsilon), w,
+                         config.n_head, threads);
+  const Matrix m = gelu(conv1d(layer_norm(r, w.ln_2_weight, w.ln_2_bias, config.layer_norm_epsilon),
+                               w.c_fc_weight, w.c_fc_bias, threads),
+                        config.activation);
   r += conv1d(m, w.mlp_proj_weight, w.mlp_proj_bias, threads);
   return r;
 }

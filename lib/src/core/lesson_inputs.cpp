@@ -29,7 +29,7 @@ void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t ba
                     c.heads > 1 ? "s" : "", size_text(c.max_memory)),
         Setting::kMaxMemory);
   }
-  if (c.on_memory_estimate) c.on_memory_estimate(need);
+  if (c.on_memory_estimate) c.on_memory_estimate(need, c.threads);
   rec.follow(plan_steps(c, t_q, t_k, batch, padded, tokens));
 }
 

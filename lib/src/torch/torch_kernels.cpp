@@ -342,7 +342,7 @@ struct Lanes {
   std::array<float, 8> v{};
   friend Lanes operator+(const Lanes& a, const Lanes& b) {
     Lanes r;
-    for (int l = 0; l < 8; ++l) r.v[l] = a.v[l] + b.v[l];
+    for (std::size_t l = 0; l < 8; ++l) r.v[l] = a.v[l] + b.v[l];
     return r;
   }
 };
@@ -354,12 +354,12 @@ float torch_sum(const float* e, std::int64_t n) {
   const std::int64_t vectors = n / 8;
   const Lanes acc = cascade_row_sum<Lanes>(vectors, [e](std::int64_t i) {
     Lanes l;
-    for (int k = 0; k < 8; ++k) l.v[k] = e[i * 8 + k];
+    for (std::size_t k = 0; k < 8; ++k) l.v[k] = e[i * 8 + static_cast<std::int64_t>(k)];
     return l;
   });
   float sum = 0.0f;
   for (std::int64_t k = vectors * 8; k < n; ++k) sum = sum + e[k];
-  for (int k = 0; k < 8; ++k) sum = sum + acc.v[k];
+  for (std::size_t k = 0; k < 8; ++k) sum = sum + acc.v[k];
   return sum;
 }
 
