@@ -22,8 +22,8 @@ void keep_heap();
 // written, so that the run's matrices lie in 2 MiB pages. Where the system gives huge pages,
 // twice `bytes` and 8 MiB, faulted in only where the run writes, except that with `threads` > 1
 // the pages of `bytes` are faulted in now, a share on each thread; where it gives none, an eighth
-// more than `bytes` and 2 MiB, faulted in now (MADV_POPULATE_WRITE, Linux 5.14, a share on each
-// thread) instead of a fault per 4 KiB during the run. Best effort: a refusal changes nothing but
+// more than `bytes` and 2 MiB, faulted in with one call (MADV_POPULATE_WRITE, Linux 5.14)
+// instead of a fault per 4 KiB during the run. Best effort: a refusal changes nothing but
 // speed; and never more than half the memory the system has free.
 // Fits TraceConfig::on_memory_estimate.
 void prepare_heap(double bytes, int threads);

@@ -74,24 +74,24 @@ void prepare_heap(double bytes, int threads) {
   const std::uintptr_t from = (begin + kHuge - 1) & ~(kHuge - 1);
   attn::advise_huge_pages(p, ready + kHuge);
 #if defined(MADV_POPULATE_WRITE)
-  // Without huge pages, the 4 KiB pages are faulted in now, with one call per thread, which costs
-  // a sixth of what a fault per page costs later. With them, on one thread a page is faulted in
-  // when the run first writes it, one fault per 2 MiB, and what the run does not use is never
-  // zeroed; on more, the estimate's pages are faulted in now, a share per thread, so that the
-  // threads zero them side by side rather than one at a time inside the steps, where the others
-  // wait for the one that wrote a new page first.
-  const std::uintptr_t populate =
-      !huge ? ready
-      : threads > 1
-          ? std::min(ready, (static_cast<std::uintptr_t>(estimate) + kHuge - 1) & ~(kHuge - 1))
-          : 0;
-  if (populate > 0) {
-    const auto pages = static_cast<std::int64_t>(populate / kHuge);
-    // Worth waking the other threads for (2 MiB zeroed is some hundred microseconds).
-    parallel_for(pages, threads, 1e9, [&](std::int64_t first, std::int64_t last) {
-      (void)madvise(reinterpret_cast<void*>(from + static_cast<std::uintptr_t>(first) * kHuge),
-                    static_cast<std::uintptr_t>(last - first) * kHuge, MADV_POPULATE_WRITE);
-    });
+  // Without huge pages, the 4 KiB pages are faulted in with one call, which costs a sixth of
+  // what a fault per page costs later. With them, on one thread a page is faulted in when the
+  // run first writes it, one fault per 2 MiB, and what the run does not use is never zeroed; on
+  // more, the estimate's pages (not the margin) are faulted in now, a share per thread, so that
+  // the threads zero them side by side rather than inside the steps, where the others wait for
+  // the one that wrote a new page first.
+  if (!huge) {
+    (void)madvise(reinterpret_cast<void*>(from), ready, MADV_POPULATE_WRITE);
+  } else if (threads > 1) {
+    const std::uintptr_t populate =
+        std::min(ready, (static_cast<std::uintptr_t>(estimate) + kHuge - 1) & ~(kHuge - 1));
+    // Worth waking the other threads for: a 2 MiB page takes some hundred microseconds.
+    parallel_for(static_cast<std::int64_t>(populate / kHuge), threads, 1e9,
+                 [&](std::int64_t first, std::int64_t last) {
+                   (void)madvise(
+                       reinterpret_cast<void*>(from + static_cast<std::uintptr_t>(first) * kHuge),
+                       static_cast<std::uintptr_t>(last - first) * kHuge, MADV_POPULATE_WRITE);
+                 });
   }
 #endif
   std::free(p);
