@@ -67,11 +67,12 @@ void prepare_heap(double bytes, int threads) {
   // them are never written (each would cost a fault of its own, and on a virtual machine the
   // first write to each costs again: about 5 us a page, where a 2 MiB page's costs once).
   constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  const std::uintptr_t ready = (static_cast<std::uintptr_t>(bytes) + kHuge - 1) & ~(kHuge - 1);
+  const auto up_to_page = [](std::uintptr_t n) { return (n + kHuge - 1) & ~(kHuge - 1); };
+  const std::uintptr_t ready = up_to_page(static_cast<std::uintptr_t>(bytes));
   void* p = std::malloc(ready + kHuge);
   if (p == nullptr) return;
   const auto begin = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t from = (begin + kHuge - 1) & ~(kHuge - 1);
+  const std::uintptr_t from = up_to_page(begin);
   attn::advise_huge_pages(p, ready + kHuge);
 #if defined(MADV_POPULATE_WRITE)
   // Without huge pages, the 4 KiB pages are faulted in with one call, which costs a sixth of
@@ -84,7 +85,7 @@ void prepare_heap(double bytes, int threads) {
     (void)madvise(reinterpret_cast<void*>(from), ready, MADV_POPULATE_WRITE);
   } else if (threads > 1) {
     const std::uintptr_t populate =
-        std::min(ready, (static_cast<std::uintptr_t>(estimate) + kHuge - 1) & ~(kHuge - 1));
+        std::min(ready, up_to_page(static_cast<std::uintptr_t>(estimate)));
     // Worth waking the other threads for: a 2 MiB page takes some hundred microseconds.
     parallel_for(static_cast<std::int64_t>(populate / kHuge), threads, 1e9,
                  [&](std::int64_t first, std::int64_t last) {
