@@ -124,6 +124,32 @@ TEST_CASE("the blocked product reads A's rows in place, however far apart") {
   }
 }
 
+TEST_CASE("on several threads each thread's own copy of B is the product's B, product after product") {
+  // A B of at most 1 MiB packed is packed by each thread into memory of its own, kept between
+  // products: each product must use its own B, whichever of the pool's threads take part
+  // (the pool grown to eight threads first, so that any of its workers may join a loop on two),
+  // and a B too large for the copies must still give the same bits.
+  attn::parallel_for(8, 8, 1e9, [](std::int64_t, std::int64_t) {});
+  CHECK(attn::pool_threads() >= 8);
+  const Matrix a = random_matrix(200, 1024, 71);
+  const Matrix b1 = random_matrix(1024, 128, 72), b2 = random_matrix(1024, 128, 73);
+  const Matrix wide = random_matrix(1024, 700, 74);  // 2.9 MiB packed: one shared copy
+  const Matrix want1 = blocked_definition(a, b1), want2 = blocked_definition(a, b2);
+  const Matrix want_wide = blocked_definition(a, wide);
+  for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
+    if (!attn::gemm_isa_supported(isa)) continue;
+    for (int threads : {2, 3, 8, 2}) {
+      CAPTURE(static_cast<int>(isa));
+      CAPTURE(threads);
+      for (int round = 0; round < 3; ++round) {
+        CHECK(same_bits(run(a, b1, threads, isa), want1));
+        CHECK(same_bits(run(a, b2, threads, isa), want2));
+        CHECK(same_bits(run(a, wide, threads, isa), want_wide));
+      }
+    }
+  }
+}
+
 TEST_CASE("the blocked product reads a transposed operand in place") {
   // Kᵀ's slivers are packed 8 columns by 8 rows at a time on the vector paths, one float at a
   // time on the plain one: inner sizes with and without a tail of fewer than 8, and slivers cut

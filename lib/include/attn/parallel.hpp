@@ -24,6 +24,14 @@ void parallel_for(std::int64_t n, int threads, double work,
 void parallel_chunks(std::int64_t n, std::int64_t grain, int threads, double work,
                      const std::function<void(std::int64_t, std::int64_t)>& body);
 
+// Which of the pool's threads this is: 1, 2, ... for the workers, 0 for any other thread (the
+// one that calls parallel_for or parallel_chunks takes their first share). Less than
+// pool_threads() after, and max(pool_threads(), threads) during, a loop on `threads` threads:
+// any worker the pool has may take part in a loop.
+int pool_thread();
+// The pool's threads so far: its workers and the calling thread (at least 1).
+int pool_threads();
+
 // One turn of a loop that waits for another thread: the CPU's spin-wait hint (x86's PAUSE), or
 // a yield where there is none.
 void spin_pause();

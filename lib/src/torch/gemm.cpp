@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <new>
+#include <vector>
 
 #include "attn/parallel.hpp"
 #include "attn/simd.hpp"
@@ -450,6 +453,61 @@ void for_row_chunks(const KernelShape& ks, std::int64_t m, int threads, double w
   });
 }
 
+// On several threads, a B of at most 1 MiB packed is packed by each thread of the product into
+// memory of its own, kept for that thread's later products, rather than once into memory that
+// all of them read: on the project's virtual machines, writing lines that the other core has read
+// costs several times as much as writing lines that only this core has touched, and the one
+// shared copy was written, product after product, into the memory the other core had read the
+// last one from (512 KiB of W_q: 74-82 us to pack on two threads, 13-28 us on one; X W_q at
+// T = 1024 on two threads 0.80 -> 0.70 ms, Zen 5; docs/design.md, Performance). At most 8 MiB in
+// all (a copy per thread of the pool): with more threads, the shared copy as before.
+constexpr std::int64_t kOwnPackedFloats = (std::int64_t{1} << 20) / 4;
+constexpr std::int64_t kOwnPackedTotalFloats = (std::int64_t{8} << 20) / 4;
+
+// The copies, `per_thread` floats apart, slot i for pool_thread() i. They are allocated on the
+// calling thread, so that they lie in the heap the run made ready (memory.hpp): allocated on a
+// worker, its copy came from that thread's own arena, whose fresh pages took their faults inside
+// the first product. One calling thread at a time, as for the pool itself.
+struct OwnPacked {
+  std::unique_ptr<AlignedFloats> floats;
+  std::int64_t per_thread = 0;
+  struct Slot {
+    std::uint64_t product = 0;  // the product whose B the copy holds; written by its thread only
+    char pad[56];               // a cache line each
+  };
+  std::vector<Slot> slots;
+  std::uint64_t products = 0;  // the products so far
+};
+OwnPacked own_packed;
+
+// Room for a copy of `floats` floats for each of the pool's threads during a loop on `threads`;
+// false, and nothing changed, if that is more than kOwnPackedTotalFloats.
+bool reserve_own_packed(int threads, std::int64_t floats) {
+  OwnPacked& own = own_packed;
+  const auto slots = static_cast<std::size_t>(std::max(threads, pool_threads()));
+  const std::int64_t per_thread = std::max(own.per_thread, round_up(floats, 16));
+  if (per_thread * static_cast<std::int64_t>(slots) > kOwnPackedTotalFloats) return false;
+  if (own.per_thread >= floats && own.slots.size() >= slots) return true;
+  own.floats.reset();  // before the larger block, so that the heap may reuse its memory
+  own.floats = std::make_unique<AlignedFloats>(per_thread * static_cast<std::int64_t>(slots));
+  own.per_thread = per_thread;
+  own.slots.assign(slots, OwnPacked::Slot{});
+  return true;
+}
+
+// This thread's copy of b, packed for product number `product` on the thread's first chunk.
+PackedB own_packed_b(const KernelShape& ks, const StridedMatrix& b, std::uint64_t product) {
+  OwnPacked& own = own_packed;
+  const auto index = static_cast<std::size_t>(pool_thread());
+  float* data = own.floats->data + own.per_thread * static_cast<std::int64_t>(index);
+  const PackedB pb{data, round_up(b.cols, ks.nr), 0, b.rows};
+  if (own.slots[index].product != product) {
+    pack_blocks(ks, b, pb, data, 1);
+    own.slots[index].product = product;
+  }
+  return pb;
+}
+
 void zero_rows(float* c, std::int64_t ldc, std::int64_t m, std::int64_t n) {
   for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
 }
@@ -461,15 +519,24 @@ void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std:
   const KernelShape& ks = shape_for(isa);
   const std::int64_t m = a.rows, n = b.cols, k = a.cols;
   if (k == 0) return zero_rows(c, ldc, m, n);
-  // B packed once, its slivers split across the threads, then shared by all of them; in groups of
-  // blocks of at most 32 MiB, so that a wide weight matrix is not copied whole.
+  // B packed once, its slivers split across the threads, then shared by all of them (or, on
+  // several threads and at most 1 MiB, once by each: above); in groups of blocks of at most
+  // 32 MiB, so that a wide weight matrix is not copied whole.
   const std::int64_t n_r = round_up(n, ks.nr);
   const std::int64_t block_floats = kGemmBlockK * n_r;
   const std::int64_t group_blocks = std::max<std::int64_t>(
       1, (std::int64_t{32} << 20) / static_cast<std::int64_t>(sizeof(float)) / block_floats);
   const std::int64_t blocks = (k + kGemmBlockK - 1) / kGemmBlockK;
-  AlignedFloats packed(std::min(blocks, group_blocks) * block_floats);
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (threads > 1 && blocks * block_floats <= kOwnPackedFloats &&
+      reserve_own_packed(threads, blocks * block_floats)) {
+    const std::uint64_t product = ++own_packed.products;
+    for_row_chunks(ks, m, threads, work, [&](std::int64_t begin, std::int64_t end) {
+      gemm_rows(ks, a, own_packed_b(ks, b, product), n, c, ldc, begin, end);
+    });
+    return;
+  }
+  AlignedFloats packed(std::min(blocks, group_blocks) * block_floats);
   for (std::int64_t g = 0; g < blocks; g += group_blocks) {
     const PackedB pb{packed.data, n_r, g * kGemmBlockK,
                      std::min(k, (g + group_blocks) * kGemmBlockK)};

@@ -25,6 +25,8 @@ void spin_pause() {
 
 namespace {
 
+thread_local int this_pool_thread = 0;  // 0: not one of the pool's workers
+
 // One parallel loop: `chunks` pieces, shared out as contiguous runs, one per thread (a share).
 // Each thread takes its own share's chunks from the front, in order; a thread whose share is
 // done takes chunks from the back of another's, one at a time. So each thread works along
@@ -118,7 +120,11 @@ class Pool {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       while (workers_.size() + 1 < static_cast<std::size_t>(threads)) {
-        workers_.emplace_back([this] { work(); });
+        const int index = static_cast<int>(workers_.size()) + 1;
+        workers_.emplace_back([this, index] {
+          this_pool_thread = index;
+          work();
+        });
       }
       job_ = &job;
       wanted_ = threads - 1;
@@ -143,6 +149,11 @@ class Pool {
     done_.wait(lock, [this] { return active_.load(std::memory_order_relaxed) == 0; });
     if (!failed) failed = job.failed;
     if (failed) std::rethrow_exception(failed);
+  }
+
+  int size() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<int>(workers_.size()) + 1;
   }
 
   ~Pool() {
@@ -193,6 +204,10 @@ class Pool {
 constexpr double kMinWork = 1e6;  // below this, waking threads costs more than it saves
 
 }  // namespace
+
+int pool_thread() { return this_pool_thread; }
+
+int pool_threads() { return Pool::instance().size(); }
 
 void parallel_for(std::int64_t n, int threads, double work,
                   const std::function<void(std::int64_t, std::int64_t)>& body) {
