@@ -124,7 +124,7 @@ TEST_CASE("the blocked product reads A's rows in place, however far apart") {
   }
 }
 
-TEST_CASE("on several threads each thread's own copy of B is the product's B, product after product") {
+TEST_CASE("on several threads, each thread's own copy of B is the product's B, every time") {
   // A B of at most 1 MiB packed is packed by each thread into memory of its own, kept between
   // products: each product must use its own B, whichever of the pool's threads take part
   // (the pool grown to eight threads first, so that any of its workers may join a loop on two),
