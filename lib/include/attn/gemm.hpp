@@ -42,7 +42,8 @@ std::string_view gemm_isa_name();
 // c = a @ b, c row-major with leading dimension ldc (c_ij at c[i * ldc + j]).
 // Requires: a.cols == b.rows; c holds a.rows x b.cols cells that do not overlap a or b; `isa`
 // is supported. Rows of c are split over up to `threads` threads; the result does not depend on
-// the split nor on the isa.
+// the split nor on the isa. A product of kParallelMinWork multiply-adds or more on several threads
+// goes to the thread pool, one calling thread at a time (parallel.hpp).
 void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std::int64_t ldc,
                   int threads, GemmIsa isa = GemmIsa::kBest);
 

@@ -8,9 +8,14 @@
 
 namespace attn {
 
+// Below this much work (the caller's estimate of operations), waking threads costs more than it
+// saves: a loop runs on the calling thread alone.
+inline constexpr double kParallelMinWork = 1e6;
+
 // Runs body(begin, end) over [0, n), split into at most `threads` contiguous ranges, each on its
-// own thread (the calling thread takes the first). With threads <= 1, or work (the caller's
-// estimate of operations) under a million, it runs body(0, n) on the calling thread.
+// own thread (the calling thread takes the first). With threads <= 1, or work under
+// kParallelMinWork, it runs body(0, n) on the calling thread. The pool's loops take one calling
+// thread at a time; a loop on the calling thread alone may run on any thread.
 void parallel_for(std::int64_t n, int threads, double work,
                   const std::function<void(std::int64_t, std::int64_t)>& body);
 

@@ -467,7 +467,8 @@ constexpr std::int64_t kOwnPackedTotalFloats = (std::int64_t{8} << 20) / 4;
 // The copies, `per_thread` floats apart, slot i for pool_thread() i. They are allocated on the
 // calling thread, so that they lie in the heap the run made ready (memory.hpp): allocated on a
 // worker, its copy came from that thread's own arena, whose fresh pages took their faults inside
-// the first product. One calling thread at a time, as for the pool itself.
+// the first product. Only for products that go to the pool, so one calling thread at a time, as
+// for the pool itself; smaller products may run on any thread at once.
 struct OwnPacked {
   std::unique_ptr<AlignedFloats> floats;
   std::int64_t per_thread = 0;
@@ -528,7 +529,7 @@ void gemm_blocked(const StridedMatrix& a, const StridedMatrix& b, float* c, std:
       1, (std::int64_t{32} << 20) / static_cast<std::int64_t>(sizeof(float)) / block_floats);
   const std::int64_t blocks = (k + kGemmBlockK - 1) / kGemmBlockK;
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  if (threads > 1 && blocks * block_floats <= kOwnPackedFloats &&
+  if (threads > 1 && work >= kParallelMinWork && blocks * block_floats <= kOwnPackedFloats &&
       reserve_own_packed(threads, blocks * block_floats)) {
     const std::uint64_t product = ++own_packed.products;
     for_row_chunks(ks, m, threads, work, [&](std::int64_t begin, std::int64_t end) {

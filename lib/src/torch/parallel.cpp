@@ -201,8 +201,6 @@ class Pool {
   bool stop_ = false;
 };
 
-constexpr double kMinWork = 1e6;  // below this, waking threads costs more than it saves
-
 }  // namespace
 
 int pool_thread() { return this_pool_thread; }
@@ -212,7 +210,7 @@ int pool_threads() { return Pool::instance().size(); }
 void parallel_for(std::int64_t n, int threads, double work,
                   const std::function<void(std::int64_t, std::int64_t)>& body) {
   const std::int64_t parts = std::min<std::int64_t>(n, threads);
-  if (parts <= 1 || work < kMinWork) {
+  if (parts <= 1 || work < kParallelMinWork) {
     body(0, n);
     return;
   }
@@ -228,7 +226,7 @@ void parallel_chunks(std::int64_t n, std::int64_t grain, int threads, double wor
   // At most 2³¹ chunks (a share holds chunk numbers in 32 bits); any split gives the same result.
   grain = std::max({std::int64_t{1}, grain, (n >> 31) + 1});
   const std::int64_t chunks = (n + grain - 1) / grain;
-  if (threads <= 1 || chunks <= 1 || work < kMinWork) {
+  if (threads <= 1 || chunks <= 1 || work < kParallelMinWork) {
     body(0, n);
     return;
   }
