@@ -453,14 +453,15 @@ void for_row_chunks(const KernelShape& ks, std::int64_t m, int threads, double w
   });
 }
 
-// On several threads, a B of at most 1 MiB packed is packed by each thread of the product into
-// memory of its own, kept for that thread's later products, rather than once into memory that
-// all of them read: on the project's virtual machines, writing lines that the other core has read
-// costs several times as much as writing lines that only this core has touched, and the one
-// shared copy was written, product after product, into the memory the other core had read the
-// last one from (512 KiB of W_q: 74-82 us to pack on two threads, 13-28 us on one; X W_q at
-// T = 1024 on two threads 0.80 -> 0.70 ms, Zen 5; docs/design.md, Performance). At most 8 MiB in
-// all (a copy per thread of the pool): with more threads, the shared copy as before.
+// On several threads, a B of at most 1 MiB packed (counted in whole blocks of kGemmBlockK rows)
+// is packed by each thread of the product into memory of its own, kept for that thread's later
+// products, rather than once into memory that all of them read: on the project's virtual
+// machines, writing lines that the other core has read costs several times as much as writing
+// lines that only this core has touched, and the one shared copy was written, product after
+// product, into the memory the other core had read the last one from (512 KiB of W_q: 74-82 us
+// to pack on two threads, 13-28 us on one; X W_q at T = 1024 on two threads 0.80 -> 0.70 ms,
+// Zen 5; docs/design.md, Performance). At most 8 MiB in all (a copy per thread of the pool):
+// beyond that, the shared copy as before.
 constexpr std::int64_t kOwnPackedFloats = (std::int64_t{1} << 20) / 4;
 constexpr std::int64_t kOwnPackedTotalFloats = (std::int64_t{8} << 20) / 4;
 
