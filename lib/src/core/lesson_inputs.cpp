@@ -96,14 +96,6 @@ void tokenize_inputs(Trace& trace, const LengthsKnown& known) {
   }
   std::vector<std::string> cross_words;
   if (c.cross) cross_words = c.tokenizer->tokens(*c.cross, "the key and value sentence");
-  if (words.size() == 1 && !c.cross) {
-    trace.vocabulary = c.tokenizer->vocabulary(words[0]);  // one sentence: its words, uncopied
-  } else {
-    std::vector<std::string> all_words;
-    for (const auto& w : words) all_words.insert(all_words.end(), w.begin(), w.end());
-    all_words.insert(all_words.end(), cross_words.begin(), cross_words.end());
-    trace.vocabulary = c.tokenizer->vocabulary(all_words);
-  }
   std::size_t t = 0;
   for (const auto& w : words) t = std::max(t, w.size());
   const bool padded =
@@ -118,10 +110,25 @@ void tokenize_inputs(Trace& trace, const LengthsKnown& known) {
                        : std::string("the text"),
         t, c.model->config().n_positions));
   }
-  // Before anything large: T is known now. The dictionary holds each distinct token once.
-  const std::int64_t tokens = trace.vocabulary.size() + (padded ? 1 : 0);
-  known(static_cast<std::int64_t>(t), static_cast<std::int64_t>(c.cross ? cross_words.size() : t),
-        batch_size, padded, tokens);
+  // Before anything large: T is known now. The dictionary's size counts only for the backward
+  // pass (the embedding table's gradient); otherwise the plan comes first, so that the
+  // dictionary and the ids are built in the memory it made ready: on the project's virtual
+  // machines each new 4 KiB page of the heap costs microseconds.
+  const auto plan = [&](std::int64_t tokens) {
+    known(static_cast<std::int64_t>(t), static_cast<std::int64_t>(c.cross ? cross_words.size() : t),
+          batch_size, padded, tokens);
+  };
+  if (!c.backward) plan(0);
+  if (words.size() == 1 && !c.cross) {
+    trace.vocabulary = c.tokenizer->vocabulary(words[0]);  // one sentence: its words, uncopied
+  } else {
+    std::vector<std::string> all_words;
+    for (const auto& w : words) all_words.insert(all_words.end(), w.begin(), w.end());
+    all_words.insert(all_words.end(), cross_words.begin(), cross_words.end());
+    trace.vocabulary = c.tokenizer->vocabulary(all_words);
+  }
+  // The dictionary holds each distinct token once; with padding, one more.
+  if (c.backward) plan(static_cast<std::int64_t>(trace.vocabulary.size()) + (padded ? 1 : 0));
   if (padded) trace.pad_id = c.tokenizer->padding_id(trace.vocabulary);
   check_vocabulary(trace);
   for (auto& w : words) {

@@ -75,7 +75,18 @@ bool is_space(char32_t c) {
 }  // namespace
 
 std::vector<std::string> tokenize(std::string_view sentence) {
+  // Room for the words split by ASCII white space, counted first: growing the vector as it
+  // fills copies it and touches twice the memory (a long text's first pages of the heap).
+  std::size_t runs = 0;
+  bool in_run = false;
+  for (const char ch : sentence) {
+    const auto byte = static_cast<unsigned char>(ch);
+    const bool space = byte < 0x80 && is_space(byte);
+    runs += !space && !in_run;
+    in_run = !space;
+  }
   std::vector<std::string> words;
+  words.reserve(runs);
   std::string word;
   for (std::size_t i = 0; i < sentence.size();) {
     // An ASCII byte is its own code point; any other starts a sequence that utf8proc decodes.
