@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -125,4 +126,39 @@ TEST_CASE(
         "\\x7f\\x80\\x9b\\x9f\xc2\xa0");  // DEL and the C1 controls; U+00A0 is not one
   CHECK(attn::escape_controls("C:\\dir") == "C:\\\\dir");
   CHECK(attn::escape_controls("caf\xe9\xff") == "caf\\xe9\\xff");
+}
+
+TEST_CASE("words are counted as tokenize splits them, before any is stored") {
+  // The count lets a run be refused for the memory limit before its words take the memory: it
+  // must be tokenize's count for every text tokenize accepts, and nothing where it refuses one.
+  const std::vector<std::string> texts = {"Life is short, eat dessert first",
+                                          "",
+                                          " ",
+                                          ",",
+                                          ", ,, ,",
+                                          "a",
+                                          "a,",
+                                          ",a",
+                                          "a , b",
+                                          "  a\tb\nc\r\nd  ",
+                                          "x\u3000y\u00a0z\u2028w",
+                                          "caf\u00e9 na\u00efve",
+                                          "a,b,c",
+                                          "\u00a0,\u00a0",
+                                          "end with space ",
+                                          "\u6f22\u5b57 \u304b\u306a",
+                                          "a\u0085b\u1680c\u202fd"};
+  for (const std::string& text : texts) {
+    CAPTURE(text);
+    const std::optional<std::size_t> n = attn::count_words(text);
+    REQUIRE(n.has_value());
+    CHECK(*n == attn::tokenize(text).size());
+    CHECK(attn::word_tokenizer()->count(text) == n);
+  }
+  for (const std::string& bad : {std::string("a \xff b"), std::string("a\x01 b"),
+                                 std::string("\xc3"), std::string("ok \x7f")}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(attn::tokenize(bad), attn::Error);
+    CHECK_FALSE(attn::count_words(bad).has_value());
+  }
 }

@@ -959,6 +959,25 @@ case_error_stdin_never_ends() {
   [ $ms -lt 1000 ] || { echo "FAIL: took $ms ms"; return 1; }
   cmp -s "$work/expected_stderr" "$work/stderr" || { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; return 1; }
 }
+case_error_many_words_refused_before_they_are_stored() {
+  # 8 million one-letter words (16 MB) would take over 250 MB as strings: the count refuses the
+  # run for the memory limit before any is stored, in under 100 MB of address space, with the
+  # plan's own message (with --backward too); stored first, they ran out of memory.
+  local limit=102400; [ "${ATTN_SANITIZED:-0}" = 1 ] && limit=unlimited
+  yes a | head -n 8000000 | tr '\n' ' ' >"$work/words.txt"
+  local flags need status
+  for flags in "" "--backward"; do
+    need=2.7; [ "$flags" = --backward ] && need=5.9
+    # shellcheck disable=SC2086
+    (ulimit -v $limit && "$binary" --max-memory 64M $flags - <"$work/words.txt" >"$work/stdout" 2>"$work/stderr")
+    status=$?
+    printf '%s\n' "attn-trace: error: this run would need about $need PiB (T = 8000000 tokens, 1 head), more than the memory limit of 64.0 MiB: trace fewer tokens, or raise the limit with --max-memory" >"$work/expected_stderr"
+    [ $status = 2 ] || { echo "FAIL ($flags): exit code $status"; cat "$work/stderr"; return 1; }
+    cmp -s "$work/expected_stderr" "$work/stderr" || { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; return 1; }
+  done
+  # The same text under a limit that the count says it fits is tokenized as before.
+  "$binary" "a b, a ,, c" --format summary | grep -qx "tokens: 1 sentence of 4 tokens, 3 distinct words"
+}
 case_error_sentence_file_never_ends_in_4_gib() {
   local limit=4194304; [ "${ATTN_SANITIZED:-0}" = 1 ] && limit=unlimited
   (ulimit -v $limit && "$binary" --file /dev/zero >"$work/stdout" 2>"$work/stderr"); local status=$?

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,10 @@ namespace attn {
 // Requires: valid UTF-8 without control characters other than white space.
 // Throws Error naming the byte offset of invalid UTF-8 or of a control character.
 std::vector<std::string> tokenize(std::string_view sentence);
+
+// How many words tokenize(sentence) gives, counted without storing them; nullopt where tokenize
+// would throw.
+std::optional<std::size_t> count_words(std::string_view sentence);
 
 // A dictionary: tokens and their ids, numbered from 0 (the walkthrough's) or given (a
 // tokenizer's fixed vocabulary, of which a run's dictionary holds the tokens it uses).
@@ -63,6 +68,10 @@ class Tokenizer {
   // The tokens of one text, in order. `which` names the text in messages ("the sentence").
   // Throws Error for text it cannot tokenize (invalid UTF-8, a control character).
   virtual std::vector<std::string> tokens(std::string_view text, std::string_view which) const = 0;
+  // How many tokens `tokens` gives, where that can be counted without storing them (so that a
+  // text too long for the memory limit is refused before its tokens take the memory); nullopt
+  // where it cannot, or where `tokens` would throw.
+  virtual std::optional<std::size_t> count(std::string_view /*text*/) const { return std::nullopt; }
   // The dictionary of a run whose texts have these tokens: every id the run uses.
   virtual Vocabulary vocabulary(const std::vector<std::string>& tokens) const = 0;
   // A token as a reader sees it in the dictionary and the labels.
@@ -79,6 +88,9 @@ class WordTokenizer final : public Tokenizer {
  public:
   std::string_view name() const override { return "words"; }
   std::vector<std::string> tokens(std::string_view text, std::string_view which) const override;
+  std::optional<std::size_t> count(std::string_view text) const override {
+    return count_words(text);
+  }
   Vocabulary vocabulary(const std::vector<std::string>& tokens) const override {
     return build_vocabulary(tokens);
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "attn/embedding.hpp"
 #include "attn/error.hpp"
@@ -16,9 +17,9 @@ namespace {
 
 // The run's plan, once the lengths are known: refused when it would need more memory than
 // config.max_memory, before anything large is allocated; then the steps the Recorder follows.
-void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded,
-              std::int64_t tokens = 0) {
-  const TraceConfig& c = rec.config();
+// The estimate of such a run, refused when it is more than config.max_memory.
+double check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
+                    bool padded, std::int64_t tokens) {
   const double need = estimate_bytes(c, t_q, t_k, batch, padded, tokens);
   if (need > static_cast<double>(c.max_memory)) {
     throw Error(
@@ -29,6 +30,13 @@ void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t ba
                     c.heads > 1 ? "s" : "", size_text(c.max_memory)),
         Setting::kMaxMemory);
   }
+  return need;
+}
+
+void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded,
+              std::int64_t tokens = 0) {
+  const TraceConfig& c = rec.config();
+  const double need = check_memory(c, t_q, t_k, batch, padded, tokens);
   if (c.on_memory_estimate) c.on_memory_estimate(need, c.threads);
   rec.follow(plan_steps(c, t_q, t_k, batch, padded, tokens));
 }
@@ -83,11 +91,37 @@ TokenizedSentence tokenized(const Tokenizer& tokenizer, const Vocabulary& vocabu
 using LengthsKnown =
     std::function<void(std::int64_t, std::int64_t, std::int64_t, bool, std::int64_t)>;
 
-// The words of every sentence, one dictionary for all of them, and the padded ids; `known` is
-// called before the ids are made (the run's memory plan goes there).
-void tokenize_inputs(Trace& trace, const LengthsKnown& known) {
+// The lengths as the tokenizer counts them before it stores a token, when it can count every
+// text (Tokenizer::count); nothing when it cannot. The dictionary's size there is the most it
+// can be: every token distinct, and the padding token.
+void count_inputs(const TraceConfig& c, const LengthsKnown& counted) {
+  std::int64_t t = 0, shortest = -1, all = 0;
+  for (const std::string& sentence : c.sentences) {
+    const std::optional<std::size_t> n = c.tokenizer->count(sentence);
+    if (!n || *n == 0) return;  // the tokenizer's own message, when it tokenizes
+    const auto tokens = static_cast<std::int64_t>(*n);
+    t = std::max(t, tokens);
+    shortest = shortest < 0 ? tokens : std::min(shortest, tokens);
+    all += tokens;
+  }
+  std::int64_t t_k = t;
+  if (c.cross) {
+    const std::optional<std::size_t> n = c.tokenizer->count(*c.cross);
+    if (!n || *n == 0) return;
+    t_k = static_cast<std::int64_t>(*n);
+    all += t_k;
+  }
+  const bool padded = shortest < t;
+  counted(t, t_k, static_cast<std::int64_t>(c.sentences.size()), padded, all + (padded ? 1 : 0));
+}
+
+// The words of every sentence, one dictionary for all of them, and the padded ids. `counted`,
+// if set, is called before any token is stored, with the lengths count_inputs counts; `known`
+// before the ids are made (the run's memory plan goes there).
+void tokenize_inputs(Trace& trace, const LengthsKnown& known, const LengthsKnown& counted = {}) {
   const TraceConfig& c = trace.config;
   const auto batch_size = static_cast<std::int64_t>(c.sentences.size());
+  if (counted) count_inputs(c, counted);
   std::vector<std::vector<std::string>> words;
   for (std::size_t b = 0; b < c.sentences.size(); ++b) {
     words.push_back(c.tokenizer->tokens(
@@ -185,9 +219,26 @@ Inputs given_x(Trace& trace, Recorder& rec) {
 Inputs tokenize_and_embed(Trace& trace, Recorder& rec) {
   const TraceConfig& c = trace.config;
   if (c.x) return given_x(trace, rec);
-  tokenize_inputs(trace,
-                  [&rec](std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded,
-                         std::int64_t tokens) { plan_run(rec, t_q, t_k, batch, padded, tokens); });
+  // A text is refused for the memory limit before its tokens are stored, where the tokenizer can
+  // count them: one-letter words take some 40 bytes each as strings and ids, so a sentence of
+  // 1 GiB could otherwise take tens of GB before the limit was checked. Without the backward pass
+  // the check is the plan's own (the dictionary's size does not count). With it, the dictionary's
+  // size is not known yet: only where the tokens alone would take more than the limit is the run
+  // checked now, as if the dictionary were empty (a run refused so would be refused with it), and
+  // otherwise by the plan, with the dictionary's size, as before.
+  const auto counted = [&c](std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded,
+                            std::int64_t tokens) {
+    constexpr double kBytesPerToken = 64.0;  // a token's string, id and label, with some margin
+    if (!c.backward ||
+        kBytesPerToken * static_cast<double>(tokens) > static_cast<double>(c.max_memory)) {
+      check_memory(c, t_q, t_k, batch, padded, 0);
+    }
+  };
+  tokenize_inputs(
+      trace,
+      [&rec](std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded,
+             std::int64_t tokens) { plan_run(rec, t_q, t_k, batch, padded, tokens); },
+      counted);
   if (c.model) return embed_model(trace, rec);
   // torch.manual_seed(seed); X = nn.Embedding(V, d_in[, padding_idx])(ids): one call for every
   // sentence, so that the generator runs once.

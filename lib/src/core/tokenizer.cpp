@@ -111,6 +111,27 @@ std::vector<std::string> tokenize(std::string_view sentence) {
   return words;
 }
 
+std::optional<std::size_t> count_words(std::string_view sentence) {
+  // tokenize's loop, with a word counted where tokenize stores it.
+  std::size_t words = 0;
+  bool in_word = false;  // a word has begun: some byte other than white space and commas
+  for (std::size_t i = 0; i < sentence.size();) {
+    char32_t cp = static_cast<unsigned char>(sentence[i]);
+    const std::size_t len = cp < 0x80 ? 1 : decode_utf8(sentence, i, cp);
+    if (len == 0) return std::nullopt;
+    if (is_space(cp)) {
+      words += in_word;
+      in_word = false;
+    } else if (is_control(cp)) {
+      return std::nullopt;
+    } else if (cp != U',') {
+      in_word = true;
+    }
+    i += len;
+  }
+  return words + in_word;
+}
+
 Vocabulary::Vocabulary(std::vector<std::string> tokens) : words_(std::move(tokens)) {
   id_list_.reserve(words_.size());
   for (std::size_t i = 0; i < words_.size(); ++i) id_list_.push_back(static_cast<std::int64_t>(i));
