@@ -95,6 +95,7 @@ using LengthsKnown =
 // text (Tokenizer::count); nothing when it cannot. The dictionary's size there is the most it
 // can be: every token distinct, and the padding token.
 void count_inputs(const TraceConfig& c, const LengthsKnown& counted) {
+  if (c.sentences.empty()) return;
   std::int64_t t = 0, shortest = -1, all = 0;
   for (const std::string& sentence : c.sentences) {
     const std::optional<std::size_t> n = c.tokenizer->count(sentence);
