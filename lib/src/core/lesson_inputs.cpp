@@ -15,8 +15,6 @@ namespace attn::lesson {
 
 namespace {
 
-// The run's plan, once the lengths are known: refused when it would need more memory than
-// config.max_memory, before anything large is allocated; then the steps the Recorder follows.
 // The estimate of such a run, refused when it is more than config.max_memory.
 double check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
                     bool padded, std::int64_t tokens) {
@@ -33,6 +31,8 @@ double check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, st
   return need;
 }
 
+// The run's plan, once the lengths are known: refused when it would need more memory than
+// config.max_memory, before anything large is allocated; then the steps the Recorder follows.
 void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded,
               std::int64_t tokens = 0) {
   const TraceConfig& c = rec.config();
