@@ -72,64 +72,70 @@ bool is_space(char32_t c) {
          c == 0x205F || c == 0x3000;
 }
 
-}  // namespace
+// Where a sentence stops being readable: the byte of invalid UTF-8 or of a control character.
+struct ScanStop {
+  enum { kNone, kInvalidUtf8, kControl } what = kNone;
+  std::size_t byte = 0;
+};
 
-std::vector<std::string> tokenize(std::string_view sentence) {
-  // Room for the words split by ASCII white space, counted first: growing the vector as it
-  // fills copies it and touches twice the memory (a long text's first pages of the heap).
-  std::size_t runs = 0;
-  bool in_run = false;
-  for (const char ch : sentence) {
-    const auto byte = static_cast<unsigned char>(ch);
-    const bool space = byte < 0x80 && is_space(byte);
-    runs += !space && !in_run;
-    in_run = !space;
-  }
-  std::vector<std::string> words;
-  words.reserve(runs);
-  std::string word;
+// The splitting rule, once for tokenize and count_words: piece(i, len) for each character of a
+// word (commas are dropped from words), end() at each white space and at the sentence's end.
+template <class Piece, class End>
+ScanStop scan_words(std::string_view sentence, Piece piece, End end) {
   for (std::size_t i = 0; i < sentence.size();) {
     // An ASCII byte is its own code point; any other starts a sequence that utf8proc decodes.
     char32_t cp = static_cast<unsigned char>(sentence[i]);
     const std::size_t len = cp < 0x80 ? 1 : decode_utf8(sentence, i, cp);
-    if (len == 0) {
-      throw Error("the sentence is not valid UTF-8 (byte " + std::to_string(i) +
-                  "): a sentence must be UTF-8 text");
-    }
+    if (len == 0) return {ScanStop::kInvalidUtf8, i};
     if (is_space(cp)) {
-      if (!word.empty()) words.push_back(std::move(word));
-      word.clear();
+      end();
     } else if (is_control(cp)) {
-      throw Error("the sentence has a control character (byte " + std::to_string(i) +
-                  "): only printable text and white space are allowed");
+      return {ScanStop::kControl, i};
     } else if (cp != U',') {
-      word.append(sentence.substr(i, len));
+      piece(i, len);
     }
     i += len;
   }
-  if (!word.empty()) words.push_back(std::move(word));
+  end();
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::string> tokenize(std::string_view sentence) {
+  // Room for every word, counted first: growing the vector as it fills copies it and touches
+  // twice the memory (a long text's first pages of the heap).
+  std::vector<std::string> words;
+  words.reserve(count_words(sentence).value_or(0));
+  std::string word;
+  const ScanStop stop = scan_words(
+      sentence, [&](std::size_t i, std::size_t len) { word.append(sentence.substr(i, len)); },
+      [&] {
+        if (!word.empty()) words.push_back(std::move(word));
+        word.clear();
+      });
+  if (stop.what == ScanStop::kInvalidUtf8) {
+    throw Error("the sentence is not valid UTF-8 (byte " + std::to_string(stop.byte) +
+                "): a sentence must be UTF-8 text");
+  }
+  if (stop.what == ScanStop::kControl) {
+    throw Error("the sentence has a control character (byte " + std::to_string(stop.byte) +
+                "): only printable text and white space are allowed");
+  }
   return words;
 }
 
 std::optional<std::size_t> count_words(std::string_view sentence) {
-  // tokenize's loop, with a word counted where tokenize stores it.
   std::size_t words = 0;
-  bool in_word = false;  // a word has begun: some byte other than white space and commas
-  for (std::size_t i = 0; i < sentence.size();) {
-    char32_t cp = static_cast<unsigned char>(sentence[i]);
-    const std::size_t len = cp < 0x80 ? 1 : decode_utf8(sentence, i, cp);
-    if (len == 0) return std::nullopt;
-    if (is_space(cp)) {
-      words += in_word;
-      in_word = false;
-    } else if (is_control(cp)) {
-      return std::nullopt;
-    } else if (cp != U',') {
-      in_word = true;
-    }
-    i += len;
-  }
-  return words + in_word;
+  bool in_word = false;  // a word has begun
+  const ScanStop stop = scan_words(
+      sentence, [&](std::size_t, std::size_t) { in_word = true; },
+      [&] {
+        words += in_word;
+        in_word = false;
+      });
+  if (stop.what != ScanStop::kNone) return std::nullopt;
+  return words;
 }
 
 Vocabulary::Vocabulary(std::vector<std::string> tokens) : words_(std::move(tokens)) {
