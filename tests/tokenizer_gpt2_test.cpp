@@ -43,6 +43,46 @@ TEST_CASE("GPT-2's ids of a few hundred strings equal encoder.py's") {
   }
 }
 
+TEST_CASE("GPT-2's ids of texts with long pieces equal encoder.py's, and their counts") {
+  // Pieces of 65 to 3000 bytes take the heap's BPE, not the rounds that encoder.py runs.
+  const json cases = read_json(ATTN_REFERENCE_DIR "/gpt2_long_tokens.json").at("cases");
+  REQUIRE(cases.size() >= 40);
+  std::size_t long_pieces = 0;
+  for (const json& c : cases) {
+    const std::string text = c.at("text").get<std::string>();
+    CAPTURE(attn::escape_controls(text));
+    const Ids want = c.at("ids").get<Ids>();
+    CHECK(attn::gpt2_encode(text) == want);
+    CHECK(attn::gpt2_count(text) == want.size());
+    for (const std::string_view piece : attn::gpt2_pieces(text)) long_pieces += piece.size() > 64;
+  }
+  CHECK(long_pieces >= 40);
+}
+
+TEST_CASE("GPT-2's count is the number of ids, or nothing where the tokenizer refuses") {
+  for (const json& c : reference().at("cases")) {
+    const std::string text = c.at("text").get<std::string>();
+    CAPTURE(attn::escape_controls(text));
+    CHECK(attn::gpt2_count(text) == c.at("ids").size());
+  }
+  CHECK(attn::gpt2_count("") == std::nullopt);
+  CHECK(attn::gpt2_count("caf\xe9") == std::nullopt);
+  CHECK(attn::gpt2_tokenizer()->count("Life is short, eat dessert first") == 7u);
+  // A word of 200,000 letters: counted and encoded by the heap's BPE (encoder.py's rounds take
+  // minutes on a megabyte), the same number of ids both ways, every letter kept.
+  std::string word;
+  std::uint32_t x = 1;
+  for (int i = 0; i < 200000; ++i) {
+    x = (x * 75 + 74) % 65537;
+    word += static_cast<char>('a' + x % 26);
+  }
+  const std::vector<std::int64_t> ids = attn::gpt2_encode(word);
+  CHECK(attn::gpt2_count(word) == ids.size());
+  std::string joined;
+  for (const std::int64_t id : ids) joined += attn::gpt2_token(id);
+  CHECK(joined == word);
+}
+
 TEST_CASE("the pattern's classes are Python regex's for every code point") {
   const json& ref = reference();
   std::vector<attn::Gpt2Class> want(0x110000, attn::Gpt2Class::kOther);
@@ -79,6 +119,19 @@ TEST_CASE("the pre-tokenizer's pieces") {
   CHECK(attn::gpt2_pieces("x \u0085y") == Pieces{"x", " ", "\u0085", "y"});
   CHECK(attn::gpt2_pieces("x\ufeffy") == Pieces{"x", "\ufeff", "y"});
   CHECK(attn::gpt2_pieces(" 42!!") == Pieces{" 42", "!!"});
+  CHECK(attn::gpt2_pieces("it'") == Pieces{"it", "'"});
+  CHECK(attn::gpt2_pieces("'") == Pieces{"'"});
+  CHECK(attn::gpt2_pieces(" ") == Pieces{" "});
+  CHECK(attn::gpt2_pieces(" é中") == Pieces{" é中"});
+  CHECK(attn::gpt2_pieces("a \u3000b") == Pieces{"a", " ", "\u3000", "b"});
+  CHECK(attn::gpt2_pieces("x'll've") == Pieces{"x", "'ll", "'ve"});
+  CHECK(attn::gpt2_pieces("  \n a") == Pieces{"  \n", " a"});
+  CHECK(attn::gpt2_pieces("ab  ") == Pieces{"ab", "  "});
+  // The reader: the same pieces, one at a time.
+  Pieces one_at_a_time;
+  attn::Gpt2Pieces reader("Life is short,  eat\n");
+  for (std::string_view piece; reader.next(piece);) one_at_a_time.push_back(piece);
+  CHECK(one_at_a_time == Pieces{"Life", " is", " short", ",", " ", " eat", "\n"});
 }
 
 TEST_CASE("every id's token and back; the byte tokens and <|endoftext|>") {

@@ -1340,6 +1340,24 @@ case_gpt2_vocab_size_too_small() {
 case_gpt2_unknown_tokenizer() {
   expect_error "--tokenizer: gpt3 not in {words,gpt2} (see attn-trace --help)" --tokenizer gpt3
 }
+case_error_gpt2_long_texts_refused_before_their_tokens_are_stored() {
+  # GPT-2's tokens are counted before they are stored, the text read a piece at a time: 8 million
+  # short words (16 MB) and a word of 2 million letters (one piece of BPE, merged from a heap of
+  # its pairs, not a scan of the piece per merge) are refused for the memory limit with the plan's
+  # message, in under 100 MB of address space. Stored first, they ran out of memory.
+  local limit=102400; [ "${ATTN_SANITIZED:-0}" = 1 ] && limit=unlimited
+  yes a | head -n 8000000 | tr '\n' ' ' >"$work/words.txt"
+  awk 'BEGIN { x = 1; for (i = 0; i < 2000000; i++) { x = (x * 75 + 74) % 65537; printf "%c", 97 + x % 26 } }' >"$work/word.txt"
+  local text need status
+  for text in words word; do
+    need="2.7 PiB (T = 8000001 tokens"; [ $text = word ] && need="62.3 TiB (T = 1194945 tokens"
+    (ulimit -v $limit && "$binary" --tokenizer gpt2 --max-memory 64M --file "$work/$text.txt" >"$work/stdout" 2>"$work/stderr")
+    status=$?
+    printf '%s\n' "attn-trace: error: this run would need about $need, 1 head), more than the memory limit of 64.0 MiB: trace fewer tokens, or raise the limit with --max-memory" >"$work/expected_stderr"
+    [ $status = 2 ] || { echo "FAIL ($text): exit code $status"; cat "$work/stderr"; return 1; }
+    cmp -s "$work/expected_stderr" "$work/stderr" || { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; return 1; }
+  done
+}
 
 # --- a GPT-2 checkpoint (--model) ----------------------------------------------------------------
 gpt2_models=data/reference/gpt2_model

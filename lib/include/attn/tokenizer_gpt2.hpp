@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,10 @@ inline constexpr std::int64_t kGpt2EndOfText = 50256;
 // GPT-2's token ids of `text`, as encoder.py's encode() gives them. `which` names the text in
 // messages ("the sentence"). Throws Error naming the byte offset of invalid UTF-8.
 std::vector<std::int64_t> gpt2_encode(std::string_view text, std::string_view which = "the text");
+
+// How many ids gpt2_encode(text) gives, counted without storing them (nor the text's pieces):
+// nullopt for an empty text or one that is not valid UTF-8, which Gpt2Tokenizer refuses.
+std::optional<std::size_t> gpt2_count(std::string_view text);
 
 // The token with this id, as encoder.json writes it ("Ġshort"); valid for the program's life.
 // Throws Error for an id outside 0 to 50256.
@@ -56,6 +61,22 @@ Gpt2Class gpt2_class(char32_t cp);
 // tokens. Requires: valid UTF-8.
 std::vector<std::string_view> gpt2_pieces(std::string_view text);
 
+// The same pieces one at a time, read from the text as they are taken, so that a long text is
+// not held again as characters or pieces:
+//   Gpt2Pieces reader(text);
+//   for (std::string_view piece; reader.next(piece);) ...
+// Requires: valid UTF-8 that outlives the reader.
+class Gpt2Pieces {
+ public:
+  explicit Gpt2Pieces(std::string_view text) : text_(text) {}
+  // The next piece; false after the last.
+  bool next(std::string_view& piece);
+
+ private:
+  std::string_view text_;
+  std::size_t at_ = 0;
+};
+
 // GPT-2's tokenizer behind the Tokenizer interface: tokens() gives encoder.json's strings,
 // vocabulary() the distinct tokens with their GPT-2 ids (in id order, not numbered from 0),
 // display() the readable form. Any valid UTF-8 text, control characters included.
@@ -63,6 +84,9 @@ class Gpt2Tokenizer final : public Tokenizer {
  public:
   std::string_view name() const override { return "gpt2"; }
   std::vector<std::string> tokens(std::string_view text, std::string_view which) const override;
+  std::optional<std::size_t> count(std::string_view text) const override {
+    return gpt2_count(text);
+  }
   Vocabulary vocabulary(const std::vector<std::string>& tokens) const override;
   std::string display(std::string_view token) const override { return gpt2_readable(token); }
   std::int64_t padding_id(const Vocabulary&) const override { return kGpt2EndOfText; }

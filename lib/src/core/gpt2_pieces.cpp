@@ -47,72 +47,75 @@ Gpt2Class gpt2_class(char32_t cp) {
 
 namespace {
 
-// The text's characters and where each begins (one more entry: the text's end).
-struct Characters {
-  std::vector<char32_t> cp;
-  std::vector<Gpt2Class> cls;
-  std::vector<std::size_t> offset;
+// One character of the text: its code point, its class and its length in bytes.
+struct Character {
+  char32_t cp = 0;
+  Gpt2Class cls = Gpt2Class::kOther;
+  std::size_t len = 1;
 };
 
-Characters characters(std::string_view text) {
-  Characters c;
-  for (std::size_t i = 0; i < text.size();) {
-    char32_t cp = 0;
-    std::size_t len = decode_utf8(text, i, cp);
-    if (len == 0) len = 1;  // not reached: the text was checked
-    c.cp.push_back(cp);
-    c.cls.push_back(gpt2_class(cp));
-    c.offset.push_back(i);
-    i += len;
-  }
-  c.offset.push_back(text.size());
+Character character_at(std::string_view text, std::size_t i) {
+  Character c;
+  c.len = decode_utf8(text, i, c.cp);
+  if (c.len == 0) c.len = 1;  // not reached: the text was checked
+  c.cls = gpt2_class(c.cp);
   return c;
 }
 
-// 's|'t|'re|'ve|'m|'ll|'d (lower case only): the end of the match at i, or 0.
-std::size_t contraction(const Characters& c, std::size_t i) {
-  const std::size_t n = c.cp.size();
-  if (c.cp[i] != U'\'' || i + 1 >= n) return 0;
-  const char32_t a = c.cp[i + 1];
-  if (a == U's' || a == U't' || a == U'm' || a == U'd') return i + 2;
-  if (i + 2 >= n) return 0;
-  const char32_t b = c.cp[i + 2];
-  if ((a == U'r' && b == U'e') || (a == U'v' && b == U'e') || (a == U'l' && b == U'l')) {
-    return i + 3;
+// The end (a byte offset) of the match that begins at byte i, the text read from i on only as
+// far as the match needs.
+std::size_t match_end(std::string_view text, std::size_t i) {
+  const std::size_t n = text.size();
+  // 's|'t|'re|'ve|'m|'ll|'d (lower case only): ASCII, so bytes are characters here.
+  if (text[i] == '\'' && i + 1 < n) {
+    const char a = text[i + 1];
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+    if (i + 2 < n) {
+      const char b = text[i + 2];
+      if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
+    }
   }
-  return 0;
-}
-
-// The end of the match that begins at character i.
-std::size_t match_end(const Characters& c, std::size_t i) {
-  const std::size_t n = c.cp.size();
-  if (const std::size_t end = contraction(c, i)) return end;
   // ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: the class of the character after an optional
   // space chooses the alternative; the run is of that class.
-  const std::size_t k = c.cp[i] == U' ' && i + 1 < n ? i + 1 : i;
-  if (c.cls[k] != Gpt2Class::kSpace) {
-    std::size_t end = k + 1;
-    while (end < n && c.cls[end] == c.cls[k]) ++end;
+  const Character first = character_at(text, i);
+  std::size_t k = i;
+  Character chosen = first;
+  if (first.cp == U' ' && i + 1 < n) k = i + 1, chosen = character_at(text, k);
+  if (chosen.cls != Gpt2Class::kSpace) {
+    std::size_t end = k + chosen.len;
+    while (end < n) {
+      const Character c = character_at(text, end);
+      if (c.cls != chosen.cls) break;
+      end += c.len;
+    }
     return end;
   }
   // `\s+(?!\S)`: the run of white space, less its last character when something other than
   // white space follows; `\s+`: a single white-space character before it.
-  std::size_t end = i + 1;
-  while (end < n && c.cls[end] == Gpt2Class::kSpace) ++end;
-  if (end < n && end - i >= 2) return end - 1;
+  std::size_t end = i + first.len, last = i, run = 1;
+  while (end < n) {
+    const Character c = character_at(text, end);
+    if (c.cls != Gpt2Class::kSpace) break;
+    last = end, end += c.len, ++run;
+  }
+  if (end < n && run >= 2) return last;
   return end;
 }
 
 }  // namespace
 
+bool Gpt2Pieces::next(std::string_view& piece) {
+  if (at_ >= text_.size()) return false;
+  const std::size_t end = match_end(text_, at_);
+  piece = text_.substr(at_, end - at_);
+  at_ = end;
+  return true;
+}
+
 std::vector<std::string_view> gpt2_pieces(std::string_view text) {
-  const Characters c = characters(text);
   std::vector<std::string_view> pieces;
-  for (std::size_t i = 0; i < c.cp.size();) {
-    const std::size_t end = match_end(c, i);
-    pieces.push_back(text.substr(c.offset[i], c.offset[end] - c.offset[i]));
-    i = end;
-  }
+  Gpt2Pieces reader(text);
+  for (std::string_view piece; reader.next(piece);) pieces.push_back(piece);
   return pieces;
 }
 

@@ -177,9 +177,10 @@ bool python_printable(char32_t cp) {
   }
 }
 
-// encoder.py's bpe(): the piece's byte tokens, merged lowest rank first, every occurrence of
-// that pair left to right, until no adjacent pair has a merge.
-std::vector<std::int32_t> bpe(const Tables& t, std::string_view piece) {
+// encoder.py's bpe(), as it runs: the piece's byte tokens, merged lowest rank first, every
+// occurrence of that pair left to right, until no adjacent pair has a merge. Each merge scans
+// the whole piece: for a short piece.
+std::vector<std::int32_t> bpe_by_rounds(const Tables& t, std::string_view piece) {
   std::vector<std::int32_t> word;
   word.reserve(piece.size());
   for (const char c : piece) word.push_back(t.byte_id[static_cast<unsigned char>(c)]);
@@ -208,6 +209,77 @@ std::vector<std::int32_t> bpe(const Tables& t, std::string_view piece) {
     word.swap(merged);
   }
   return word;
+}
+
+// The same tokens from a heap of the adjacent pairs that have a merge, taken in order of rank,
+// then of position, each merged if it is still there (a pair that overlapped one merged just
+// before is not): O(n log n), for a long piece, where a scan per merge would take minutes on a
+// megabyte. The order is encoder.py's: the token that merge r makes is newer than both of its
+// parts (vocab.bpe lists a merge after those that make its parts), so every pair a merge of
+// rank r makes ranks after r, and encoder.py's rounds take the ranks in increasing order, each
+// round merging that rank's pairs left to right, as the heap does.
+std::vector<std::int32_t> bpe_by_heap(const Tables& t, std::string_view piece) {
+  // The tokens in a list, each at its first byte's place: its id (-1 once merged into the token
+  // before it), and the places of the tokens before and after it (-1: none).
+  const auto n = static_cast<std::int32_t>(piece.size());
+  std::vector<std::int32_t> id(piece.size()), prev(piece.size()), next(piece.size());
+  for (std::int32_t i = 0; i < n; ++i) {
+    const auto at = static_cast<std::size_t>(i);
+    id[at] = t.byte_id[static_cast<unsigned char>(piece[at])];
+    prev[at] = i - 1;
+    next[at] = i + 1 < n ? i + 1 : -1;
+  }
+  // A merge's rank and the place of its pair's first token: still there if the two tokens at
+  // that place are still its pair (a pair's rank names it).
+  struct Pair {
+    std::int32_t rank, at;
+  };
+  const auto after = [](const Pair& a, const Pair& b) {
+    return a.rank != b.rank ? a.rank > b.rank : a.at > b.at;  // a min-heap
+  };
+  const auto key_at = [&](std::int32_t at) {
+    const std::int32_t right = next[static_cast<std::size_t>(at)];
+    return right < 0 ? Tables::kEmpty
+                     : pair_key(id[static_cast<std::size_t>(at)], id[static_cast<std::size_t>(right)]);
+  };
+  std::vector<Pair> heap;
+  heap.reserve(piece.size());
+  for (std::int32_t i = 0; i + 1 < n; ++i) {
+    if (const std::int32_t r = t.rank(key_at(i)); r >= 0) heap.push_back({r, i});
+  }
+  std::make_heap(heap.begin(), heap.end(), after);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), after);
+    const Pair p = heap.back();
+    heap.pop_back();
+    const auto at = static_cast<std::size_t>(p.at);
+    if (id[at] < 0 || t.rank(key_at(p.at)) != p.rank) continue;
+    const auto right = static_cast<std::size_t>(next[at]);
+    id[at] = 256 + p.rank;  // merge r makes token 256 + r
+    id[right] = -1;
+    next[at] = next[right];
+    if (next[at] >= 0) prev[static_cast<std::size_t>(next[at])] = p.at;
+    for (const std::int32_t changed : {prev[at], p.at}) {
+      if (changed < 0) continue;
+      if (const std::int32_t r = t.rank(key_at(changed)); r >= 0) {
+        heap.push_back({r, changed});
+        std::push_heap(heap.begin(), heap.end(), after);
+      }
+    }
+  }
+  std::vector<std::int32_t> word;
+  for (std::int32_t i = 0; i >= 0; i = next[static_cast<std::size_t>(i)]) {
+    word.push_back(id[static_cast<std::size_t>(i)]);  // the first token is never merged away
+  }
+  return word;
+}
+
+// Pieces up to this long by rounds, longer ones by the heap (the same tokens; the rounds are
+// quicker where the piece is short, as almost every piece of text is).
+constexpr std::size_t kBpeRoundsUpTo = 64;
+
+std::vector<std::int32_t> bpe(const Tables& t, std::string_view piece) {
+  return piece.size() <= kBpeRoundsUpTo ? bpe_by_rounds(t, piece) : bpe_by_heap(t, piece);
 }
 
 // Bytes as a reader sees them: a space as ␣, a newline as ↵, a tab as ⇥, any other character
@@ -252,12 +324,33 @@ std::vector<std::int64_t> gpt2_encode(std::string_view text, std::string_view wh
   const Tables& t = tables();
   std::unordered_map<std::string_view, std::vector<std::int32_t>> cache;  // encoder.py's cache
   std::vector<std::int64_t> ids;
-  for (const std::string_view piece : gpt2_pieces(text)) {
+  Gpt2Pieces pieces(text);
+  for (std::string_view piece; pieces.next(piece);) {
     auto it = cache.find(piece);
     if (it == cache.end()) it = cache.emplace(piece, bpe(t, piece)).first;
     ids.insert(ids.end(), it->second.begin(), it->second.end());
   }
   return ids;
+}
+
+std::optional<std::size_t> gpt2_count(std::string_view text) {
+  if (text.empty() || invalid_utf8_offset(text) != std::string_view::npos) return std::nullopt;
+  const Tables& t = tables();
+  // Each distinct piece's count, forgotten when there are many: a text of distinct words would
+  // otherwise hold a table as large as its tokens.
+  constexpr std::size_t kRemembered = std::size_t{1} << 16;
+  std::unordered_map<std::string_view, std::size_t> counts;
+  std::size_t total = 0;
+  Gpt2Pieces pieces(text);
+  for (std::string_view piece; pieces.next(piece);) {
+    auto it = counts.find(piece);
+    if (it == counts.end()) {
+      if (counts.size() >= kRemembered) counts.clear();
+      it = counts.emplace(piece, bpe(t, piece).size()).first;
+    }
+    total += it->second;
+  }
+  return total;
 }
 
 std::string_view gpt2_token(std::int64_t id) {
