@@ -15,7 +15,7 @@ import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_gpt2_tokens import get_encoder, re  # noqa: E402
+from make_gpt2_tokens import get_encoder, re, write_cases  # noqa: E402
 
 OUT = "data/reference/gpt2_long_tokens.json"
 
@@ -54,16 +54,8 @@ def texts(seed=65):
 def main():
     enc = get_encoder()
     cases = [{"text": s, "ids": enc.encode(s)} for s in texts()]
-    with open(OUT, "w", encoding="utf-8") as f:
-        f.write("{\n")
-        f.write('  "generator": %s,\n' % json.dumps(
-            "tests/reference/make_gpt2_long_tokens.py: OpenAI's encoder.py algorithm, "
-            f"Python regex {re.__version__}"))
-        f.write('  "cases": [\n')
-        f.write(",\n".join("    " + json.dumps(c, ensure_ascii=False) for c in cases))
-        f.write("\n  ]\n}\n")
-    print(f"{OUT}: {len(cases)} strings, {sum(len(c['ids']) for c in cases)} ids")
-
+    write_cases(OUT, {"generator": "tests/reference/make_gpt2_long_tokens.py: OpenAI's encoder.py "
+                                   f"algorithm, Python regex {re.__version__}"}, cases)
 
 if __name__ == "__main__":
     main()

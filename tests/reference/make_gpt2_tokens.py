@@ -196,14 +196,20 @@ def main():
         "white_space": ranges(r"\s"),
         "cases": cases,
     }
-    with open(OUT, "w", encoding="utf-8") as f:
+    write_cases(OUT, {key: out[key] for key in ("generator", "letters", "numbers", "white_space")},
+                cases)
+
+
+def write_cases(path, fields, cases):
+    """The fields, one a line, then the cases, one a line."""
+    with open(path, "w", encoding="utf-8") as f:
         f.write("{\n")
-        for key in ("generator", "letters", "numbers", "white_space"):
-            f.write(f"  {json.dumps(key)}: {json.dumps(out[key])},\n")
+        for key, value in fields.items():
+            f.write(f"  {json.dumps(key)}: {json.dumps(value)},\n")
         f.write('  "cases": [\n')
         f.write(",\n".join("    " + json.dumps(c, ensure_ascii=False) for c in cases))
         f.write("\n  ]\n}\n")
-    print(f"{OUT}: {len(cases)} strings, {sum(len(c['ids']) for c in cases)} ids")
+    print(f"{path}: {len(cases)} strings, {sum(len(c['ids']) for c in cases)} ids")
 
 
 if __name__ == "__main__":
