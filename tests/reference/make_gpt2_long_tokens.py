@@ -57,5 +57,6 @@ def main():
     write_cases(OUT, {"generator": "tests/reference/make_gpt2_long_tokens.py: OpenAI's encoder.py "
                                    f"algorithm, Python regex {re.__version__}"}, cases)
 
+
 if __name__ == "__main__":
     main()
