@@ -281,7 +281,13 @@ std::vector<std::int32_t> bpe_by_heap(const Tables& t, std::string_view piece) {
 constexpr std::size_t kBpeRoundsUpTo = 16;
 
 std::vector<std::int32_t> bpe(const Tables& t, std::string_view piece) {
-  return piece.size() <= kBpeRoundsUpTo ? bpe_by_rounds(t, piece) : bpe_by_heap(t, piece);
+  if (piece.size() <= kBpeRoundsUpTo) return bpe_by_rounds(t, piece);
+  // The heap's places are 32-bit: a sentence is at most 1 GiB (the reader's cap).
+  if (piece.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
+    throw Error(fmt::format("a piece of {} bytes is more than GPT-2's tokenizer takes (2 GiB)",
+                            piece.size()));
+  }
+  return bpe_by_heap(t, piece);
 }
 
 // Bytes as a reader sees them: a space as ␣, a newline as ↵, a tab as ⇥, any other character
