@@ -35,7 +35,8 @@ inline constexpr std::int64_t kGpt2EndOfText = 50256;
 std::vector<std::int64_t> gpt2_encode(std::string_view text, std::string_view which = "the text");
 
 // How many ids gpt2_encode(text) gives, counted without storing them (nor the text's pieces):
-// nullopt for an empty text or one that is not valid UTF-8, which Gpt2Tokenizer refuses.
+// nullopt for an empty text or one that is not valid UTF-8, which Gpt2Tokenizer refuses. Both
+// throw Error for a piece (a run of one class, no space in it) over 2 GiB, which no sentence is.
 std::optional<std::size_t> gpt2_count(std::string_view text);
 
 // The token with this id, as encoder.json writes it ("Ġshort"); valid for the program's life.
