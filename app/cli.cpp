@@ -18,6 +18,7 @@
 #include "attn/export.hpp"
 #include "attn/gpt2_model.hpp"
 #include "attn/io.hpp"
+#include "attn/memory.hpp"
 #include "attn/render_explain.hpp"
 #include "attn/render_explain_grad.hpp"
 #include "attn/render_heatmap.hpp"
@@ -338,15 +339,30 @@ std::vector<std::string> read_sentences(const Options& o) {
     const std::string text = *o.batch == "-" ? read_sentence(STDIN_FILENO, "standard input", limit)
                                              : read_sentence_file(*o.batch, limit);
     const std::string source = *o.batch == "-" ? "standard input" : *o.batch;
+    // Each sentence of a batch records at least eight steps of about 768 bytes each (the memory
+    // estimate's), so a batch of more sentences than the limit holds at that rate is refused
+    // before its lines are stored: a file of short lines would otherwise take some 130 bytes a
+    // line in copies of the list before the plan's estimate refused it.
+    constexpr std::uint64_t kLeastBytesPerSentence = 6144;
     std::vector<std::string> lines;
+    std::uint64_t count = 0;
     std::size_t start = 0;
     while (start < text.size()) {
       std::size_t end = text.find('\n', start);
       if (end == std::string::npos) end = text.size();
-      std::string line = text.substr(start, end - start);
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (line.find_first_not_of(" \t\v\f") != std::string::npos) lines.push_back(line);
+      std::string_view line(text.data() + start, end - start);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (line.find_first_not_of(" \t\v\f") != std::string_view::npos) {
+        if (++count <= limit / kLeastBytesPerSentence) lines.emplace_back(line);
+      }
       start = end + 1;
+    }
+    if (count > limit / kLeastBytesPerSentence) {
+      throw Error(fmt::format("{} has {} sentences, which need at least {} ({} each), more than "
+                              "the memory limit of {}: give fewer sentences, or raise the limit",
+                              source, count, size_text(count * kLeastBytesPerSentence),
+                              size_text(kLeastBytesPerSentence), size_text(limit)),
+                  Setting::kMaxMemory);
     }
     if (lines.empty()) {
       throw Error(fmt::format("{} has no sentences: give one sentence per line", source));
@@ -541,7 +557,7 @@ TraceConfig make_config(Options& o) {
   o.config.threads =
       o.threads.value_or(std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   // What the chosen output writes per value, for the memory estimate.
-  o.config.output_bytes_per_value = o.export_dir ? 0.0 : bytes_per_value(o.format);
+  o.config.output_cost = o.export_dir ? OutputCost{} : output_cost(o.format);
   if (o.explain) parse_cell(*o.explain);
   if (o.explain_grad) parse_cell(*o.explain_grad, "--explain-grad");
   return o.config;

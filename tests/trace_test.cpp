@@ -434,16 +434,32 @@ TEST_CASE("given matrices whose shapes do not fit are refused, naming both") {
 
 TEST_CASE("the memory estimate counts every step and refuses a run above the limit") {
   attn::TraceConfig c;
-  // 11 steps of the walkthrough: 18 + 6 + 6 + 12 + 12 + 12 + 24 + 3 x 36 + 24 = 222 floats.
-  CHECK(attn::estimate_bytes(attn::resolve(c), 6, 6, 1, false) == doctest::Approx(222 * 4.0));
+  // 11 steps of the walkthrough: 18 + 6 + 6 + 12 + 12 + 12 + 24 + 3 x 36 + 24 = 222 floats;
+  // 8 steps label their 6 rows, and omega, the scaled scores and the weights their 6 columns.
+  const attn::MemoryEstimate e = attn::estimate_memory(attn::resolve(c), 6, 6, 1, false);
+  CHECK(e.floats == 222);
+  CHECK(e.steps == 11);
+  CHECK(e.labels == 66);
+  CHECK(e.tokens == 6);
+  // A label: 32 bytes of text for 6 tokens, and 2 more; a step's record 768 bytes, a label's 48,
+  // the sentence's text 8 times.
+  const double label = 32.0 / 6.0 + 2.0;
+  const double walkthrough = 222 * 4.0 + 11 * 768.0 + 66 * (48.0 + label) + 8 * label * 6;
+  CHECK(attn::estimate_bytes(attn::resolve(c), 6, 6, 1, false) == doctest::Approx(walkthrough));
+  CHECK(walkthrough == doctest::Approx(13340.0));
   c.max_memory = 512;
   CHECK_THROWS_WITH_AS(attn::run_trace(c),
-                       "this run would need about 888 bytes (T = 6 tokens, 1 head), more than the "
+                       "this run would need about 13.0 KiB (T = 6 tokens, 1 head), more than the "
                        "memory limit of 512 bytes: trace fewer tokens, or raise the limit",
                        attn::Error);
   c.max_memory = attn::kDefaultMaxMemory;
-  c.output_bytes_per_value = 12.0;
-  CHECK(attn::estimate_bytes(attn::resolve(c), 6, 6, 1, false) == doctest::Approx(222 * 16.0));
+  c.output_cost = {.per_value = 12.0, .per_step = 100.0, .label_copies = 2.0};
+  CHECK(attn::estimate_bytes(attn::resolve(c), 6, 6, 1, false) ==
+        doctest::Approx(walkthrough + 222 * 12.0 + 11 * 100.0 + 66 * label * 2.0));
+  c.output_cost.labels_per_cell = true;  // a CSV: each value of a labelled row, and of a column
+  CHECK(attn::estimate_bytes(attn::resolve(c), 6, 6, 1, false) ==
+        doctest::Approx(walkthrough + 222 * 12.0 + 11 * 100.0 + 66 * label * 2.0 +
+                        (222 - 6 - 6 - 12 + 3 * 36) * label));
 }
 
 TEST_CASE("given numbers whose products overflow float32 are refused where they overflow") {
@@ -601,7 +617,18 @@ TEST_CASE("the vectorised code paths change no bit of a trace, nor of its summar
 TEST_CASE("the memory estimate is what a run allocates, for every variant") {
   // The Recorder refuses any step the plan does not hold, so each of these runs follows its
   // plan; the estimate (without output) is then the floats the trace holds, times 4.
-  std::vector<attn::TraceConfig> configs(10);
+  std::vector<attn::TraceConfig> configs(16);
+  configs[10].backward = true;
+  configs[11].heads = 2, configs[11].multihead = attn::MultiheadForm::kSplit;
+  configs[11].d_kq = configs[11].d_v = 4, configs[11].rope = true, configs[11].kv_heads = 1;
+  configs[12].decode = true, configs[12].online_softmax = 2;
+  configs[13].backward = true, configs[13].causal = true, configs[13].heads = 2;
+  configs[13].sentences = {"a b c", "d"};
+  // Batches of more than three: the estimate is extrapolated from two and three sentences.
+  configs[14].sentences = {"a b c", "d", "e f", "g h i j", "k"};
+  configs[14].heads = 2, configs[14].causal = true;
+  configs[15].sentences = {"a b", "c d", "e f", "g h"};
+  configs[15].softmax_steps = true;
   configs[1].causal = true;
   configs[2].heads = 3;
   configs[3].heads = 2, configs[3].multihead = attn::MultiheadForm::kSplit;
@@ -623,9 +650,21 @@ TEST_CASE("the memory estimate is what a run allocates, for every variant") {
     const std::int64_t t_q = static_cast<std::int64_t>(trace.inputs[0].words.size());
     const std::int64_t t_k =
         trace.cross ? static_cast<std::int64_t>(trace.cross->words.size()) : t_q;
-    CHECK(attn::estimate_bytes(trace.config, t_q, t_k,
-                               static_cast<std::int64_t>(trace.inputs.size()),
-                               trace.pad_id.has_value()) == doctest::Approx(floats * 4.0));
+    // The backward pass plans the embedding table's gradient for the dictionary's tokens.
+    const std::int64_t tokens =
+        trace.config.backward
+            ? static_cast<std::int64_t>(trace.vocabulary.size()) + (trace.pad_id ? 1 : 0)
+            : 0;
+    const attn::MemoryEstimate e = attn::estimate_memory(
+        trace.config, t_q, t_k, static_cast<std::int64_t>(trace.inputs.size()),
+        trace.pad_id.has_value(), tokens);
+    CHECK(e.floats - e.working == floats);
+    CHECK(e.steps == static_cast<double>(trace.steps.size()));
+    double labels = 0;
+    for (const attn::Step& s : trace.steps) {
+      labels += static_cast<double>(s.row_labels.size() + s.col_labels.size());
+    }
+    CHECK(e.labels == labels);
   }
 }
 
@@ -693,13 +732,17 @@ TEST_CASE("rows at a time, a long input's estimate holds a block of scores, not 
   // and K and V packed.
   c.score_block_rows = 0;
   c.release_head_steps = true;
-  const double t = 16384, released = attn::estimate_bytes(attn::resolve(c), 16384, 16384, 1, false);
+  // The floats (matrix_bytes); the estimate adds the steps' records and labels.
+  const auto floats = [&c] {
+    return attn::estimate_memory(attn::resolve(c), 16384, 16384, 1, false).matrix_bytes(c);
+  };
+  const double t = 16384, released = floats();
   CHECK(released == doctest::Approx(4.0 * (t * 1024 + 8 * 3 * 1024 * 128 + 4 * t * 128 +
                                            8 * t * 128 + 48 * t + t * 256)));
   CHECK(released < streamed * 0.6);
   // With one head, its Z is copied out of its step before the step is freed.
   c.heads = 1;
-  const double one = attn::estimate_bytes(attn::resolve(c), 16384, 16384, 1, false);
+  const double one = floats();
   CHECK(one == doctest::Approx(
                    4.0 * (t * 1024 + 3 * 1024 * 128 + 4 * t * 128 + t * 128 + 48 * t + t * 256)));
 }

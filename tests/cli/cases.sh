@@ -959,6 +959,32 @@ case_error_stdin_never_ends() {
   [ $ms -lt 1000 ] || { echo "FAIL: took $ms ms"; return 1; }
   cmp -s "$work/expected_stderr" "$work/stderr" || { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; return 1; }
 }
+case_error_long_batches_and_long_words_refused_for_their_steps_and_labels() {
+  # Each sentence of a batch records its own steps (some 1 KB each) and each step its labels:
+  # 2 million lines are refused before they are stored, 10,000 by the plan's estimate, and one
+  # 20 MB word (labels in every step) too, each in under 200 MB of address space.
+  local limit=204800; [ "${ATTN_SANITIZED:-0}" = 1 ] && limit=unlimited
+  yes "a b" | head -n 2000000 >"$work/lines.txt"
+  head -n 10000 "$work/lines.txt" >"$work/some_lines.txt"
+  head -c 20000000 /dev/zero | tr '\0' a >"$work/word.txt"
+  local status
+  for what in lines some_lines word; do
+    case $what in
+      lines) set -- --batch "$work/lines.txt"
+        printf '%s\n' "attn-trace: error: $work/lines.txt has 2000000 sentences, which need at least 11.4 GiB (6.0 KiB each), more than the memory limit of 4.0 GiB: give fewer sentences, or raise the limit with --max-memory" >"$work/expected_stderr" ;;
+      some_lines) set -- --batch "$work/some_lines.txt" --max-memory 60M
+        printf '%s\n' "attn-trace: error: this run would need about 105.4 MiB (T = 2 tokens x 10000 sentences, 1 head), more than the memory limit of 60.0 MiB: trace fewer tokens, or raise the limit with --max-memory" >"$work/expected_stderr" ;;
+      word) set -- --file "$work/word.txt" --max-memory 100M
+        printf '%s\n' "attn-trace: error: this run would need about 677.1 MiB (T = 1 tokens, 1 head), more than the memory limit of 100.0 MiB: trace fewer tokens, or raise the limit with --max-memory" >"$work/expected_stderr" ;;
+    esac
+    (ulimit -v $limit && "$binary" "$@" --format summary >"$work/stdout" 2>"$work/stderr")
+    status=$?
+    [ $status = 2 ] || { echo "FAIL ($what): exit code $status"; cat "$work/stderr"; return 1; }
+    cmp -s "$work/expected_stderr" "$work/stderr" || { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; return 1; }
+  done
+  # Under the default limit the 10,000 lines run.
+  "$binary" --batch "$work/some_lines.txt" --format summary | grep -qx "tokens: 10000 sentences of 2 tokens, 2 distinct words"
+}
 case_error_many_words_refused_before_they_are_stored() {
   # 8 million one-letter words (16 MB) would take over 250 MB as strings: the count refuses the
   # run for the memory limit before any is stored, in under 100 MB of address space, with the

@@ -16,6 +16,7 @@
 #include "attn/backward.hpp"
 #include "attn/gpt2_model.hpp"
 #include "attn/matrix.hpp"
+#include "attn/output.hpp"
 #include "attn/rope.hpp"
 #include "attn/steps.hpp"
 #include "attn/tokenizer.hpp"
@@ -140,14 +141,14 @@ struct TraceConfig {
   bool release_head_steps = false;
   // Called as each step is recorded, its values still in use: for a progress display.
   std::function<void(const Step&)> on_record;
-  // Called with estimate_bytes() and `threads` once the sentences' lengths are known, before
-  // anything large is allocated: a program may prepare that much memory.
+  // Called with the estimate's matrix_bytes() and `threads` once the sentences' lengths are
+  // known, before anything large is allocated: a program may prepare that much memory.
   std::function<void(double bytes, int threads)> on_memory_estimate;
 
-  // The memory a run may take: the trace's floats, plus `output_bytes_per_value` bytes of output
-  // for each of them (what a renderer will write), estimated before anything large is allocated.
+  // The memory a run may take, estimated before anything large is allocated (estimate_bytes):
+  // the trace's floats, steps and labels, and what a renderer will write for them.
   std::uint64_t max_memory = kDefaultMaxMemory;
-  double output_bytes_per_value = 0.0;
+  OutputCost output_cost;
   TorchKernel kernel = TorchKernel::kAvx2;
 
   // Bring your own numbers. `x` replaces tokenizing and embedding (the sentence is not used);
@@ -227,6 +228,12 @@ struct Trace {
                                               std::optional<int> batch) const;
   // The tokens that label keys: the cross sentence's, or the batch item's own.
   const TokenizedSentence& key_sentence(int batch) const;
+
+  // Where step() finds each step: built by the first lookup, and again once `steps` has changed
+  // (another size or first step, or a step that no longer matches), so that a renderer's lookups
+  // over a batch of many sentences do not each scan every step. Not for concurrent use.
+  struct StepIndex;
+  mutable std::shared_ptr<const StepIndex> step_index;
 };
 
 // How a head is numbered in every view: from 1, or from 0 in a model's trace (as h.L.attn's
@@ -261,8 +268,26 @@ std::vector<PlannedStep> plan_steps(const TraceConfig& config, std::int64_t t_q,
 // least 48).
 std::int64_t score_block_rows(const TraceConfig& config, std::int64_t t_k);
 
-// The bytes a run of this plan holds: every planned step's float32 values (one head's scores
-// at a time with release_scores), times (4 + output_bytes_per_value).
+// What a run of this plan holds, counted: the float32 values (every planned step's, one head's
+// scores at a time with release_scores, and the backward pass's working copies), the steps'
+// records, their labels (a token for each row of T rows and each key column of a (T, T_k)
+// step), the values in labelled rows or columns (for a CSV, which writes labels in every cell),
+// and the tokens of the sentences.
+struct MemoryEstimate {
+  double floats = 0.0, working = 0.0, steps = 0.0, labels = 0.0, labelled_values = 0.0,
+         tokens = 0.0;
+  // About the bytes: these, each at a measured size (a step's record about 768 bytes, a label
+  // 48 and its text, the sentences' text 8 times), plus what the renderer writes for them
+  // (config.output_cost).
+  double bytes(const TraceConfig& config, std::int64_t t_q, std::int64_t t_k) const;
+  // The float32 values and what the renderer writes for them: the large blocks, which a program
+  // may prepare (on_memory_estimate).
+  double matrix_bytes(const TraceConfig& config) const;
+};
+MemoryEstimate estimate_memory(const TraceConfig& config, std::int64_t t_q, std::int64_t t_k,
+                               std::int64_t batch, bool padded, std::int64_t tokens = 0);
+
+// estimate_memory's bytes: what the memory limit is checked against.
 double estimate_bytes(const TraceConfig& config, std::int64_t t_q, std::int64_t t_k,
                       std::int64_t batch, bool padded, std::int64_t tokens = 0);
 

@@ -16,9 +16,10 @@ namespace attn::lesson {
 namespace {
 
 // The estimate of such a run, refused when it is more than config.max_memory.
-double check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
-                    bool padded, std::int64_t tokens) {
-  const double need = estimate_bytes(c, t_q, t_k, batch, padded, tokens);
+MemoryEstimate check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
+                            std::int64_t batch, bool padded, std::int64_t tokens) {
+  const MemoryEstimate e = estimate_memory(c, t_q, t_k, batch, padded, tokens);
+  const double need = e.bytes(c, t_q, t_k);
   if (need > static_cast<double>(c.max_memory)) {
     throw Error(
         fmt::format("this run would need about {} (T = {} tokens{}, {} head{}), more than "
@@ -28,7 +29,7 @@ double check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, st
                     c.heads > 1 ? "s" : "", size_text(c.max_memory)),
         Setting::kMaxMemory);
   }
-  return need;
+  return e;
 }
 
 // The run's plan, once the lengths are known: refused when it would need more memory than
@@ -36,8 +37,8 @@ double check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, st
 void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded,
               std::int64_t tokens = 0) {
   const TraceConfig& c = rec.config();
-  const double need = check_memory(c, t_q, t_k, batch, padded, tokens);
-  if (c.on_memory_estimate) c.on_memory_estimate(need, c.threads);
+  const MemoryEstimate e = check_memory(c, t_q, t_k, batch, padded, tokens);
+  if (c.on_memory_estimate) c.on_memory_estimate(e.matrix_bytes(c), c.threads);
   rec.follow(plan_steps(c, t_q, t_k, batch, padded, tokens));
 }
 

@@ -50,26 +50,28 @@ std::span<const EnumName<OutputFormat>> names_of<OutputFormat>() {
   return kOutputFormats;
 }
 
-double bytes_per_value(OutputFormat format) {
+OutputCost output_cost(OutputFormat format) {
   switch (format) {
     case OutputFormat::kCsv:
-      return 60.0;
+      return {.per_value = 60.0, .per_step = 128.0, .label_copies = 3.0, .labels_per_cell = true};
     case OutputFormat::kJson:
-      return 14.0;
-    case OutputFormat::kHeatmap:
-      return 40.0;
-    case OutputFormat::kSvg:
-      return 160.0;
-    case OutputFormat::kHtml:
-      return 30.0;
-    case OutputFormat::kSummary:
-    case OutputFormat::kOverview:
-      return 0.0;
-    case OutputFormat::kText:
+      return {.per_value = 14.0, .per_step = 1024.0, .label_copies = 3.0};
     case OutputFormat::kMarkdown:
+      return {.per_value = 12.0, .per_step = 448.0, .label_copies = 3.0};
+    case OutputFormat::kHeatmap:
+      return {.per_value = 40.0, .per_step = 384.0, .label_copies = 2.0};
+    case OutputFormat::kSvg:
+      return {.per_value = 160.0, .per_step = 0.0, .label_copies = 2.0};
+    case OutputFormat::kHtml:
+      return {.per_value = 30.0, .per_step = 6656.0, .label_copies = 6.0};
+    case OutputFormat::kSummary:
+      return {.per_value = 0.0, .per_step = 448.0, .label_copies = 1.5};
+    case OutputFormat::kOverview:
+      return {};
+    case OutputFormat::kText:
       break;
   }
-  return 12.0;
+  return {.per_value = 12.0, .per_step = 832.0, .label_copies = 5.0};
 }
 
 template <>

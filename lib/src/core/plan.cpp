@@ -249,8 +249,85 @@ std::int64_t score_block_rows(const TraceConfig& c, std::int64_t t_k) {
   return std::max<std::int64_t>(rows, 48);
 }
 
-double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
-                      bool padded, std::int64_t tokens) {
+namespace {
+
+// A step's record beyond its values (the Step, its id, title, equation, note and shape, a small
+// matrix's allocation), and a label's (its string and its place in the step's list), as
+// measured: a batch of 100,000 sentences of two words holds about 1.2 KB a step.
+constexpr double kStepRecordBytes = 768.0;
+constexpr double kLabelRecordBytes = 48.0;
+constexpr double kTextCopies = 8.0;
+
+// A step whose rows are the model's dimensions, not tokens: a weight, a bias, their gradients
+// and their updates.
+bool weight_like(StepKind kind) {
+  switch (kind) {
+    case StepKind::kWQuery:
+    case StepKind::kWKey:
+    case StepKind::kWValue:
+    case StepKind::kWOut:
+    case StepKind::kBOut:
+    case StepKind::kBQuery:
+    case StepKind::kBKey:
+    case StepKind::kBValue:
+    case StepKind::kGradWOut:
+    case StepKind::kGradBOut:
+    case StepKind::kGradWQuery:
+    case StepKind::kGradWKey:
+    case StepKind::kGradWValue:
+    case StepKind::kStepWQuery:
+    case StepKind::kStepWKey:
+    case StepKind::kStepWValue:
+    case StepKind::kStepWOut:
+    case StepKind::kStepBOut:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A step whose columns are labelled: keys, the softmax's row statistics ("max", "sum", and
+// the backward pass's row dot), a
+// decoded token's cache, the online softmax's tiles, the loss.
+bool labelled_columns(StepKind kind) {
+  switch (kind) {
+    case StepKind::kRowMax:
+    case StepKind::kRowSums:
+    case StepKind::kWeightSums:
+    case StepKind::kGradRowDot:
+    case StepKind::kDecodeScores:
+    case StepKind::kDecodeWeights:
+    case StepKind::kOnlineMax:
+    case StepKind::kOnlineRescale:
+    case StepKind::kOnlineSum:
+    case StepKind::kLoss:
+    case StepKind::kLossAfterStep:
+      return true;
+    default:
+      return step_info(kind).scores;
+  }
+}
+
+// About the bytes of a label's text: the sentences' (or the given X's labels') bytes per token,
+// and 2 for GPT-2's "␣" where a space was.
+double label_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k) {
+  double text = 0.0, count = 0.0;
+  if (c.x) {
+    for (const std::string& l : c.x->row_labels) text += static_cast<double>(l.size());
+    count = static_cast<double>(c.x->row_labels.size());
+  } else {
+    for (const std::string& s : c.sentences) text += static_cast<double>(s.size());
+    count = static_cast<double>(c.sentences.size()) * static_cast<double>(t_q);
+    if (c.cross) {
+      text += static_cast<double>(c.cross->size());
+      count += static_cast<double>(t_k);
+    }
+  }
+  return text / std::max(count, 1.0) + 2.0;
+}
+
+MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
+                           std::int64_t batch, bool padded, std::int64_t tokens) {
   const bool split = c.multihead == MultiheadForm::kSplit;
   double values = 0.0, squares = 0.0;
   // With release_head_steps (lesson_heads.cpp), the steps only a head reads are freed when the
@@ -258,9 +335,19 @@ double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, 
   // one item's are held. Each head's Z is written into the heads side by side as it is done,
   // which becomes the step of the heads side by side; with one head it is a copy of its own.
   double per_head = 0.0, per_item = 0.0, contexts = 0.0, heads = 0.0;
+  // Every step's record, and its labels: one for each row (but a weight's), and for each column
+  // of a step whose columns are labelled.
+  double steps = 0.0, labels = 0.0, labelled_values = 0.0;
   for (const PlannedStep& s : plan_steps(c, t_q, t_k, batch, padded, tokens)) {
     const double n = static_cast<double>(s.rows) * static_cast<double>(s.cols);
     values += n;
+    steps += 1.0;
+    const bool token_rows =
+        !weight_like(s.kind) && s.kind != StepKind::kLoss && s.kind != StepKind::kLossAfterStep;
+    const bool key_cols = labelled_columns(s.kind);
+    labels += (token_rows ? static_cast<double>(s.rows) : 0.0) +
+              (key_cols ? static_cast<double>(s.cols) : 0.0);
+    labelled_values += (token_rows ? n : 0.0) + (key_cols ? n : 0.0);
     // The (T, T_k) steps, whose columns are keys: release_scores frees them head by head.
     if (step_info(s.kind).scores) {
       squares += n;
@@ -315,7 +402,51 @@ double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, 
   // again for the loss after --lr's step (one (T, T_k) matrix).
   const double working =
       c.backward ? 2.0 * static_cast<double>(t_q) * static_cast<double>(t_k) : 0.0;
-  return values * (4.0 + c.output_bytes_per_value) + working * 4.0;
+  return {.floats = values + working,
+          .working = working,
+          .steps = steps,
+          .labels = labels,
+          .labelled_values = labelled_values,
+          .tokens = static_cast<double>(batch * t_q + (c.cross ? t_k : 0))};
+}
+
+}  // namespace
+
+double MemoryEstimate::bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k) const {
+  const OutputCost& out = c.output_cost;
+  const double label = label_bytes(c, t_q, t_k);
+  // The working copies of the backward pass are not written out.
+  return matrix_bytes(c) + steps * (kStepRecordBytes + out.per_step) +
+         labels * (kLabelRecordBytes + label * (1.0 + out.label_copies)) +
+         (out.labels_per_cell ? labelled_values * label : 0.0) +
+         // The sentences' text itself: the settings' copies, the tokens, the dictionary, the ids.
+         kTextCopies * label * tokens;
+}
+
+double MemoryEstimate::matrix_bytes(const TraceConfig& c) const {
+  return floats * 4.0 + (floats - working) * c.output_cost.per_value;
+}
+
+MemoryEstimate estimate_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
+                               std::int64_t batch, bool padded, std::int64_t tokens) {
+  // Each sentence of a batch adds the same steps: a long batch's estimate is extrapolated from
+  // two and three sentences, without a plan of every sentence's steps (24 bytes a step).
+  if (batch <= 3) return estimate_of(c, t_q, t_k, batch, padded, tokens);
+  const MemoryEstimate two = estimate_of(c, t_q, t_k, 2, padded, tokens);
+  const MemoryEstimate three = estimate_of(c, t_q, t_k, 3, padded, tokens);
+  const auto more = static_cast<double>(batch - 2);
+  return {
+      .floats = two.floats + (three.floats - two.floats) * more,
+      .working = two.working + (three.working - two.working) * more,
+      .steps = two.steps + (three.steps - two.steps) * more,
+      .labels = two.labels + (three.labels - two.labels) * more,
+      .labelled_values = two.labelled_values + (three.labelled_values - two.labelled_values) * more,
+      .tokens = two.tokens + (three.tokens - two.tokens) * more};
+}
+
+double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
+                      bool padded, std::int64_t tokens) {
+  return estimate_memory(c, t_q, t_k, batch, padded, tokens).bytes(c, t_q, t_k);
 }
 
 }  // namespace attn

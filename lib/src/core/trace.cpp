@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <string>
+#include <unordered_map>
 
 #include "attn/error.hpp"
 #include "lesson.hpp"
@@ -14,25 +15,96 @@
 
 namespace attn {
 
-const Step& Trace::step(StepKind kind, std::optional<int> head, std::optional<int> batch) const {
-  for (const Step& s : steps) {
-    if (s.kind == kind && s.head == head && s.batch == batch) return s;
+// The first step of each (kind, head, batch) and of each (id, head, batch), by its place.
+struct Trace::StepIndex {
+  struct Key {
+    std::string_view id;  // empty for a kind's key; a view of the step's own id otherwise
+    int kind, head, batch;
+    bool operator==(const Key&) const = default;
+  };
+  struct Hash {
+    std::size_t operator()(const Key& k) const {
+      std::size_t h = std::hash<std::string_view>{}(k.id);
+      for (const int v : {k.kind, k.head, k.batch}) {
+        h ^= std::hash<int>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+      }
+      return h;
+    }
+  };
+  std::size_t size = 0;
+  const Step* front = nullptr;
+  std::unordered_map<Key, std::size_t, Hash> first;
+};
+
+namespace {
+
+using StepKey = Trace::StepIndex::Key;
+
+StepKey kind_key(StepKind kind, std::optional<int> head, std::optional<int> batch) {
+  return {{}, static_cast<int>(kind), head.value_or(-1), batch.value_or(-1)};
+}
+
+StepKey id_key(std::string_view id, std::optional<int> head, std::optional<int> batch) {
+  return {id, -1, head.value_or(-1), batch.value_or(-1)};
+}
+
+// The index of `steps`, built anew when it is missing or `steps` has another size or front.
+const Trace::StepIndex& step_index(const Trace& t, bool rebuild) {
+  const Step* front = t.steps.empty() ? nullptr : &t.steps.front();
+  if (rebuild || !t.step_index || t.step_index->size != t.steps.size() ||
+      t.step_index->front != front) {
+    auto index = std::make_shared<Trace::StepIndex>();
+    index->size = t.steps.size();
+    index->front = front;
+    index->first.reserve(2 * t.steps.size());
+    for (std::size_t i = 0; i < t.steps.size(); ++i) {
+      const Step& s = t.steps[i];
+      index->first.try_emplace(kind_key(s.kind, s.head, s.batch), i);
+      index->first.try_emplace(id_key(s.id, s.head, s.batch), i);
+    }
+    t.step_index = std::move(index);
   }
+  return *t.step_index;
+}
+
+// The first step that `matches`, by the index; a step not found, or found but no longer
+// matching (`steps` changed in place), is looked up once more in an index built anew.
+template <typename Matches>
+const Step* find_step(const Trace& t, const StepKey& key, Matches matches) {
+  for (const bool rebuild : {false, true}) {
+    const Trace::StepIndex& index = step_index(t, rebuild);
+    const auto it = index.first.find(key);
+    if (it != index.first.end() && matches(t.steps[it->second])) return &t.steps[it->second];
+  }
+  return nullptr;
+}
+
+std::string step_place(const TraceConfig& config, std::optional<int> head,
+                       std::optional<int> batch) {
   std::string where;
   if (head) where += fmt::format(" for head {}", head_number(config, *head));
   if (batch) where += fmt::format(" for sentence {}", *batch + 1);
-  throw Error(fmt::format("the trace has no step '{}'{}", step_info(kind).id, where));
+  return where;
+}
+
+}  // namespace
+
+const Step& Trace::step(StepKind kind, std::optional<int> head, std::optional<int> batch) const {
+  const Step* s = find_step(*this, kind_key(kind, head, batch), [&](const Step& x) {
+    return x.kind == kind && x.head == head && x.batch == batch;
+  });
+  if (s) return *s;
+  throw Error(fmt::format("the trace has no step '{}'{}", step_info(kind).id,
+                          step_place(config, head, batch)));
 }
 
 const Step& Trace::step(std::string_view id, std::optional<int> head,
                         std::optional<int> batch) const {
-  for (const Step& s : steps) {
-    if (s.id == id && s.head == head && s.batch == batch) return s;
-  }
-  std::string where;
-  if (head) where += fmt::format(" for head {}", head_number(config, *head));
-  if (batch) where += fmt::format(" for sentence {}", *batch + 1);
-  throw Error(fmt::format("the trace has no step '{}'{}", id, where));
+  const Step* s = find_step(*this, id_key(id, head, batch), [&](const Step& x) {
+    return x.id == id && x.head == head && x.batch == batch;
+  });
+  if (s) return *s;
+  throw Error(fmt::format("the trace has no step '{}'{}", id, step_place(config, head, batch)));
 }
 
 void select_steps(Trace& trace, const std::vector<std::string>& ids) {
