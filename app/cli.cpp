@@ -342,8 +342,12 @@ std::vector<std::string> read_sentences(const Options& o) {
     // Each sentence of a batch records at least eight steps of about 768 bytes each (the memory
     // estimate's), so a batch of more sentences than the limit holds at that rate is refused
     // before its lines are stored: a file of short lines would otherwise take some 130 bytes a
-    // line in copies of the list before the plan's estimate refused it.
-    constexpr std::uint64_t kLeastBytesPerSentence = 6144;
+    // line in copies of the list before the plan's estimate refused it. The overview computes
+    // no step, but holds each sentence's tokens and outline: 1 KiB a sentence (2 million lines of
+    // two words took 1.47 GB).
+    const bool outline =
+        o.format == OutputFormat::kOverview && !o.explain && !o.query && !o.export_dir;
+    const std::uint64_t least = outline ? 1024 : 6144;
     std::vector<std::string> lines;
     std::uint64_t count = 0;
     std::size_t start = 0;
@@ -353,16 +357,16 @@ std::vector<std::string> read_sentences(const Options& o) {
       std::string_view line(text.data() + start, end - start);
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (line.find_first_not_of(" \t\v\f") != std::string_view::npos) {
-        if (++count <= limit / kLeastBytesPerSentence) lines.emplace_back(line);
+        if (++count <= limit / least) lines.emplace_back(line);
       }
       start = end + 1;
     }
-    if (count > limit / kLeastBytesPerSentence) {
-      throw Error(fmt::format("{} has {} sentences, which need at least {} ({} each), more than "
-                              "the memory limit of {}: give fewer sentences, or raise the limit",
-                              source, count, size_text(count * kLeastBytesPerSentence),
-                              size_text(kLeastBytesPerSentence), size_text(limit)),
-                  Setting::kMaxMemory);
+    if (count > limit / least) {
+      throw Error(
+          fmt::format("{} has {} sentences, which need at least {} ({} each), more than "
+                      "the memory limit of {}: give fewer sentences, or raise the limit",
+                      source, count, size_text(count * least), size_text(least), size_text(limit)),
+          Setting::kMaxMemory);
     }
     if (lines.empty()) {
       throw Error(fmt::format("{} has no sentences: give one sentence per line", source));

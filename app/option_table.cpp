@@ -598,8 +598,8 @@ std::vector<OptionSpec> speed_options() {
        "4G",
        "bytes, or with K, M, G, T",
        "Refuse a run that would need more memory than this (K, M, G, T suffixes)",
-       "refuse a run whose matrices and output would need more, estimated before anything large "
-       "is allocated",
+       "refuse a run whose matrices, steps, labels and output would need more, estimated before "
+       "anything large is allocated",
        {},
        false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {

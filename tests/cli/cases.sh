@@ -982,6 +982,12 @@ case_error_long_batches_and_long_words_refused_for_their_steps_and_labels() {
     [ $status = 2 ] || { echo "FAIL ($what): exit code $status"; cat "$work/stderr"; return 1; }
     cmp -s "$work/expected_stderr" "$work/stderr" || { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; return 1; }
   done
+  # The overview computes nothing, and refuses at 1 KiB a sentence.
+  "$binary" --batch "$work/lines.txt" --format overview --max-memory 1G >"$work/stdout" 2>"$work/stderr"
+  status=$?
+  printf '%s\n' "attn-trace: error: $work/lines.txt has 2000000 sentences, which need at least 1.9 GiB (1.0 KiB each), more than the memory limit of 1.0 GiB: give fewer sentences, or raise the limit with --max-memory" >"$work/expected_stderr"
+  [ $status = 2 ] || { echo "FAIL (overview): exit code $status"; cat "$work/stderr"; return 1; }
+  cmp -s "$work/expected_stderr" "$work/stderr" || { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; return 1; }
   # Under the default limit the 10,000 lines run.
   "$binary" --batch "$work/some_lines.txt" --format summary | grep -x "tokens: 10000 sentences of 2 tokens, 2 distinct words" >/dev/null
 }

@@ -286,9 +286,8 @@ bool weight_like(StepKind kind) {
   }
 }
 
-// A step whose columns are labelled: keys, the softmax's row statistics ("max", "sum", and
-// the backward pass's row dot), a
-// decoded token's cache, the online softmax's tiles, the loss.
+// A step whose columns are labelled: keys, the softmax's row statistics ("max", "sum", and the
+// backward pass's row dot), a decoded token's cache, the online softmax's tiles, the loss.
 bool labelled_columns(StepKind kind) {
   switch (kind) {
     case StepKind::kRowMax:

@@ -18,13 +18,13 @@ namespace attn {
 // The first step of each (kind, head, batch) and of each (id, head, batch), by its place.
 struct Trace::StepIndex {
   struct Key {
-    std::string_view id;  // empty for a kind's key; a view of the step's own id otherwise
+    std::string id;  // empty for a kind's key
     int kind, head, batch;
     bool operator==(const Key&) const = default;
   };
   struct Hash {
     std::size_t operator()(const Key& k) const {
-      std::size_t h = std::hash<std::string_view>{}(k.id);
+      std::size_t h = std::hash<std::string>{}(k.id);
       for (const int v : {k.kind, k.head, k.batch}) {
         h ^= std::hash<int>{}(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
       }
@@ -45,7 +45,7 @@ StepKey kind_key(StepKind kind, std::optional<int> head, std::optional<int> batc
 }
 
 StepKey id_key(std::string_view id, std::optional<int> head, std::optional<int> batch) {
-  return {id, -1, head.value_or(-1), batch.value_or(-1)};
+  return {std::string(id), -1, head.value_or(-1), batch.value_or(-1)};
 }
 
 // The index of `steps`, built anew when it is missing or `steps` has another size or front.
