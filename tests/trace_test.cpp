@@ -441,15 +441,15 @@ TEST_CASE("the memory estimate counts every step and refuses a run above the lim
   CHECK(e.steps == 11);
   CHECK(e.labels == 66);
   CHECK(e.tokens == 6);
-  // A label: 32 bytes of text for 6 tokens, and 2 more; a step's record 768 bytes, a label's 48,
-  // the sentence's text 8 times.
+  // A label: 32 bytes of text for 6 tokens, and 2 more; a step's record 768 bytes; each token's
+  // label held in 3 lists of 48-byte strings, its text 8 times.
   const double label = 32.0 / 6.0 + 2.0;
-  const double walkthrough = 222 * 4.0 + 11 * 768.0 + 66 * (48.0 + label) + 8 * label * 6;
+  const double walkthrough = 222 * 4.0 + 11 * 768.0 + 6 * (3 * 48.0 + 8 * label);
   CHECK(attn::estimate_bytes(attn::resolve(c), 6, 6, 1, false) == doctest::Approx(walkthrough));
-  CHECK(walkthrough == doctest::Approx(13340.0));
+  CHECK(walkthrough == doctest::Approx(10552.0));
   c.max_memory = 512;
   CHECK_THROWS_WITH_AS(attn::run_trace(c),
-                       "this run would need about 13.0 KiB (T = 6 tokens, 1 head), more than the "
+                       "this run would need about 10.3 KiB (T = 6 tokens, 1 head), more than the "
                        "memory limit of 512 bytes: trace fewer tokens, or raise the limit",
                        attn::Error);
   c.max_memory = attn::kDefaultMaxMemory;
@@ -460,6 +460,44 @@ TEST_CASE("the memory estimate counts every step and refuses a run above the lim
   CHECK(attn::estimate_bytes(attn::resolve(c), 6, 6, 1, false) ==
         doctest::Approx(walkthrough + 222 * 12.0 + 11 * 100.0 + 66 * label * 2.0 +
                         (222 - 6 - 6 - 12 + 3 * 36) * label));
+}
+
+TEST_CASE("a trace's steps share one list of each sentence's labels") {
+  const auto same_list = [](const attn::LabelList& a, const attn::LabelList& b) {
+    return &a.list() == &b.list();
+  };
+  for (const bool streamed : {false, true}) {
+    CAPTURE(streamed);
+    attn::TraceConfig c;
+    c.sentences = {"Life is short, eat dessert first", "eat dessert first"};
+    c.heads = 2;
+    c.stream_scores = c.release_scores = streamed;
+    c.score_block_rows = 2;  // three blocks of rows, each step's labels appended block by block
+    const attn::Trace t = attn::run_trace(c);
+    const attn::LabelList& first = t.step(attn::StepKind::kEmbeddings, std::nullopt, 0).row_labels;
+    const attn::LabelList& second = t.step(attn::StepKind::kEmbeddings, std::nullopt, 1).row_labels;
+    CHECK(first == std::vector<std::string>{"Life", "is", "short", "eat", "dessert", "first"});
+    CHECK(second == std::vector<std::string>{"eat", "dessert", "first", "<pad>", "<pad>", "<pad>"});
+    for (const int head : {0, 1}) {
+      for (const int b : {0, 1}) {
+        const attn::Step& w = t.step(attn::StepKind::kAttentionWeights, head, b);
+        const attn::LabelList& own = b == 0 ? first : second;
+        CHECK(same_list(w.row_labels, own));
+        CHECK(same_list(w.col_labels, own));
+        CHECK(same_list(t.step(attn::StepKind::kQueries, head, b).row_labels, own));
+      }
+    }
+  }
+  // A copy shares the list; appending to it copies the list first.
+  attn::LabelList a{"x", "y"};
+  attn::LabelList b = a;
+  CHECK(&a.list() == &b.list());
+  b.append({"z"});
+  CHECK(a == std::vector<std::string>{"x", "y"});
+  CHECK(b == std::vector<std::string>{"x", "y", "z"});
+  CHECK(b.share_if_same(attn::LabelList{"x", "y", "z"}));
+  CHECK_FALSE(b.share_if_same(a));
+  CHECK(attn::LabelList{}.empty());
 }
 
 TEST_CASE("given numbers whose products overflow float32 are refused where they overflow") {

@@ -973,9 +973,9 @@ case_error_long_batches_and_long_words_refused_for_their_steps_and_labels() {
       lines) set -- --batch "$work/lines.txt"
         printf '%s\n' "attn-trace: error: $work/lines.txt has 2000000 sentences, which need at least 11.4 GiB (6.0 KiB each), more than the memory limit of 4.0 GiB: give fewer sentences, or raise the limit with --max-memory" >"$work/expected_stderr" ;;
       some_lines) set -- --batch "$work/some_lines.txt" --max-memory 60M
-        printf '%s\n' "attn-trace: error: this run would need about 105.4 MiB (T = 2 tokens x 10000 sentences, 1 head), more than the memory limit of 60.0 MiB: trace fewer tokens, or raise the limit with --max-memory" >"$work/expected_stderr" ;;
+        printf '%s\n' "attn-trace: error: this run would need about 97.4 MiB (T = 2 tokens x 10000 sentences, 1 head), more than the memory limit of 60.0 MiB: trace fewer tokens, or raise the limit with --max-memory" >"$work/expected_stderr" ;;
       word) set -- --file "$work/word.txt" --max-memory 100M
-        printf '%s\n' "attn-trace: error: this run would need about 677.1 MiB (T = 1 tokens, 1 head), more than the memory limit of 100.0 MiB: trace fewer tokens, or raise the limit with --max-memory" >"$work/expected_stderr" ;;
+        printf '%s\n' "attn-trace: error: this run would need about 467.3 MiB (T = 1 tokens, 1 head), more than the memory limit of 100.0 MiB: trace fewer tokens, or raise the limit with --max-memory" >"$work/expected_stderr" ;;
     esac
     (ulimit -v $limit && "$binary" "$@" --format summary >"$work/stdout" 2>"$work/stderr")
     status=$?

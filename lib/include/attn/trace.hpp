@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -171,6 +172,37 @@ struct TraceConfig {
 };
 
 // One recorded step: one matrix (the slice for one batch item and one head where those apply).
+// The labels of a step's rows or columns. Reads like a const list; copies share one list, and
+// the Recorder gives a step the list of an earlier step that shows the same labels, so that a
+// long sentence's tokens are held once, not once per step.
+class LabelList {
+ public:
+  LabelList() = default;
+  LabelList(std::vector<std::string> labels);  // NOLINT: a list is its labels
+  LabelList(std::initializer_list<std::string> labels) : LabelList(std::vector(labels)) {}
+
+  const std::vector<std::string>& list() const { return list_ ? *list_ : empty_list(); }
+  operator const std::vector<std::string>&() const { return list(); }  // NOLINT
+  std::size_t size() const { return list().size(); }
+  bool empty() const { return list().empty(); }
+  const std::string& operator[](std::size_t i) const { return list()[i]; }
+  const std::string& at(std::size_t i) const { return list().at(i); }
+  auto begin() const { return list().begin(); }
+  auto end() const { return list().end(); }
+  // Appends, copying the list first if another step shares it.
+  void append(const std::vector<std::string>& more);
+  // Shares `other`'s list if it holds the same labels; true if it does now.
+  bool share_if_same(const LabelList& other);
+  friend bool operator==(const LabelList& a, const LabelList& b) { return a.list() == b.list(); }
+  friend bool operator==(const LabelList& a, const std::vector<std::string>& b) {
+    return a.list() == b;
+  }
+
+ private:
+  static const std::vector<std::string>& empty_list();
+  std::shared_ptr<std::vector<std::string>> list_;
+};
+
 struct Step {
   StepKind kind = StepKind::kEmbeddings;  // what it is (attn/steps.hpp)
   std::string id;                         // the catalogue's id: "omega", "attention_weights", ...
@@ -182,11 +214,11 @@ struct Step {
   // shape_names {"B", "T", "d_in"} with shape {3, 6, 3}. The matrix is its last two dimensions.
   std::vector<std::string> shape_names;
   std::vector<std::int64_t> shape;
-  std::vector<std::string> row_labels;  // one per row, or empty (rows are indices)
-  std::vector<std::string> col_labels;  // one per column, or empty
-  bool columns_are_keys = false;        // the columns are the key tokens (a score-like step)
-  std::string note;                     // a sentence that explains this step's values, or empty
-  Matrix values;                        // float32, row-major
+  LabelList row_labels;           // one per row, or empty (rows are indices)
+  LabelList col_labels;           // one per column, or empty
+  bool columns_are_keys = false;  // the columns are the key tokens (a score-like step)
+  std::string note;               // a sentence that explains this step's values, or empty
+  Matrix values;                  // float32, row-major
   // Wall-clock seconds from the previous step's recording to this one's: the work of this step.
   double seconds = 0.0;
   // For a matrix product (queries, keys, values, omega, context_vectors, output): m · n · k.

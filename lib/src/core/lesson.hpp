@@ -99,6 +99,8 @@ class Recorder {
  private:
   Matrix hand_on(bool take_last);
   const Matrix& add_rows(Step& s, Matrix values, const Labels& labels);
+  // Gives the step's labels the list of a recent step that shows the same labels.
+  void share_labels(Step& s);
 
   // The block being recorded (begin_rows).
   std::optional<RecorderBlock> block_;
@@ -109,6 +111,7 @@ class Recorder {
   std::size_t recorded_ = 0;
   std::size_t flushed_ = 0;
   const Matrix* known_finite_ = nullptr;  // the values add() returned last, if digested and finite
+  std::vector<LabelList> recent_labels_;  // the last lists of labels recorded, newest first
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 

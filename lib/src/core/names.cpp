@@ -55,7 +55,7 @@ OutputCost output_cost(OutputFormat format) {
     case OutputFormat::kCsv:
       return {.per_value = 60.0, .per_step = 128.0, .label_copies = 3.0, .labels_per_cell = true};
     case OutputFormat::kJson:
-      return {.per_value = 14.0, .per_step = 1024.0, .label_copies = 3.0};
+      return {.per_value = 14.0, .per_step = 1024.0, .label_copies = 3.5};
     case OutputFormat::kMarkdown:
       return {.per_value = 12.0, .per_step = 448.0, .label_copies = 3.0};
     case OutputFormat::kHeatmap:

@@ -252,10 +252,14 @@ std::int64_t score_block_rows(const TraceConfig& c, std::int64_t t_k) {
 namespace {
 
 // A step's record beyond its values (the Step, its id, title, equation, note and shape, a small
-// matrix's allocation), and a label's (its string and its place in the step's list), as
-// measured: a batch of 100,000 sentences of two words holds about 1.2 KB a step.
+// matrix's allocation), as measured: a batch of 100,000 sentences of two words holds about
+// 1.2 KB a step with its output. The steps share each sentence's list of labels (LabelList):
+// a token's label is held in about three lists (the sentence's, a step's while it is made, the
+// Recorder's recent ones), each a string of 48 bytes and its text, and the text is held about
+// eight times in all (the settings' copies of the sentences, the tokens, the dictionary).
 constexpr double kStepRecordBytes = 768.0;
 constexpr double kLabelRecordBytes = 48.0;
+constexpr double kLabelLists = 3.0;
 constexpr double kTextCopies = 8.0;
 
 // A step whose rows are the model's dimensions, not tokens: a weight, a bias, their gradients
@@ -414,15 +418,15 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
 double MemoryEstimate::bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k) const {
   const OutputCost& out = c.output_cost;
   const double label = label_bytes(c, t_q, t_k);
-  // The working copies of the backward pass are not written out.
+  // The values, each step's record and what the format writes for it, each label as written,
+  // and the sentences' labels and text as held.
   return matrix_bytes(c) + steps * (kStepRecordBytes + out.per_step) +
-         labels * (kLabelRecordBytes + label * (1.0 + out.label_copies)) +
-         (out.labels_per_cell ? labelled_values * label : 0.0) +
-         // The sentences' text itself: the settings' copies, the tokens, the dictionary, the ids.
-         kTextCopies * label * tokens;
+         labels * label * out.label_copies + (out.labels_per_cell ? labelled_values * label : 0.0) +
+         tokens * (kLabelLists * kLabelRecordBytes + kTextCopies * label);
 }
 
 double MemoryEstimate::matrix_bytes(const TraceConfig& c) const {
+  // The working copies of the backward pass are not written out.
   return floats * 4.0 + (floats - working) * c.output_cost.per_value;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -91,6 +92,7 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
   s.row_labels = std::move(labels.rows);
   s.note = labels.largest ? fmt::format(fmt::runtime(labels.note), *labels.largest)
                           : std::move(labels.note);
+  share_labels(s);
   s.rows_done = rows;
   s.values = std::move(values);
   const auto now = std::chrono::steady_clock::now();
@@ -108,7 +110,7 @@ const Matrix& Recorder::add_rows(Step& s, Matrix values, const Labels& labels) {
     throw std::logic_error(
         fmt::format("step {} has {} rows in a block of {}", s.id, values.rows(), b.count));
   }
-  s.row_labels.insert(s.row_labels.end(), labels.rows.begin(), labels.rows.end());
+  s.row_labels.append(labels.rows);
   if (labels.largest) {
     b.largest[i] = b.largest[i] ? std::max(*b.largest[i], *labels.largest) : *labels.largest;
   }
@@ -127,6 +129,23 @@ const Matrix& Recorder::add_rows(Step& s, Matrix values, const Labels& labels) {
   b.values.push_back(std::move(values));
   if (finite) known_finite_ = &b.values.back();
   return b.values.back();
+}
+
+void Recorder::share_labels(Step& s) {
+  // A few lists: the queries', the keys', and the short ones of the softmax's statistics.
+  constexpr std::size_t kRecent = 6;
+  for (LabelList* labels : {&s.row_labels, &s.col_labels}) {
+    if (labels->empty()) continue;
+    const auto same =
+        std::find_if(recent_labels_.begin(), recent_labels_.end(),
+                     [labels](const LabelList& l) { return labels->share_if_same(l); });
+    if (same != recent_labels_.end()) {
+      std::rotate(recent_labels_.begin(), same, same + 1);
+    } else {
+      recent_labels_.insert(recent_labels_.begin(), *labels);
+      if (recent_labels_.size() > kRecent) recent_labels_.pop_back();
+    }
+  }
 }
 
 void Recorder::begin_rows(Eigen::Index first, Eigen::Index count, Eigen::Index total) {
@@ -150,6 +169,7 @@ void Recorder::end_rows() {
   if (b.first + b.count < b.total) return;
   for (std::size_t i = 0; i < b.steps.size(); ++i) {
     Step& s = trace_.steps[b.steps[i]];
+    share_labels(s);
     if (s.columns_are_keys) s.digest = std::make_shared<StepDigest>(b.digesters[i].finish());
     s.note =
         b.largest[i] ? fmt::format(fmt::runtime(b.notes[i]), *b.largest[i]) : std::move(b.notes[i]);

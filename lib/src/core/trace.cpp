@@ -15,6 +15,32 @@
 
 namespace attn {
 
+LabelList::LabelList(std::vector<std::string> labels) {
+  if (!labels.empty()) list_ = std::make_shared<std::vector<std::string>>(std::move(labels));
+}
+
+const std::vector<std::string>& LabelList::empty_list() {
+  static const std::vector<std::string> none;
+  return none;
+}
+
+void LabelList::append(const std::vector<std::string>& more) {
+  if (more.empty()) return;
+  if (!list_) {
+    list_ = std::make_shared<std::vector<std::string>>(more);
+    return;
+  }
+  if (list_.use_count() > 1) list_ = std::make_shared<std::vector<std::string>>(*list_);
+  list_->insert(list_->end(), more.begin(), more.end());
+}
+
+bool LabelList::share_if_same(const LabelList& other) {
+  if (list_ == other.list_) return true;
+  if (!list_ || !other.list_ || *list_ != *other.list_) return false;
+  list_ = other.list_;
+  return true;
+}
+
 // The first step of each (kind, head, batch) and of each (id, head, batch), by its place.
 struct Trace::StepIndex {
   struct Key {
