@@ -171,7 +171,6 @@ struct TraceConfig {
   std::optional<double> learning_rate;
 };
 
-// One recorded step: one matrix (the slice for one batch item and one head where those apply).
 // The labels of a step's rows or columns. Reads like a const list; copies share one list, and
 // the Recorder gives a step the list of an earlier step that shows the same labels, so that a
 // long sentence's tokens are held once, not once per step.
@@ -203,6 +202,7 @@ class LabelList {
   std::shared_ptr<std::vector<std::string>> list_;
 };
 
+// One recorded step: one matrix (the slice for one batch item and one head where those apply).
 struct Step {
   StepKind kind = StepKind::kEmbeddings;  // what it is (attn/steps.hpp)
   std::string id;                         // the catalogue's id: "omega", "attention_weights", ...
@@ -308,9 +308,9 @@ std::int64_t score_block_rows(const TraceConfig& config, std::int64_t t_k);
 struct MemoryEstimate {
   double floats = 0.0, working = 0.0, steps = 0.0, labels = 0.0, labelled_values = 0.0,
          tokens = 0.0;
-  // About the bytes: these, each at a measured size (a step's record about 768 bytes, a label
-  // 48 and its text, the sentences' text 8 times), plus what the renderer writes for them
-  // (config.output_cost).
+  // About the bytes: these, each at a measured size (a step's record about 768 bytes; each
+  // token's label held in about three lists of 48-byte strings, and its text about eight times),
+  // plus what the renderer writes for them (config.output_cost).
   double bytes(const TraceConfig& config, std::int64_t t_q, std::int64_t t_k) const;
   // The float32 values and what the renderer writes for them: the large blocks, which a program
   // may prepare (on_memory_estimate).
