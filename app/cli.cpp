@@ -319,6 +319,11 @@ bool given_option(const Options& o, std::string_view name) {
   return std::find(o.given.begin(), o.given.end(), name) != o.given.end();
 }
 
+// The overview alone: shapes from the plan, nothing embedded or computed.
+bool outline_only(const Options& o) {
+  return o.format == OutputFormat::kOverview && !o.explain && !o.query && !o.export_dir;
+}
+
 // The sentences, from one of: the arguments (one sentence, quoted or not; "-" reads standard
 // input), -s/--sentence (one batch item each), --batch (a file, a sentence a line) or --file.
 std::vector<std::string> read_sentences(const Options& o) {
@@ -345,9 +350,7 @@ std::vector<std::string> read_sentences(const Options& o) {
     // line in copies of the list before the plan's estimate refused it. The overview computes
     // no step, but holds each sentence's tokens and outline: 1 KiB a sentence (2 million lines of
     // two words took 1.47 GB).
-    const bool outline =
-        o.format == OutputFormat::kOverview && !o.explain && !o.query && !o.export_dir;
-    const std::uint64_t least = outline ? 1024 : 6144;
+    const std::uint64_t least = outline_only(o) ? 1024 : 6144;
     std::vector<std::string> lines;
     std::uint64_t count = 0;
     std::size_t start = 0;
@@ -615,7 +618,7 @@ class Progress {
 Outcome run(Options& o) {
   const auto start = std::chrono::steady_clock::now();
   TraceConfig config = make_config(o);
-  if (o.format == OutputFormat::kOverview && !o.explain && !o.query && !o.export_dir) {
+  if (outline_only(o)) {
     // Shapes only, from the plan: nothing is embedded or computed, so no memory estimate
     // applies (the overview says what a whole trace would take, against the limit).
     Outcome outcome;
