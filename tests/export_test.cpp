@@ -142,7 +142,8 @@ TEST_CASE("names are zero-padded to the largest number, so that they sort in ste
   CHECK(attn::export_file_name(1, 100, "omega", std::nullopt, std::nullopt) == "001_omega.npy");
   CHECK(attn::export_file_name(7, 1000, "keys", 0, 2) == "0007_keys_head1_sentence3.npy");
   CHECK(attn::export_file_name(1000, 1000, "keys", 63, std::nullopt) == "1000_keys_head64.npy");
-  for (const std::size_t n : {9, 10, 99, 100, 101, 999, 1000, 1001, 12345}) {
+  for (const std::size_t n :
+       std::initializer_list<std::size_t>{9, 10, 99, 100, 101, 999, 1000, 1001, 12345}) {
     const std::vector<attn::ExportEntry> plan = attn::export_plan(trace_of(n));
     REQUIRE(plan.size() == n);
     Names names;

@@ -267,7 +267,7 @@ TEST_CASE("parse_npy: data that ends early or has bytes left over") {
                        "x.npy is truncated: shape (3, 2) of '<f8' needs 48 bytes of data, there "
                        "are 40",
                        attn::Error);
-  for (const std::size_t cut : {7, 8, 9, 10, 50, 127}) {
+  for (const std::size_t cut : std::initializer_list<std::size_t>{7, 8, 9, 10, 50, 127}) {
     CAPTURE(cut);
     CHECK_THROWS_WITH_AS(attn::parse_npy(bytes.substr(0, cut), "x.npy"),
                          "x.npy is truncated: it ends in the header", attn::Error);

@@ -287,7 +287,7 @@ TEST_CASE("a narrow screen: every line within the width, the legend's ends on li
   c.sentences = {"a b c d e f g h i j k l m n o p q r s t u v w x y z"};
   attn::Trace trace = attn::run_trace(c);
   attn::select_steps(trace, {"omega", "attention_weights"});
-  for (const std::size_t width : {20, 24, 30, 40}) {
+  for (const std::size_t width : std::initializer_list<std::size_t>{20, 24, 30, 40}) {
     for (const attn::ColorMode mode :
          {attn::ColorMode::kShade, attn::ColorMode::k256, attn::ColorMode::kTrueColor}) {
       attn::HeatmapOptions o = options(mode);

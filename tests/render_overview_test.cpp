@@ -182,7 +182,7 @@ TEST_CASE("every line of the overview fits the width, whatever the sentence") {
   attn::TraceConfig wide_words;  // words wider than a line, and wide (CJK) characters
   wide_words.sentences = {
       std::string(200, 'a') + " 我爱你我爱你我爱你我爱你我爱你我爱你我爱你我爱你我爱你", "b c"};
-  for (std::size_t width : {40, 60, 80, 120}) {
+  for (std::size_t width : std::initializer_list<std::size_t>{40, 60, 80, 120}) {
     for (const attn::TraceConfig& c : variants()) CHECK(widest(overview(c, width)) <= width);
     CHECK(widest(overview(big, width)) <= width);
     CHECK(widest(overview(wide_words, width)) <= width);

@@ -205,7 +205,8 @@ TEST_CASE("the engine equals std::mt19937 seeded with the low 32 bits") {
 }
 
 TEST_CASE("discard(n) leaves the state that n draws leave, across twists") {
-  for (const std::uint64_t skip : {0, 1, 2, 622, 623, 624, 625, 1247, 1248, 1249, 10000, 123457}) {
+  for (const std::uint64_t skip : std::initializer_list<std::uint64_t>{
+           0, 1, 2, 622, 623, 624, 625, 1247, 1248, 1249, 10000, 123457}) {
     TorchGenerator a(7), b(7);
     a.random();  // start mid-block too
     b.random();
@@ -273,7 +274,7 @@ TEST_CASE("the vectorised normal_ gives the plain code's bits") {
   }
   // Uniforms at the edges: u1 = 1 − u in (0, 1] down to 2^-24, angles across every octant.
   std::array<float, 16> edge{}, edge_plain{};
-  for (int j = 0; j < 8; ++j) {
+  for (std::size_t j = 0; j < 8; ++j) {
     edge[j] = j == 0 ? 0.99999994f : static_cast<float>(j) / 8.0f;
     edge[j + 8] = j == 0 ? 0.99999994f : static_cast<float>(j) / 8.0f + 0.01f;
   }

@@ -51,13 +51,15 @@ Matrix tensor_from_bits(const json& tensor) {
                                 : std::pair<Eigen::Index, Eigen::Index>{1, bits.size()};
   REQUIRE(static_cast<Eigen::Index>(bits.size()) == rows * cols);
   Matrix m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = std::bit_cast<float>(bits[i]);
+  for (Eigen::Index i = 0; i < m.size(); ++i)
+    m.data()[i] = std::bit_cast<float>(bits[static_cast<std::size_t>(i)]);
   return m;
 }
 
 std::vector<std::uint32_t> bits_of(const Matrix& m) {
   std::vector<std::uint32_t> out(static_cast<std::size_t>(m.size()));
-  for (Eigen::Index i = 0; i < m.size(); ++i) out[i] = std::bit_cast<std::uint32_t>(m.data()[i]);
+  for (Eigen::Index i = 0; i < m.size(); ++i)
+    out[static_cast<std::size_t>(i)] = std::bit_cast<std::uint32_t>(m.data()[i]);
   return out;
 }
 

@@ -259,10 +259,10 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
 
   if (c.x) return;  // no words, no dictionary
   if (brief) {
-    out +=
-        fmt::format("tokens: {} of {}, {}\n", counted(trace.inputs.size(), "sentence"),
-                    counted(trace.inputs[0].words.size(), "token"),
-                    counted(trace.vocabulary.size(), words ? "distinct word" : "distinct token"));
+    out += fmt::format("tokens: {} of {}, {}\n", counted(trace.inputs.size(), "sentence"),
+                       counted(trace.inputs[0].words.size(), "token"),
+                       counted(static_cast<std::size_t>(trace.vocabulary.size()),
+                               words ? "distinct word" : "distinct token"));
     return;
   }
   if (!words) {

@@ -163,7 +163,7 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
     const std::string k_index = batch ? fmt::format("{}][{}", b, ki) : std::to_string(ki);
     out += wrapped_line(fmt::format(
         "the path of token {}, {}{} ({} in PyTorch, which counts from 0)", query,
-        python_str_repr(qs.words[qi]),
+        python_str_repr(qs.words[static_cast<std::size_t>(qi)]),
         batch ? fmt::format(" of sentence {} of {}", b + 1, trace.inputs.size()) : std::string(),
         batch ? fmt::format("index [{}]", q_index) : fmt::format("row {}", qi)));
     item(fmt::format("{} = X[{}]: its embedding{}", x_q, q_index,
@@ -176,7 +176,8 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
            StepKind::kQueries, trace.step(StepKind::kQueries, head, batch).values, qi);
       if (c.cross) {
         const std::string x_k = fmt::format("X₂[{}]", k_index);
-        const std::string whose = python_str_repr(ks.words[ki]) + heads_text;
+        const std::string whose =
+            python_str_repr(ks.words[static_cast<std::size_t>(ki)]) + heads_text;
         item(fmt::format("{} = {} W_k: the key of {}, token {} of the key sentence", sup("k", key),
                          x_k, whose, key),
              StepKind::kKeys, trace.step(StepKind::kKeys, head, batch).values, ki);
@@ -222,15 +223,15 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
       const std::string queries = c.rope ? "rotated_queries" : "queries";
       const std::string keys = c.rope ? "rotated_keys" : "keys";
       out += '\n';
-      out += wrapped_line(
-          fmt::format("{} = {}{} · {}{}{}: the score of key {}, {}; in PyTorch {}[{}].dot({}[{}])"
-                      "{}",
-                      sub2("ω", query, key), q_q, turned, sup("k", key), turned,
-                      split ? " (this head's columns)" : "", key, python_str_repr(ks.words[ki]),
-                      queries, q_index, keys, k_index,
-                      walkthrough && !c.rope && key == 5
-                          ? " (the walkthrough's omega_24 = query_2.dot(keys[4]))"
-                          : ""));
+      out += wrapped_line(fmt::format(
+          "{} = {}{} · {}{}{}: the score of key {}, {}; in PyTorch {}[{}].dot({}[{}])"
+          "{}",
+          sub2("ω", query, key), q_q, turned, sup("k", key), turned,
+          split ? " (this head's columns)" : "", key,
+          python_str_repr(ks.words[static_cast<std::size_t>(ki)]), queries, q_index, keys, k_index,
+          walkthrough && !c.rope && key == 5
+              ? " (the walkthrough's omega_24 = query_2.dot(keys[4]))"
+              : ""));
       out += dot_product_terms(q, k, qi, ki, p) +
              fmt::format(" = {}\n", number(omega(qi, ki), p, false));
       item(with_keys(fmt::format("ω{} = {}{} K{}ᵀ: its score for every key{}", w_sub, q_q, turned,

@@ -429,7 +429,7 @@ void normal_fill_16(std::span<float, 16> block, float mean, float std, TorchKern
     return;
   }
 #endif
-  for (int j = 0; j < 8; ++j) {
+  for (std::size_t j = 0; j < 8; ++j) {
     const float u1 = 1.0f - block[j];  // (0, 1]: the radius
     const float u2 = block[j + 8];     // [0, 1): the angle
     if (kernel == TorchKernel::kAvx2) {
