@@ -161,6 +161,8 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
     // stays one word where a line breaks).
     const std::string q_index = batch ? fmt::format("{}][{}", b, qi) : std::to_string(qi);
     const std::string k_index = batch ? fmt::format("{}][{}", b, ki) : std::to_string(ki);
+    // The key's word as Python prints it.
+    const std::string key_repr = python_str_repr(ks.words[static_cast<std::size_t>(ki)]);
     out += wrapped_line(fmt::format(
         "the path of token {}, {}{} ({} in PyTorch, which counts from 0)", query,
         python_str_repr(qs.words[static_cast<std::size_t>(qi)]),
@@ -176,8 +178,7 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
            StepKind::kQueries, trace.step(StepKind::kQueries, head, batch).values, qi);
       if (c.cross) {
         const std::string x_k = fmt::format("X₂[{}]", k_index);
-        const std::string whose =
-            python_str_repr(ks.words[static_cast<std::size_t>(ki)]) + heads_text;
+        const std::string whose = key_repr + heads_text;
         item(fmt::format("{} = {} W_k: the key of {}, token {} of the key sentence", sup("k", key),
                          x_k, whose, key),
              StepKind::kKeys, trace.step(StepKind::kKeys, head, batch).values, ki);
@@ -227,8 +228,7 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
           "{} = {}{} · {}{}{}: the score of key {}, {}; in PyTorch {}[{}].dot({}[{}])"
           "{}",
           sub2("ω", query, key), q_q, turned, sup("k", key), turned,
-          split ? " (this head's columns)" : "", key,
-          python_str_repr(ks.words[static_cast<std::size_t>(ki)]), queries, q_index, keys, k_index,
+          split ? " (this head's columns)" : "", key, key_repr, queries, q_index, keys, k_index,
           walkthrough && !c.rope && key == 5
               ? " (the walkthrough's omega_24 = query_2.dot(keys[4]))"
               : ""));
