@@ -1,6 +1,7 @@
 #include "cli.hpp"
 
 #include <fmt/format.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -570,15 +571,41 @@ TraceConfig make_config(Options& o) {
   return o.config;
 }
 
+std::string time_left(double seconds) {
+  if (seconds < 59.5) {
+    return fmt::format("about {} s left", std::max(1, static_cast<int>(std::lround(seconds))));
+  }
+  const auto minutes = static_cast<long>(std::lround(seconds / 60.0));
+  if (minutes < 60) return fmt::format("about {} min left", minutes);
+  return fmt::format("about {} h {:02} min left", minutes / 60, minutes % 60);
+}
+
+std::string progress_line(const std::string& what, double elapsed, std::optional<double> left,
+                          std::size_t width) {
+  const std::string head = "attn-trace: " + what;
+  const std::string rest = left ? ", " + time_left(*left) : std::string();
+  std::string line = fmt::format("{} ({:.1f} s{})", head, elapsed, rest);
+  if (width == 0 || line.size() < width) return line;
+  if (left) line = fmt::format("{} ({})", head, rest.substr(2));
+  if (line.size() >= width) line.resize(width - 1);
+  return line;
+}
+
 namespace {
 
-// The progress line: after a second, what is being computed, at most ten times a second.
+// The progress line: after a second, what is being computed and about how long the rest will
+// take, at most ten times a second. The time left assumes that the rest of the plan's work
+// (planned_work) goes at the rate of the work done so far.
 class Progress {
  public:
   // A model's heads are numbered from 0 (layer L, head H), the lesson's from 1 (head h/H).
+  // The line fits stderr's terminal, when it is one: a line that wrapped would not be cleared.
   explicit Progress(const TraceConfig& config)
-      : heads_(config.heads), layer_(config.model ? std::optional(config.layer) : std::nullopt) {}
-  void operator()(const Step& s) {
+      : heads_(config.heads), layer_(config.model ? std::optional(config.layer) : std::nullopt) {
+    winsize size{};
+    if (isatty(STDERR_FILENO) && ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0) width_ = size.ws_col;
+  }
+  void operator()(const Step& s, double done) {
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     if (elapsed < 1.0 || std::chrono::duration<double>(now - shown_).count() < 0.1) return;
@@ -588,10 +615,13 @@ class Progress {
     if (s.head && layer_) where += fmt::format("layer {}, head {}, ", *layer_, *s.head);
     if (s.head && !layer_) where += fmt::format("head {}/{}, ", *s.head + 1, heads_);
     const std::int64_t rows = s.shape.size() >= 2 ? s.shape[s.shape.size() - 2] : 0;
-    const std::string done =
+    const std::string rows_done =
         s.rows_done < rows ? fmt::format("rows {}/{}", s.rows_done, rows) : std::string("done");
-    std::fprintf(stderr, "\r\x1b[Kattn-trace: %s%s %s (%.1f s)", where.c_str(), s.id.c_str(),
-                 done.c_str(), elapsed);
+    const std::optional<double> left =
+        done > 0.0 && done < 1.0 ? std::optional(elapsed * (1.0 - done) / done) : std::nullopt;
+    const std::string line =
+        progress_line(fmt::format("{}{} {}", where, s.id, rows_done), elapsed, left, width_);
+    std::fprintf(stderr, "\r\x1b[K%s", line.c_str());
     std::fflush(stderr);
     printed_ = true;
   }
@@ -608,6 +638,7 @@ class Progress {
  private:
   std::int64_t heads_;
   std::optional<std::int64_t> layer_;
+  std::size_t width_ = 0;  // 0: not a terminal, any length
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point shown_{};
   bool printed_ = false;
@@ -628,7 +659,7 @@ Outcome run(Options& o) {
   auto progress = std::make_shared<Progress>(config);
   if (o.progress == ProgressChoice::kAlways ||
       (o.progress == ProgressChoice::kAuto && o.stderr_terminal)) {
-    config.on_record = [progress](const Step& s) { (*progress)(s); };
+    config.on_record = [progress](const Step& s, double done) { (*progress)(s, done); };
   }
   // The summary of a plain run reduces each step to a line as soon as it is final, and frees the
   // (T, T) scores head by head: a long input needs one head's scores in memory, not all.

@@ -105,6 +105,17 @@ TraceConfig make_config(Options& options);
 // Runs the parsed options. Throws attn::Error for bad input.
 Outcome run(Options& options);
 
+// The progress line's estimate of the time left: "about 12 s left" (at least 1 s), "about 3 min
+// left" from a minute on, "about 2 h 05 min left" from an hour on; rounded to the nearest unit.
+std::string time_left(double seconds);
+
+// The progress line, without the control characters around it: "attn-trace: WHAT (E s, about L
+// left)" (E the seconds elapsed, L the time left if known). Fitted to `width` columns (0: any)
+// when longer: the time left without the time elapsed, then cut to width - 1 columns, so that
+// the terminal never wraps it. WHAT is ASCII.
+std::string progress_line(const std::string& what, double elapsed, std::optional<double> left,
+                          std::size_t width);
+
 // The whole command line on `app`: its description, --version, the footer, every option
 // (add_options) and the diff subcommand (add_diff_options), which it returns.
 CLI::App* add_commands(CLI::App& app, Options& options, DiffCommand& diff_command);

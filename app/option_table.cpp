@@ -611,11 +611,11 @@ std::vector<OptionSpec> speed_options() {
                        [](Options& o) -> bool& { return o.timings; }));
   speed.push_back(choice(
       "--progress", "P", ProgressChoice::kAuto,
-      "A progress line on stderr once a run has taken a second: auto (when stderr is a "
-      "terminal), always or never",
-      "once a run has taken a second, a line on stderr says which step of which head is done, "
-      "updated ten times a second and cleared at the end; `auto` shows it when stderr is a "
-      "terminal",
+      "A progress line on stderr once a run has taken a second, with the time left: auto "
+      "(when stderr is a terminal), always or never",
+      "once a run has taken a second, a line on stderr says which step of which head is done "
+      "and about how long the rest will take, updated ten times a second and cleared at the "
+      "end; `auto` shows it when stderr is a terminal",
       [](Options& o) -> ProgressChoice& { return o.progress; }));
   return speed;
 }

@@ -784,3 +784,49 @@ TEST_CASE("rows at a time, a long input's estimate holds a block of scores, not 
   CHECK(one == doctest::Approx(
                    4.0 * (t * 1024 + 3 * 1024 * 128 + 4 * t * 128 + t * 128 + 48 * t + t * 256)));
 }
+
+TEST_CASE("on_record reports the share of the planned work done, up to 1 at the end") {
+  // A step's planned work: a product's multiply-adds, or a fixed cost per value.
+  CHECK(attn::planned_work({attn::StepKind::kOmega, 4, 5, 3}) == 4.0 * 5 * (3 + 16));
+  CHECK(attn::planned_work({attn::StepKind::kScaledScores, 4, 5}) == 4.0 * 5 * 16);
+  CHECK(attn::planned_work({attn::StepKind::kEmbeddings, 4, 5}) == 4.0 * 5 * 150);
+  for (const bool streamed : {false, true}) {
+    CAPTURE(streamed);
+    attn::TraceConfig c;
+    std::string sentence;
+    for (int i = 0; i < 40; ++i) sentence += fmt::format("w{} ", i);
+    c.sentences = {sentence, "a shorter one"};
+    c.vocab_size = 64, c.d_in = 16, c.d_kq = 8, c.d_v = 4, c.heads = 3, c.causal = true;
+    c.release_scores = c.stream_scores = streamed;
+    c.score_block_rows = 7;  // 40 rows: 6 blocks, the last of 5
+    struct Seen {
+      std::string id;
+      std::int64_t rows_done;
+      double done;
+    };
+    std::vector<Seen> seen;
+    c.on_record = [&seen](const attn::Step& s, double done) {
+      seen.push_back({s.id, s.rows_done, done});
+    };
+    const attn::Trace trace = attn::run_trace(c);
+    REQUIRE(!seen.empty());
+    // Every record moves the share on: by a step, or by a block of its rows.
+    for (std::size_t i = 1; i < seen.size(); ++i) {
+      CAPTURE(seen[i].id);
+      CHECK(seen[i].done > seen[i - 1].done);
+    }
+    CHECK(seen.front().done > 0.0);
+    CHECK(seen.back().done == doctest::Approx(1.0).epsilon(1e-12));
+    CHECK(seen.back().done <= 1.0);
+    // The first record is the first item's embeddings: its share of the plan's work.
+    const std::vector<attn::PlannedStep> plan = attn::plan_steps(attn::resolve(c), 40, 40, 2, true);
+    double total = 0.0;
+    for (const attn::PlannedStep& s : plan) total += attn::planned_work(s);
+    CHECK(seen.front().id == "embeddings");
+    CHECK(seen.front().done == doctest::Approx(attn::planned_work(plan.front()) / total));
+    // Rows at a time, each step of a head's attention is seen once per block of its rows.
+    const auto omega_records = std::count_if(
+        seen.begin(), seen.end(), [](const Seen& s) { return s.id.starts_with("omega"); });
+    CHECK(omega_records == (streamed ? 2 * 3 * 6 : 2 * 3));
+  }
+}

@@ -571,8 +571,9 @@ case_progress_only_on_a_terminal() {
   local ok=1
   [ -s "$work/piped_err" ] && { echo "FAIL: stderr not empty when piped:"; cat "$work/piped_err"; ok=0; }
   cmp -s "$work/piped" "$work/always" || { echo "FAIL: --progress changed the output"; ok=0; }
-  # Each line says a step is done or how many of its rows are (at most ten lines a second).
-  grep -aq "attn-trace: head [0-9]*/$(long_run_heads), [a-z_]* \(done\|rows [0-9]*/[0-9]*\) ([0-9.]* s)" "$work/always_err" ||
+  # Each line says a step is done or how many of its rows are, and the time left (at most ten
+  # lines a second).
+  grep -aq "attn-trace: head [0-9]*/$(long_run_heads), [a-z_]* \(done\|rows [0-9]*/[0-9]*\) ([0-9.]* s, about [0-9]* \(s\|min\|h [0-9]* min\) left)" "$work/always_err" ||
     { echo "FAIL: no progress line:"; cat -v "$work/always_err"; ok=0; }
   [ "$(tail -c 4 "$work/always_err" | od -An -c | tr -d ' ')" = '\r033[K' ] ||
     { echo "FAIL: the progress line is not cleared at the end:"; tail -c 40 "$work/always_err" | cat -v; ok=0; }
@@ -582,9 +583,9 @@ case_progress_in_a_terminal() {
   local args; args=$(long_run_args)
   tmux_start progress 120 30 "$binary $args >$work/out; echo EXIT=\$?; sleep 60" || return 1
   local ok=0
-  # A step's line says "done", or "rows i/T" while its blocks of rows go through (most lines
-  # are those: at most ten a second are drawn); at the end the line is cleared.
-  tmux_wait_for "^attn-trace: head [0-9]*/$(long_run_heads), [a-z_]* \(done\|rows [0-9]*/[0-9]*\) ([0-9.]* s)" 600 &&
+  # A step's line says "done", or "rows i/T" while its blocks of rows go through (most lines are
+  # those: at most ten a second are drawn), and the time left; at the end the line is cleared.
+  tmux_wait_for "^attn-trace: head [0-9]*/$(long_run_heads), [a-z_]* \(done\|rows [0-9]*/[0-9]*\) ([0-9.]* s, about [0-9]* \(s\|min\|h [0-9]* min\) left)" 600 &&
     tmux_wait_for "^EXIT=0" 6000 && ! grep -q "^attn-trace: " "$screen" &&
     grep -q "context_concat" "$work/out" && ok=1
   tmux_stop

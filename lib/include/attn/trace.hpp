@@ -140,8 +140,10 @@ struct TraceConfig {
   // freed when the head is done, and the split form's Q, K and V when the item's heads are; the
   // trace keeps those steps without values. A long input then holds one head's, not every head's.
   bool release_head_steps = false;
-  // Called as each step is recorded, its values still in use: for a progress display.
-  std::function<void(const Step&)> on_record;
+  // Called as each step, or each block of its rows, is recorded, its values still in use, with
+  // the share of the run's planned work then done (0 to 1, by planned_work): for a progress
+  // display.
+  std::function<void(const Step&, double done)> on_record;
   // Called with the estimate's matrix_bytes() and `threads` once the sentences' lengths are
   // known, before anything large is allocated: a program may prepare that much memory.
   std::function<void(double bytes, int threads)> on_memory_estimate;
@@ -284,7 +286,15 @@ TraceConfig resolve(const TraceConfig& config);
 struct PlannedStep {
   StepKind kind;
   std::int64_t rows, cols;
+  // For a step that is a matrix product, its inner dimension (multiply-adds per value); 0 for the
+  // others. Only planned_work() reads it.
+  std::int64_t inner = 0;
 };
+
+// About how much a planned step costs, in multiply-adds: a product's, or for every other step
+// its values at a fixed cost each (the embedding's draws at a higher one). For a progress
+// display's estimate of the time left, not for --timings.
+double planned_work(const PlannedStep& step);
 
 // Every step a run of this (resolved) config records, in order, with its shape, for `batch`
 // items of t_q query tokens and t_k key tokens (`padded`: the items' lengths differ, so there

@@ -39,6 +39,7 @@ struct RecorderBlock {
   std::vector<RowDigester> digesters;
   std::vector<std::string> notes;  // a `largest` note's text, before formatting
   std::vector<std::optional<float>> largest;
+  std::vector<double> work;   // each step's planned_work()
   std::deque<Matrix> values;  // this block's values, as add() returned them
 };
 
@@ -90,7 +91,7 @@ class Recorder {
 
   // The steps to record from here on, in order: add() refuses (as a bug) a step that is not the
   // next one planned, so the plan that the memory estimate adds up is the one that allocates.
-  void follow(std::vector<PlannedStep> plan) { plan_ = std::move(plan); }
+  void follow(std::vector<PlannedStep> plan);
 
   // lesson::require_finite(m, what, first_row), except that a block of rows that add() has just
   // digested is not read again: its statistics counted its finite values.
@@ -98,6 +99,8 @@ class Recorder {
 
  private:
   Matrix hand_on(bool take_last);
+  // The share of the plan's work recorded so far, 0 to 1 (TraceConfig::on_record).
+  double done() const;
   const Matrix& add_rows(Step& s, Matrix values, const Labels& labels);
   // Gives the step's labels the list of a recent step that shows the same labels.
   void share_labels(Step& s);
@@ -109,6 +112,7 @@ class Recorder {
   std::int64_t batch_size_;
   std::vector<PlannedStep> plan_;
   std::size_t recorded_ = 0;
+  double planned_work_ = 0.0, work_done_ = 0.0;  // the plan's planned_work(), and what is done
   std::size_t flushed_ = 0;
   const Matrix* known_finite_ = nullptr;  // the values add() returned last, if digested and finite
   std::vector<LabelList> recent_labels_;  // the last lists of labels recorded, newest first

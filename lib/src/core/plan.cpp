@@ -35,8 +35,9 @@ void plan_decode(std::vector<PlannedStep>& plan, std::int64_t t_q, std::int64_t 
 // lesson and the context vectors.
 void plan_head(std::vector<PlannedStep>& plan, const TraceConfig& c, std::int64_t t_q,
                std::int64_t t_k, std::int64_t d_v, bool masked) {
+  const std::int64_t d_k = c.multihead == MultiheadForm::kSplit ? c.d_kq / c.heads : c.d_kq;
   auto square = [&](StepKind kind) { plan.push_back({kind, t_q, t_k}); };
-  square(StepKind::kOmega);
+  plan.push_back({StepKind::kOmega, t_q, t_k, d_k});
   if (masked) {
     square(StepKind::kMask);
     square(StepKind::kMaskedOmega);
@@ -54,8 +55,7 @@ void plan_head(std::vector<PlannedStep>& plan, const TraceConfig& c, std::int64_
     square(StepKind::kZeroedWeights);
     square(StepKind::kRenormalizedWeights);
   }
-  plan.push_back({StepKind::kContextVectors, t_q, d_v});
-  const std::int64_t d_k = c.multihead == MultiheadForm::kSplit ? c.d_kq / c.heads : c.d_kq;
+  plan.push_back({StepKind::kContextVectors, t_q, d_v, t_k});
   if (c.decode) plan_decode(plan, t_q, d_k, d_v, c.window);
   if (c.online_softmax > 0) {
     const std::int64_t tiles = tile_count(t_k, c.online_softmax);
@@ -119,8 +119,8 @@ void plan_backward(std::vector<PlannedStep>& plan, const TraceConfig& c, std::in
     if (c.heads > 1) plan.push_back({StepKind::kGradContextConcat, t_q, c.heads * d_head_v});
     for (std::int64_t h = 0; h < c.heads; ++h) {
       plan.push_back({StepKind::kGradContext, t_q, d_head_v});
-      plan.push_back({StepKind::kGradAttentionWeights, t_q, t_k});
-      plan.push_back({StepKind::kGradValues, t_k, d_head_v});
+      plan.push_back({StepKind::kGradAttentionWeights, t_q, t_k, d_head_v});
+      plan.push_back({StepKind::kGradValues, t_k, d_head_v, t_q});
       plan.push_back({StepKind::kGradRowDot, t_q, 1});
       plan.push_back({StepKind::kGradScaledScores, t_q, t_k});
       plan.push_back({StepKind::kGradOmega, t_q, t_k});
@@ -134,8 +134,8 @@ void plan_backward(std::vector<PlannedStep>& plan, const TraceConfig& c, std::in
         plan.push_back({StepKind::kGradRotatedQueries, t_q, d_head_k});
         plan.push_back({StepKind::kGradRotatedKeys, t_k, d_head_k});
       }
-      plan.push_back({StepKind::kGradQueries, t_q, d_head_k});
-      if (!(c.rope && grouped)) plan.push_back({StepKind::kGradKeys, t_k, d_head_k});
+      plan.push_back({StepKind::kGradQueries, t_q, d_head_k, t_k});
+      if (!(c.rope && grouped)) plan.push_back({StepKind::kGradKeys, t_k, d_head_k, t_q});
     }
     if (grouped) {  // each K/V head's gradient: its query heads' summed
       plan.push_back({StepKind::kGradSharedKeys, t_k, kv_width(c)});
@@ -183,7 +183,7 @@ std::vector<PlannedStep> plan_model(const TraceConfig& c, std::int64_t t, std::i
   plan.push_back({StepKind::kBOut, 1, d});
   for (std::int64_t b = 0; b < batch; ++b) {
     for (StepKind kind : {StepKind::kQueries, StepKind::kKeys, StepKind::kValues}) {
-      plan.push_back({kind, t, d});
+      plan.push_back({kind, t, d, d});
     }
     for (std::int64_t h = 0; h < c.heads; ++h) {
       if (!head_traced(c, h)) continue;
@@ -194,7 +194,7 @@ std::vector<PlannedStep> plan_model(const TraceConfig& c, std::int64_t t, std::i
       plan_head(plan, c, t, t, d / c.heads, true);
     }
     if (c.heads > 1) plan.push_back({StepKind::kContextConcat, t, d});
-    plan.push_back({StepKind::kOutput, t, d});
+    plan.push_back({StepKind::kOutput, t, d, d});
   }
   (void)padded;  // the mask is recorded either way: GPT-2 is causal
   return plan;
@@ -218,10 +218,10 @@ std::vector<PlannedStep> plan_steps(const TraceConfig& c, std::int64_t t_q, std:
   const std::int64_t d_head_v = split ? c.d_v / c.heads : c.d_v;
   for (std::int64_t b = 0; b < batch; ++b) {
     auto project = [&] {
-      plan.push_back({StepKind::kQueries, t_q, c.d_kq});
+      plan.push_back({StepKind::kQueries, t_q, c.d_kq, c.d_in});
       const std::int64_t d_k = split ? kv_width(c) : c.d_kq;
-      plan.push_back({StepKind::kKeys, t_k, d_k});
-      plan.push_back({StepKind::kValues, t_k, split ? kv_width(c) : c.d_v});
+      plan.push_back({StepKind::kKeys, t_k, d_k, c.d_in});
+      plan.push_back({StepKind::kValues, t_k, split ? kv_width(c) : c.d_v, c.d_in});
       if (c.rope) {
         plan.push_back({StepKind::kRotatedQueries, t_q, c.d_kq});
         plan.push_back({StepKind::kRotatedKeys, t_k, d_k});
@@ -233,10 +233,21 @@ std::vector<PlannedStep> plan_steps(const TraceConfig& c, std::int64_t t_q, std:
       plan_head(plan, c, t_q, t_k, d_head_v, masked);
     }
     if (c.heads > 1) plan.push_back({StepKind::kContextConcat, t_q, c.heads * d_head_v});
-    if (split) plan.push_back({StepKind::kOutput, t_q, c.d_v});
+    if (split) plan.push_back({StepKind::kOutput, t_q, c.d_v, c.d_v});
   }
   if (c.backward) plan_backward(plan, c, t_q, t_k, batch, tokens);
   return plan;
+}
+
+double planned_work(const PlannedStep& step) {
+  // A value's cost in multiply-adds, about: on one thread at T = 2048 (d_in 1024, d_kq = d_v =
+  // 128, `--timings`, Zen 5), a scaled score cost as much as 6 of ω's multiply-adds, a weight 45
+  // and a value of the embedding, drawn from the normal distribution, 150. A product's values
+  // are checked and summarised as the others are.
+  constexpr double kValue = 16.0, kDrawn = 150.0;
+  const bool drawn = step.kind == StepKind::kEmbeddings || step.kind == StepKind::kEmbeddings2;
+  const double per_value = static_cast<double>(step.inner) + (drawn ? kDrawn : kValue);
+  return static_cast<double>(step.rows) * static_cast<double>(step.cols) * per_value;
 }
 
 std::int64_t score_block_rows(const TraceConfig& c, std::int64_t t_k) {

@@ -52,6 +52,7 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
         fmt::format("step {} ({}, {} x {}) is not the one planned: the plan and the trace disagree",
                     recorded_ + 1, info.id, rows, values.cols()));
   }
+  const double work = planned_work(plan_[recorded_]);
   ++recorded_;
   Step s;
   s.kind = kind;
@@ -87,6 +88,7 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
                                  : std::nullopt);
     b.notes.push_back(std::move(labels.note));
     b.largest.emplace_back();
+    b.work.push_back(work);
     return add_rows(trace_.steps.back(), std::move(values), labels);
   }
   s.row_labels = std::move(labels.rows);
@@ -99,7 +101,8 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
   s.seconds = std::chrono::duration<double>(now - last_).count();
   last_ = now;
   trace_.steps.push_back(std::move(s));
-  if (trace_.config.on_record) trace_.config.on_record(trace_.steps.back());
+  work_done_ += work;
+  if (trace_.config.on_record) trace_.config.on_record(trace_.steps.back(), done());
   return trace_.steps.back().values;
 }
 
@@ -123,7 +126,8 @@ const Matrix& Recorder::add_rows(Step& s, Matrix values, const Labels& labels) {
     s.values.middleRows(b.first, b.count) = values;
   }
   s.rows_done = b.first + b.count;
-  if (trace_.config.on_record) trace_.config.on_record(s);
+  work_done_ += b.work[i] * static_cast<double>(b.count) / static_cast<double>(b.total);
+  if (trace_.config.on_record) trace_.config.on_record(s, done());
   // The digest is the summary's work, as on_step's is: no step's time.
   last_ = std::chrono::steady_clock::now();
   b.values.push_back(std::move(values));
@@ -146,6 +150,16 @@ void Recorder::share_labels(Step& s) {
       if (recent_labels_.size() > kRecent) recent_labels_.pop_back();
     }
   }
+}
+
+void Recorder::follow(std::vector<PlannedStep> plan) {
+  plan_ = std::move(plan);
+  planned_work_ = 0.0;
+  for (const PlannedStep& s : plan_) planned_work_ += planned_work(s);
+}
+
+double Recorder::done() const {
+  return planned_work_ > 0.0 ? std::min(1.0, work_done_ / planned_work_) : 1.0;
 }
 
 void Recorder::begin_rows(Eigen::Index first, Eigen::Index count, Eigen::Index total) {
