@@ -595,7 +595,8 @@ namespace {
 
 // The progress line: after a second, what is being computed and about how long the rest will
 // take, at most ten times a second. The time left assumes that the rest of the plan's work
-// (planned_work) goes at the rate of the work done so far.
+// (planned_work) goes at the rate of the work done since the first step was recorded: what comes
+// before it (reading and tokenizing the input, the memory made ready) is done once.
 class Progress {
  public:
   // A model's heads are numbered from 0 (layer L, head H), the lesson's from 1 (head h/H).
@@ -607,6 +608,7 @@ class Progress {
   }
   void operator()(const Step& s, double done) {
     const auto now = std::chrono::steady_clock::now();
+    if (!first_) first_ = {now, done};
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     if (elapsed < 1.0 || std::chrono::duration<double>(now - shown_).count() < 0.1) return;
     shown_ = now;
@@ -617,8 +619,11 @@ class Progress {
     const std::int64_t rows = s.shape.size() >= 2 ? s.shape[s.shape.size() - 2] : 0;
     const std::string rows_done =
         s.rows_done < rows ? fmt::format("rows {}/{}", s.rows_done, rows) : std::string("done");
+    const double since_first = std::chrono::duration<double>(now - first_->first).count();
     const std::optional<double> left =
-        done > 0.0 && done < 1.0 ? std::optional(elapsed * (1.0 - done) / done) : std::nullopt;
+        done > first_->second && done < 1.0
+            ? std::optional(since_first * (1.0 - done) / (done - first_->second))
+            : std::nullopt;
     const std::string line =
         progress_line(fmt::format("{}{} {}", where, s.id, rows_done), elapsed, left, width_);
     std::fprintf(stderr, "\r\x1b[K%s", line.c_str());
@@ -639,6 +644,8 @@ class Progress {
   std::int64_t heads_;
   std::optional<std::int64_t> layer_;
   std::size_t width_ = 0;  // 0: not a terminal, any length
+  // When the first step was recorded, and the share of the work then done.
+  std::optional<std::pair<std::chrono::steady_clock::time_point, double>> first_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point shown_{};
   bool printed_ = false;
