@@ -304,6 +304,24 @@ std::pair<std::int64_t, std::int64_t> parse_cell(const std::string& text,
   return {i, j};
 }
 
+// What the options ask of the trace, against its plan: the steps they keep and the tokens they
+// name. Run before anything is embedded or computed (TraceConfig::on_plan), so that a mistyped
+// id or number on a long input is refused at once, with the error that the trace would give.
+void check_against_plan(const Options& o, const PlannedRun& run) {
+  if (!o.steps.empty()) require_step_ids(o.steps, planned_step_ids(run.steps));
+  const bool cross = run.config.cross.has_value();
+  if (o.explain_grad) {
+    const auto [i, j] = parse_cell(*o.explain_grad, "--explain-grad");
+    check_query_and_key(cross, run.t_q, run.t_k, i, j);
+  } else if (o.explain) {
+    const auto [i, j] = parse_cell(*o.explain);
+    check_query_and_key(cross, run.t_q, run.t_k, i, j);
+  } else if (o.query) {
+    check_query_and_key(cross, run.t_q, run.t_k, *o.query,
+                        o.key.value_or(default_path_key(run.t_k)));
+  }
+}
+
 ColorMode color_mode(const Options& o) {
   if (o.color == ColorChoice::kNever) return ColorMode::kShade;
   if (o.color == ColorChoice::k256) return ColorMode::k256;
@@ -663,6 +681,7 @@ Outcome run(Options& o) {
     outcome.out = render_overview(outline_trace(config), o.width);
     return outcome;
   }
+  config.on_plan = [&o](const PlannedRun& run) { check_against_plan(o, run); };
   auto progress = std::make_shared<Progress>(config);
   if (o.progress == ProgressChoice::kAlways ||
       (o.progress == ProgressChoice::kAuto && o.stderr_terminal)) {

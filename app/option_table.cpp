@@ -436,7 +436,8 @@ std::vector<OptionSpec> view_options() {
        "all",
        "step ids of this run, comma-separated; may be repeated; not with `--query`",
        "Only these steps, by id, comma-separated (docs/cli.md lists the ids)",
-       "only these steps, in every format and export",
+       "only these steps, in every format and export; an id that the run would not have is "
+       "refused before anything is computed",
        {},
        false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {

@@ -703,7 +703,70 @@ TEST_CASE("the memory estimate is what a run allocates, for every variant") {
       labels += static_cast<double>(s.row_labels.size() + s.col_labels.size());
     }
     CHECK(e.labels == labels);
+    // The plan's ids are the run's (what --steps is checked against before the run).
+    CHECK(attn::planned_step_ids(attn::plan_steps(
+              trace.config, t_q, t_k, static_cast<std::int64_t>(trace.inputs.size()),
+              trace.pad_id.has_value(), tokens)) == attn::step_ids(trace.steps));
   }
+}
+
+TEST_CASE("on_plan sees the plan before anything is computed, and may refuse the run") {
+  attn::TraceConfig c;
+  c.decode = true;  // 6 tokens, decoded one at a time (causal), in a batch of two
+  c.sentences = {"Life is short, eat dessert first", "a b c d"};
+  int recorded = 0, prepared = 0;
+  c.on_record = [&recorded](const attn::Step&, double) { ++recorded; };
+  c.on_memory_estimate = [&prepared](double, int) { ++prepared; };
+  std::vector<std::string> chosen;
+  int plans = 0;
+  c.on_plan = [&chosen, &plans](const attn::PlannedRun& run) {
+    ++plans;
+    CHECK(run.t_q == 6);
+    CHECK(run.t_k == 6);
+    CHECK(run.batch == 2);
+    CHECK(run.padded);
+    CHECK(run.config.decode);
+    attn::require_step_ids(chosen, attn::planned_step_ids(run.steps));
+  };
+  const std::string known =
+      "its steps are embeddings, w_query, w_key, w_value, queries, keys, values, omega, mask, "
+      "masked_omega, scaled_scores, attention_weights, unmasked_weights, zeroed_weights, "
+      "renormalized_weights, context_vectors, decode_query_t1, decode_key_t1, "
+      "decode_value_t1, key_cache_t1, value_cache_t1, decode_scores_t1, decode_weights_t1, "
+      "decode_context_t1, decode_query_t2";
+  for (const std::string bad : {"omgea", "decode_query_t7", "decode_query_t0", "grad_omega"}) {
+    CAPTURE(bad);
+    chosen = {"omega", bad};
+    try {
+      (void)attn::run_trace(c);
+      FAIL("not refused");
+    } catch (const attn::Error& e) {
+      const std::string what = e.what();
+      CHECK(what.starts_with(fmt::format("step '{}' is not in this trace: {}", bad, known)));
+    }
+    CHECK(recorded == 0);
+    CHECK(prepared == 0);
+  }
+  // A token's step by its id, or every token's by the kind's.
+  chosen = {"decode_query_t6", "decode_weights", "omega"};
+  plans = 0;
+  attn::Trace trace = attn::run_trace(c);
+  CHECK(plans == 1);  // once, before the memory limit's check
+  CHECK(recorded > 0);
+  attn::select_steps(trace, chosen);
+  CHECK(trace.steps.size() == 2 * (1 + 6 + 1));
+  // The backward pass's plan is shown once the dictionary's size is known: its embedding table's
+  // gradient is a step of it.
+  c = attn::TraceConfig{};
+  c.backward = true;
+  chosen = {"grad_embedding_table"};
+  plans = 0;
+  c.on_plan = [&chosen, &plans](const attn::PlannedRun& run) {
+    ++plans;
+    attn::require_step_ids(chosen, attn::planned_step_ids(run.steps));
+  };
+  CHECK(attn::run_trace(c).steps.size() > 1);
+  CHECK(plans == 1);
 }
 
 namespace {

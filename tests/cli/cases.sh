@@ -592,6 +592,21 @@ case_progress_in_a_terminal() {
   [ $ok = 1 ]
 }
 
+case_mistyped_steps_and_tokens_refused_before_the_run() {
+  # The long run, with --progress always: refused before its first step, so with the error line
+  # alone (checked after the run, the progress lines would come first).
+  local args t=4096; read -ra args <<<"$(long_run_args)"
+  [ "${ATTN_SANITIZED:-0}" = 1 ] && t=2048
+  local ok=1
+  expect_error "step 'omgea' is not in this trace: its steps are embeddings, w_query, w_key, w_value, queries, keys, values, omega, scaled_scores, attention_weights, context_vectors, context_concat" \
+    "${args[@]}" --progress always --steps omgea || ok=0
+  expect_error "query $((t + 1)) is out of range: the sentence has $t tokens, allowed 1..$t" \
+    "${args[@]:0:14}" --progress always --query $((t + 1)) || ok=0
+  expect_error "key $((t + 1)) is out of range: the sentence has $t tokens, allowed 1..$t" \
+    "${args[@]:0:14}" --progress always --explain 1,$((t + 1)) || ok=0
+  [ $ok = 1 ]
+}
+
 case_two_runs_same_bytes() {
   local args=("Two runs, same bytes: a b c d e f g h i j" --seed 99 --d-in 16 --d-kq 8 --d-v 8)
   "$binary" "${args[@]}" >"$work/a" && "$binary" "${args[@]}" >"$work/b" && cmp "$work/a" "$work/b"

@@ -36,6 +36,16 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
 // omega_24 = query_2.dot(keys[4]) indexes keys from 0, so it is the 5th token's key: 5, or the
 // last token in a sentence of fewer than 5 words.
 std::int64_t default_path_key(const Trace& trace);
+// The same, for keys of t_k tokens.
+std::int64_t default_path_key(std::int64_t t_k);
+
+// Throws Error unless `query` is a token of the queries' sentence (1..t_q) and `key` one of the
+// keys' (1..t_k), naming the value and the sentence's length: "query 7 is out of range: the
+// sentence has 6 tokens, allowed 1..6" (the query and the key sentence with --cross). The
+// check of render_query_path, render_explain and render_explain_grad, for a program to make
+// before the run (TraceConfig::on_plan).
+void check_query_and_key(bool cross, std::int64_t t_q, std::int64_t t_k, std::int64_t query,
+                         std::int64_t key);
 
 // Python's repr of the dictionary: {'Life': 0, 'dessert': 1, ...}, with the padding token last
 // when there is one; broken between entries into lines of at most 80 columns (the lines after the

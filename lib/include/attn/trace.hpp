@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,26 @@ struct GivenMatrix {
   Matrix values;
   std::string source;                   // where it came from (a file name), for messages
   std::vector<std::string> row_labels;  // for X: the tokens; empty otherwise or when unknown
+};
+
+// One step of a run's plan: what it is and its matrix's shape.
+struct PlannedStep {
+  StepKind kind;
+  std::int64_t rows, cols;
+  // For a step that is a matrix product, its inner dimension (multiply-adds per value); 0 for the
+  // others. Only planned_work() reads it.
+  std::int64_t inner = 0;
+};
+
+// A run's plan, as TraceConfig::on_plan sees it: the config, resolved; the queries' length t_q
+// (the longest sentence's, or X's rows) and the keys' t_k (the cross sentence's, else t_q); the
+// number of sentences; whether they are padded; and every step the run will record, in order.
+struct TraceConfig;
+struct PlannedRun {
+  const TraceConfig& config;
+  std::int64_t t_q, t_k, batch;
+  bool padded;
+  const std::vector<PlannedStep>& steps;
 };
 
 // What to compute. The defaults are the walkthrough's.
@@ -144,6 +165,11 @@ struct TraceConfig {
   // the share of the run's planned work then done (0 to 1, by planned_work): for a progress
   // display.
   std::function<void(const Step&, double done)> on_record;
+  // Called with the run's plan as soon as the sentences' lengths are known, before anything is
+  // embedded or computed (and before on_memory_estimate): a program may refuse the run there
+  // (throw) for what it will ask of the trace, such as a step id (require_step_ids) or a token
+  // number that the run will not have, rather than after a long run.
+  std::function<void(const PlannedRun&)> on_plan;
   // Called with the estimate's matrix_bytes() and `threads` once the sentences' lengths are
   // known, before anything large is allocated: a program may prepare that much memory.
   std::function<void(double bytes, int threads)> on_memory_estimate;
@@ -282,15 +308,6 @@ bool head_traced(const TraceConfig& config, std::int64_t head);
 // the file, its value or shape, and what is allowed.
 TraceConfig resolve(const TraceConfig& config);
 
-// One step of a run's plan: what it is and its matrix's shape.
-struct PlannedStep {
-  StepKind kind;
-  std::int64_t rows, cols;
-  // For a step that is a matrix product, its inner dimension (multiply-adds per value); 0 for the
-  // others. Only planned_work() reads it.
-  std::int64_t inner = 0;
-};
-
 // About how much a planned step costs, in multiply-adds: a product's, or for every other step
 // its values at a fixed cost each (the embedding's draws at a higher one). For a progress
 // display's estimate of the time left, not for --timings.
@@ -336,6 +353,17 @@ double estimate_bytes(const TraceConfig& config, std::int64_t t_q, std::int64_t 
 // Keeps only the steps whose id is in `ids`, in the trace's order. Throws Error naming an id
 // that no step of this trace has, and the ids it has.
 void select_steps(Trace& trace, const std::vector<std::string>& ids);
+
+// The steps' ids, each once, in the steps' order.
+std::vector<std::string> step_ids(const std::deque<Step>& steps);
+
+// The ids of the steps a run of this plan records, each once, in order: the same list as
+// step_ids of the run's steps (a decoded token's steps carry the token: "decode_query_t2").
+std::vector<std::string> planned_step_ids(const std::vector<PlannedStep>& plan);
+
+// Throws Error for an id of `chosen` that picks none of `ids` (step_id_chosen): "step 'X' is not
+// in this trace: its steps are A, B, ...".
+void require_step_ids(std::span<const std::string> chosen, const std::vector<std::string>& ids);
 
 // Tokenizes, embeds, projects and attends, recording each step; like a module's forward().
 // Throws Error for a config that resolve() refuses or a sentence with no words.

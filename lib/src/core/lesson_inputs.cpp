@@ -32,14 +32,25 @@ MemoryEstimate check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t
   return e;
 }
 
-// The run's plan, once the lengths are known: refused when it would need more memory than
-// config.max_memory, before anything large is allocated; then the steps the Recorder follows.
+// Shows the plan to config.on_plan, which may refuse the run. It comes before the memory limit's
+// check: a run refused for the limit would, with the limit raised, be refused for a mistyped step
+// or token.
+void show_plan(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
+               bool padded, const std::vector<PlannedStep>& plan) {
+  if (c.on_plan) c.on_plan(PlannedRun{c, t_q, t_k, batch, padded, plan});
+}
+
+// The run's plan, once the lengths are known: shown to config.on_plan unless it was (`shown`);
+// refused when it would need more memory than config.max_memory, before anything large is
+// allocated; then the steps the Recorder follows.
 void plan_run(Recorder& rec, std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded,
-              std::int64_t tokens = 0) {
+              std::int64_t tokens = 0, bool shown = false) {
   const TraceConfig& c = rec.config();
+  std::vector<PlannedStep> plan = plan_steps(c, t_q, t_k, batch, padded, tokens);
+  if (!shown) show_plan(c, t_q, t_k, batch, padded, plan);
   const MemoryEstimate e = check_memory(c, t_q, t_k, batch, padded, tokens);
   if (c.on_memory_estimate) c.on_memory_estimate(e.matrix_bytes(c), c.threads);
-  rec.follow(plan_steps(c, t_q, t_k, batch, padded, tokens));
+  rec.follow(std::move(plan));
 }
 
 // Refuses a vocabulary too small for the dictionary's ids (and the padding token).
@@ -228,18 +239,25 @@ Inputs tokenize_and_embed(Trace& trace, Recorder& rec) {
   // size is not known yet: only where the tokens alone would take more than the limit is the run
   // checked now, as if the dictionary were empty (a run refused so would be refused with it), and
   // otherwise by the plan, with the dictionary's size, as before.
-  const auto counted = [&c](std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded,
-                            std::int64_t tokens) {
+  // on_plan sees the plan then too, where it is whole without the dictionary's size.
+  bool shown = false;
+  const auto counted = [&c, &shown](std::int64_t t_q, std::int64_t t_k, std::int64_t batch,
+                                    bool padded, std::int64_t tokens) {
     constexpr double kBytesPerToken = 64.0;  // a token's string, id and label, with some margin
-    if (!c.backward ||
-        kBytesPerToken * static_cast<double>(tokens) > static_cast<double>(c.max_memory)) {
+    if (!c.backward) {
+      if (c.on_plan) show_plan(c, t_q, t_k, batch, padded, plan_steps(c, t_q, t_k, batch, padded));
+      shown = true;
+      check_memory(c, t_q, t_k, batch, padded, 0);
+    } else if (kBytesPerToken * static_cast<double>(tokens) > static_cast<double>(c.max_memory)) {
       check_memory(c, t_q, t_k, batch, padded, 0);
     }
   };
   tokenize_inputs(
       trace,
-      [&rec](std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded,
-             std::int64_t tokens) { plan_run(rec, t_q, t_k, batch, padded, tokens); },
+      [&rec, &shown](std::int64_t t_q, std::int64_t t_k, std::int64_t batch, bool padded,
+                     std::int64_t tokens) {
+        plan_run(rec, t_q, t_k, batch, padded, tokens, shown);
+      },
       counted);
   if (c.model) return embed_model(trace, rec);
   // torch.manual_seed(seed); X = nn.Embedding(V, d_in[, padding_idx])(ids): one call for every

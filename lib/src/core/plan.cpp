@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <unordered_set>
 
 #include "attn/decode.hpp"
 #include "attn/online_softmax.hpp"
@@ -237,6 +239,23 @@ std::vector<PlannedStep> plan_steps(const TraceConfig& c, std::int64_t t_q, std:
   }
   if (c.backward) plan_backward(plan, c, t_q, t_k, batch, tokens);
   return plan;
+}
+
+std::vector<std::string> planned_step_ids(const std::vector<PlannedStep>& plan) {
+  std::vector<std::string> ids;
+  std::unordered_set<std::string> seen;
+  std::int64_t token = 0;  // the decoded token of the steps from a kDecodeQuery on (from 1)
+  for (const PlannedStep& s : plan) {
+    std::string id(step_info(s.kind).id);
+    if (s.kind >= StepKind::kDecodeQuery && s.kind <= StepKind::kDecodeContext) {
+      if (s.kind == StepKind::kDecodeQuery) ++token;
+      id += "_t" + std::to_string(token);
+    } else {
+      token = 0;
+    }
+    if (seen.insert(id).second) ids.push_back(std::move(id));
+  }
+  return ids;
 }
 
 double planned_work(const PlannedStep& step) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "attn/error.hpp"
 #include "lesson.hpp"
@@ -133,20 +134,28 @@ const Step& Trace::step(std::string_view id, std::optional<int> head,
   throw Error(fmt::format("the trace has no step '{}'{}", id, step_place(config, head, batch)));
 }
 
-void select_steps(Trace& trace, const std::vector<std::string>& ids) {
-  std::vector<std::string> known;
-  for (const Step& s : trace.steps) {
-    if (std::find(known.begin(), known.end(), s.id) == known.end()) known.push_back(s.id);
+std::vector<std::string> step_ids(const std::deque<Step>& steps) {
+  std::vector<std::string> ids;
+  std::unordered_set<std::string_view> seen;
+  for (const Step& s : steps) {
+    if (seen.insert(s.id).second) ids.push_back(s.id);
   }
-  for (const std::string& id : ids) {
-    if (std::none_of(trace.steps.begin(), trace.steps.end(), [&id](const Step& s) {
-          return step_id_chosen({&id, 1}, s.id);
+  return ids;
+}
+
+void require_step_ids(std::span<const std::string> chosen, const std::vector<std::string>& ids) {
+  for (const std::string& id : chosen) {
+    if (std::none_of(ids.begin(), ids.end(), [&id](const std::string& known) {
+          return step_id_chosen({&id, 1}, known);
         })) {
-      std::string list;
-      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw Error(fmt::format("step '{}' is not in this trace: its steps are {}", id, list));
+      throw Error(fmt::format("step '{}' is not in this trace: its steps are {}", id,
+                              fmt::join(ids, ", ")));
     }
   }
+}
+
+void select_steps(Trace& trace, const std::vector<std::string>& ids) {
+  require_step_ids(ids, step_ids(trace.steps));
   std::erase_if(trace.steps, [&ids](const Step& s) { return !step_id_chosen(ids, s.id); });
 }
 

@@ -144,11 +144,9 @@ void check_token_index(const char* what, std::int64_t i, std::int64_t t, const c
 }  // namespace
 
 void check_query_and_key(const Trace& trace, std::int64_t query, std::int64_t key) {
-  const bool cross = trace.config.cross.has_value();
-  check_token_index("query", query, static_cast<std::int64_t>(trace.inputs[0].words.size()),
-                    cross ? "query sentence" : "sentence");
-  check_token_index("key", key, static_cast<std::int64_t>(trace.key_sentence(0).words.size()),
-                    cross ? "key and value sentence" : "sentence");
+  attn::check_query_and_key(
+      trace.config.cross.has_value(), static_cast<std::int64_t>(trace.inputs[0].words.size()),
+      static_cast<std::int64_t>(trace.key_sentence(0).words.size()), query, key);
 }
 
 namespace {
@@ -365,4 +363,11 @@ bool is_walkthrough(const Trace& trace) {
 std::string subscript(std::int64_t n) { return digits_in(n, kSubscriptDigits); }
 
 }  // namespace render_detail
+
+void check_query_and_key(bool cross, std::int64_t t_q, std::int64_t t_k, std::int64_t query,
+                         std::int64_t key) {
+  render_detail::check_token_index("query", query, t_q, cross ? "query sentence" : "sentence");
+  render_detail::check_token_index("key", key, t_k, cross ? "key and value sentence" : "sentence");
+}
+
 }  // namespace attn

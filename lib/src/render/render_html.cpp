@@ -174,18 +174,7 @@ std::size_t fill(std::string& page, std::string_view name, std::string_view text
 std::string render_html(const Trace& trace, const HtmlOptions& options) {
   const int p = options.precision;
   if (p < 0 || p > 8) throw Error(fmt::format("precision {} is outside 0..8", p));
-  for (const std::string& id : options.steps) {
-    if (std::none_of(trace.steps.begin(), trace.steps.end(), [&id](const Step& s) {
-          return step_id_chosen({&id, 1}, s.id);
-        })) {
-      std::vector<std::string> ids;
-      for (const Step& s : trace.steps) {
-        if (std::find(ids.begin(), ids.end(), s.id) == ids.end()) ids.push_back(s.id);
-      }
-      throw Error(fmt::format("step '{}' is not in this trace: its steps are {}", id,
-                              fmt::join(ids, ", ")));
-    }
-  }
+  require_step_ids(options.steps, step_ids(trace.steps));
   MatrixPool pool;
   const Workings workings = workings_json(trace, pool);
 

@@ -107,9 +107,10 @@ std::string dot_product_terms(const Matrix& q, const Matrix& k, Eigen::Index qi,
 
 }  // namespace
 
+std::int64_t default_path_key(std::int64_t t_k) { return std::min<std::int64_t>(5, t_k); }
+
 std::int64_t default_path_key(const Trace& trace) {
-  const auto t_k = static_cast<std::int64_t>(trace.key_sentence(0).words.size());
-  return std::min<std::int64_t>(5, t_k);
+  return default_path_key(static_cast<std::int64_t>(trace.key_sentence(0).words.size()));
 }
 
 std::string render_query_path(const Trace& trace, std::int64_t query, std::int64_t key,
