@@ -731,8 +731,17 @@ Outcome run(Options& o) {
   } else if (o.format == OutputFormat::kMarkdown) {
     outcome.out = render_markdown(trace, o.text);
   } else if (o.format == OutputFormat::kSummary) {
-    outcome.out = stream_summary ? summary_head(trace) + lines + attention
-                                 : render_summary(trace, kSummaryQueries, config.threads);
+    if (stream_summary) {
+      // One copy of the lines: each part freed once it is in the output.
+      outcome.out = summary_head(trace);
+      outcome.out.reserve(outcome.out.size() + lines.size() + attention.size());
+      outcome.out += lines;
+      std::string().swap(lines);
+      outcome.out += attention;
+      std::string().swap(attention);
+    } else {
+      outcome.out = render_summary(trace, kSummaryQueries, config.threads);
+    }
   } else if (o.format == OutputFormat::kSvg) {
     outcome.out = render_svg(trace, SvgOptions{o.text.precision});
   } else if (o.format == OutputFormat::kHeatmap) {
