@@ -590,6 +590,8 @@ TraceConfig make_config(Options& o) {
 }
 
 std::string time_left(double seconds) {
+  constexpr double kMost = 999.0 * 3600.0;  // beyond it, a rate that barely moved says little
+  if (!(seconds < kMost)) return "more than 999 h left";
   if (seconds < 59.5) {
     return fmt::format("about {} s left", std::max(1, static_cast<int>(std::lround(seconds))));
   }

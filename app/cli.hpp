@@ -106,7 +106,8 @@ TraceConfig make_config(Options& options);
 Outcome run(Options& options);
 
 // The progress line's estimate of the time left: "about 12 s left" (at least 1 s), "about 3 min
-// left" from a minute on, "about 2 h 05 min left" from an hour on; rounded to the nearest unit.
+// left" from a minute on, "about 2 h 05 min left" from an hour on, rounded to the nearest unit;
+// "more than 999 h left" from 999 hours on (and for an infinity or nan).
 std::string time_left(double seconds);
 
 // The progress line, without the control characters around it: "attn-trace: WHAT (E s, about L

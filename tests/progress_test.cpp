@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "cli.hpp"
 
 TEST_CASE("the time left is rounded to seconds, then minutes, then hours and minutes") {
@@ -16,6 +18,11 @@ TEST_CASE("the time left is rounded to seconds, then minutes, then hours and min
   CHECK(time_left(3570.0) == "about 1 h 00 min left");
   CHECK(time_left(7500.0) == "about 2 h 05 min left");
   CHECK(time_left(100.0 * 3600) == "about 100 h 00 min left");
+  CHECK(time_left(998.9 * 3600) == "about 998 h 54 min left");
+  CHECK(time_left(999.0 * 3600) == "more than 999 h left");
+  CHECK(time_left(1e300) == "more than 999 h left");
+  CHECK(time_left(std::numeric_limits<double>::infinity()) == "more than 999 h left");
+  CHECK(time_left(std::numeric_limits<double>::quiet_NaN()) == "more than 999 h left");
 }
 
 TEST_CASE("the progress line fits the terminal: the time left kept before the time elapsed") {
