@@ -602,11 +602,13 @@ std::string time_left(double seconds) {
 
 std::string progress_line(const std::string& what, double elapsed, std::optional<double> left,
                           std::size_t width) {
-  const std::string head = "attn-trace: " + what;
   const std::string rest = left ? ", " + time_left(*left) : std::string();
-  std::string line = fmt::format("{} ({:.1f} s{})", head, elapsed, rest);
+  std::string line = fmt::format("attn-trace: {} ({:.1f} s{})", what, elapsed, rest);
   if (width == 0 || line.size() < width) return line;
-  if (left) line = fmt::format("{} ({})", head, rest.substr(2));
+  if (left) {
+    line = fmt::format("attn-trace: {} ({})", what, rest.substr(2));
+    if (line.size() >= width) line = fmt::format("{} ({})", what, rest.substr(2));
+  }
   if (line.size() >= width) line.resize(width - 1);
   return line;
 }

@@ -112,8 +112,8 @@ std::string time_left(double seconds);
 
 // The progress line, without the control characters around it: "attn-trace: WHAT (E s, about L
 // left)" (E the seconds elapsed, L the time left if known). Fitted to `width` columns (0: any)
-// when longer: the time left without the time elapsed, then cut to width - 1 columns, so that
-// the terminal never wraps it. WHAT is ASCII.
+// when longer: the time left without the time elapsed, then without "attn-trace: ", then cut to
+// width - 1 columns, so that the terminal never wraps it. WHAT is ASCII.
 std::string progress_line(const std::string& what, double elapsed, std::optional<double> left,
                           std::size_t width);
 

@@ -25,7 +25,7 @@ TEST_CASE("the time left is rounded to seconds, then minutes, then hours and min
   CHECK(time_left(std::numeric_limits<double>::quiet_NaN()) == "more than 999 h left");
 }
 
-TEST_CASE("the progress line fits the terminal: the time left kept before the time elapsed") {
+TEST_CASE("the progress line fits the terminal: the time left kept before the time and the name") {
   using attn::cli::progress_line;
   const std::string what = "head 3/8, omega rows 96/16384";
   CHECK(progress_line(what, 12.34, 75.0, 0) ==
@@ -36,7 +36,14 @@ TEST_CASE("the progress line fits the terminal: the time left kept before the ti
   CHECK(progress_line(what, 12.34, 75.0, 69).size() == 68);
   CHECK(progress_line(what, 12.34, 75.0, 68) ==
         "attn-trace: head 3/8, omega rows 96/16384 (about 1 min left)");
-  CHECK(progress_line(what, 12.34, 75.0, 40) == "attn-trace: head 3/8, omega rows 96/163");
+  CHECK(progress_line(what, 12.34, 75.0, 61) ==
+        "attn-trace: head 3/8, omega rows 96/16384 (about 1 min left)");
+  // 48 columns without "attn-trace: ".
+  CHECK(progress_line(what, 12.34, 75.0, 60) == "head 3/8, omega rows 96/16384 (about 1 min left)");
+  CHECK(progress_line(what, 12.34, 75.0, 49).size() == 48);
+  CHECK(progress_line(what, 12.34, 75.0, 48) == "head 3/8, omega rows 96/16384 (about 1 min left");
+  CHECK(progress_line(what, 12.34, 75.0, 40) == "head 3/8, omega rows 96/16384 (about 1 ");
   CHECK(progress_line(what, 12.34, std::nullopt, 40) == "attn-trace: head 3/8, omega rows 96/163");
   CHECK(progress_line(what, 12.34, 75.0, 1).empty());
+  CHECK(progress_line(what, 12.34, std::nullopt, 1).empty());
 }
