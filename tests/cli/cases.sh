@@ -593,8 +593,10 @@ case_progress_in_a_terminal() {
 }
 
 case_mistyped_steps_and_tokens_refused_before_the_run() {
-  # The long run, with --progress always: refused before its first step, so with the error line
-  # alone (checked after the run, the progress lines would come first).
+  # The long run, with --progress always: a mistyped id is refused before the first step, so with
+  # the error line alone (checked after the run, the progress lines would come first); the
+  # query's and the key's numbers before the memory limit's check, which the same run not
+  # streamed (24 heads at T = 4096: about 19 GiB) would fail.
   local args t=4096; read -ra args <<<"$(long_run_args)"
   [ "${ATTN_SANITIZED:-0}" = 1 ] && t=2048
   local ok=1
