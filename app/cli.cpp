@@ -673,6 +673,30 @@ class Progress {
   bool printed_ = false;
 };
 
+// The run's watchers: the options checked against the plan before anything is computed, and
+// the progress line, when one is shown.
+std::shared_ptr<Progress> watch(const Options& o, TraceConfig& config) {
+  config.on_plan = [&o](const PlannedRun& run) { check_against_plan(o, run); };
+  auto progress = std::make_shared<Progress>(config);
+  if (o.progress == ProgressChoice::kAlways ||
+      (o.progress == ProgressChoice::kAuto && o.stderr_terminal)) {
+    config.on_record = [progress](const Step& s, double done) { (*progress)(s, done); };
+  }
+  return progress;
+}
+
+// A streamed summary: its head, then the lines and the attention sections made as the steps
+// came, with one copy of them, each part freed once it is in.
+std::string streamed_summary(const Trace& trace, std::string& lines, std::string& attention) {
+  std::string out = summary_head(trace);
+  out.reserve(out.size() + lines.size() + attention.size());
+  out += lines;
+  std::string().swap(lines);
+  out += attention;
+  std::string().swap(attention);
+  return out;
+}
+
 }  // namespace
 
 Outcome run(Options& o) {
@@ -685,12 +709,7 @@ Outcome run(Options& o) {
     outcome.out = render_overview(outline_trace(config), o.width);
     return outcome;
   }
-  config.on_plan = [&o](const PlannedRun& run) { check_against_plan(o, run); };
-  auto progress = std::make_shared<Progress>(config);
-  if (o.progress == ProgressChoice::kAlways ||
-      (o.progress == ProgressChoice::kAuto && o.stderr_terminal)) {
-    config.on_record = [progress](const Step& s, double done) { (*progress)(s, done); };
-  }
+  const std::shared_ptr<Progress> progress = watch(o, config);
   // The summary of a plain run reduces each step to a line as soon as it is final, and frees the
   // (T, T) scores head by head: a long input needs one head's scores in memory, not all.
   const bool stream_summary = o.format == OutputFormat::kSummary && !o.expect && !o.export_dir &&
@@ -735,17 +754,8 @@ Outcome run(Options& o) {
   } else if (o.format == OutputFormat::kMarkdown) {
     outcome.out = render_markdown(trace, o.text);
   } else if (o.format == OutputFormat::kSummary) {
-    if (stream_summary) {
-      // One copy of the lines: each part freed once it is in the output.
-      outcome.out = summary_head(trace);
-      outcome.out.reserve(outcome.out.size() + lines.size() + attention.size());
-      outcome.out += lines;
-      std::string().swap(lines);
-      outcome.out += attention;
-      std::string().swap(attention);
-    } else {
-      outcome.out = render_summary(trace, kSummaryQueries, config.threads);
-    }
+    outcome.out = stream_summary ? streamed_summary(trace, lines, attention)
+                                 : render_summary(trace, kSummaryQueries, config.threads);
   } else if (o.format == OutputFormat::kSvg) {
     outcome.out = render_svg(trace, SvgOptions{o.text.precision});
   } else if (o.format == OutputFormat::kHeatmap) {

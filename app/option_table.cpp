@@ -436,8 +436,7 @@ std::vector<OptionSpec> view_options() {
        "all",
        "step ids of this run, comma-separated; may be repeated; not with `--query`",
        "Only these steps, by id, comma-separated (docs/cli.md lists the ids)",
-       "only these steps, in every format and export; an id that the run would not have is "
-       "refused before anything is computed",
+       "only these steps, in every format and export; an id the run lacks is refused at once",
        {},
        false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
