@@ -552,7 +552,8 @@ def section_kernel(binary, Ts, peak):
                          " ".join(words[8:12]).lstrip("(")])
     print_table(["isa, product", "thr", "GFLOP/s", "of its ISA's FMA peak per thread", "spread (GFLOP/s)"], rows)
     print("(each product repeated 22 times on the same inputs, median of the last 21: warm caches,")
-    print(" an output matrix already in memory, the worker threads awake)")
+    print(" an output matrix already in memory, the worker threads awake, and the memory in 2 MiB")
+    print(" pages where the system gives them, as a run makes its heap ready)")
     return fractions, table
 
 
