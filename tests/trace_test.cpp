@@ -710,6 +710,57 @@ TEST_CASE("the memory estimate is what a run allocates, for every variant") {
   }
 }
 
+TEST_CASE("the plan counts each product's multiply-adds as the run records them") {
+  // planned_work() (the progress line's estimate) counts a step's inner dimension; --timings
+  // counts the products the run marks (Recorder::mark_product). Forward and backward, each form.
+  std::vector<attn::TraceConfig> configs(9);
+  for (attn::TraceConfig& c : configs) c.backward = true;
+  configs[0].backward = false, configs[0].heads = 2, configs[0].softmax_steps = true;
+  configs[1].heads = 2, configs[1].sentences = {"a b c", "d e"};
+  configs[2].heads = 2, configs[2].multihead = attn::MultiheadForm::kSplit;
+  configs[2].d_kq = configs[2].d_v = 4, configs[2].init = attn::WeightInit::kLinear;
+  configs[3].multihead = attn::MultiheadForm::kSplit, configs[3].d_kq = configs[3].d_v = 4;
+  configs[4].heads = 2, configs[4].multihead = attn::MultiheadForm::kSplit;
+  configs[4].d_kq = configs[4].d_v = 4, configs[4].rope = true, configs[4].kv_heads = 1;
+  configs[5].heads = 2, configs[5].multihead = attn::MultiheadForm::kSplit;
+  configs[5].d_kq = configs[5].d_v = 8, configs[5].rope = true;
+  configs[6].cross = "The quick brown fox jumps over the lazy dog";
+  configs[7].causal = true, configs[7].heads = 2, configs[7].d_kq = 3;
+  configs[8].init = attn::WeightInit::kRandTransposed, configs[8].d_kq = 5, configs[8].d_v = 2;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    CAPTURE(i);
+    const attn::Trace trace = attn::run_trace(configs[i]);
+    const auto t_q = static_cast<std::int64_t>(trace.inputs[0].words.size());
+    const std::int64_t t_k =
+        trace.cross ? static_cast<std::int64_t>(trace.cross->words.size()) : t_q;
+    const std::int64_t tokens =
+        trace.config.backward
+            ? static_cast<std::int64_t>(trace.vocabulary.size()) + (trace.pad_id ? 1 : 0)
+            : 0;
+    const std::vector<attn::PlannedStep> plan =
+        attn::plan_steps(trace.config, t_q, t_k, static_cast<std::int64_t>(trace.inputs.size()),
+                         trace.pad_id.has_value(), tokens);
+    REQUIRE(plan.size() == trace.steps.size());
+    int products = 0;
+    for (std::size_t j = 0; j < plan.size(); ++j) {
+      const attn::Step& s = trace.steps[j];
+      CAPTURE(s.id);
+      const double planned = static_cast<double>(plan[j].inner) *
+                             static_cast<double>(plan[j].rows) * static_cast<double>(plan[j].cols);
+      const bool reduction = s.kind == attn::StepKind::kRowMax ||
+                             s.kind == attn::StepKind::kRowSums ||
+                             s.kind == attn::StepKind::kGradRowDot;
+      if (reduction) {
+        CHECK(plan[j].inner == t_k);
+      } else {
+        CHECK(planned == s.multiply_adds);
+      }
+      products += s.multiply_adds > 0.0;
+    }
+    CHECK(products > 0);
+  }
+}
+
 TEST_CASE("on_plan sees the plan before anything is computed, and may refuse the run") {
   attn::TraceConfig c;
   c.decode = true;  // 6 tokens, decoded one at a time (causal), in a batch of two

@@ -73,8 +73,9 @@ struct GivenMatrix {
 struct PlannedStep {
   StepKind kind;
   std::int64_t rows, cols;
-  // For a step that is a matrix product, its inner dimension (multiply-adds per value); 0 for the
-  // others. Only planned_work() reads it.
+  // Multiply-adds per value: for a step that is a matrix product (or a sum of them), its inner
+  // dimension (their sum); for a row's reduction over the keys (its maximum, its sum, its dot
+  // product), the keys; 0 for the others. Only planned_work() reads it.
   std::int64_t inner = 0;
 };
 

@@ -59,6 +59,12 @@ class Recorder {
   // The last step is the product (m, k) @ (k, n): its size, for --timings, and its note when
   // the blocked kernel computed it. Rows at a time, m is the block's rows.
   void mark_product(Eigen::Index m, Eigen::Index n, Eigen::Index k);
+  // The last step is a sum of products, each (m, k) @ (k, n): their sizes, for --timings, and the
+  // note of the largest the blocked kernel computed, if any. Not rows at a time.
+  struct ProductShape {
+    Eigen::Index m, n, k;
+  };
+  void mark_products(const std::vector<ProductShape>& products);
 
   // Rows at a time (TraceConfig::stream_scores): between begin_rows and end_rows, add() records
   // rows [first, first + count) of the next steps, the same steps in the same order for every

@@ -122,6 +122,11 @@ std::vector<Matrix> output_backward(Recorder& rec, const Trace& trace, const Wei
           rand ? transposed_product(z, g, c.threads, c.matmul)
                : transposed_product(g, z, c.threads, c.matmul),
           std::nullopt, std::nullopt);
+  if (rand) {
+    rec.mark_product(z.cols(), g.cols(), z.rows());
+  } else {
+    rec.mark_product(g.cols(), z.cols(), g.rows());
+  }
   if (c.init == WeightInit::kLinear) {
     rec.add(StepKind::kGradBOut, "dL/db_o = dL/d out.sum(dim=0)", {"d_out"}, column_sums(g),
             std::nullopt, std::nullopt);
@@ -209,6 +214,12 @@ void other_way_backward(Recorder& rec, const Trace& trace, const Matrix& da, con
           {"T", t}, std::move(dw), item, hh, std::move(back));
 }
 
+// The last step is dL/dZ = dL/d out W_oᵀ (rand's (d_in, d_out) W_o), or dL/d out W_o.
+void mark_output_product(Recorder& rec, const Weights& w, const Matrix& dz) {
+  const bool rand = rec.config().init == WeightInit::kRand;
+  rec.mark_product(dz.rows(), dz.cols(), rand ? w.w_o.cols() : w.w_o.rows());
+}
+
 // One head's attention, backwards, from dL/dZ to the gradients of what it read: dL/dQ, dL/dK and
 // dL/dV (of its K/V head's share, for a shared one; dL/dK' before the rotation back when that
 // waits for the K/V head's sum).
@@ -240,13 +251,16 @@ HeadGrads attend_backward(Recorder& rec, const Trace& trace, const Weights& w, c
               : std::string();
   rec.add(StepKind::kGradContext, fmt::format("dL/dZ{}", sub), {"T", d_name}, dz, item, hh,
           {.rows = rows});
+  if (split && c.heads == 1) mark_output_product(rec, w, dz);  // dL/dZ came through W_o
   const Matrix& da =
       rec.add(StepKind::kGradAttentionWeights, fmt::format("dL/dA = dL/dZ{0} V{0}ᵀ", sub),
               {"T", t_k(c)}, matmul_transposed(dz, v, c.threads, c.matmul), item, hh, square);
+  rec.mark_product(dz.rows(), v.rows(), dz.cols());
   HeadGrads grads;
   grads.dv = rec.add(StepKind::kGradValues, fmt::format("dL/dV{0} = Aᵀ dL/dZ{0}", sub),
                      {t_k(c), d_name}, transposed_product(a, dz, c.threads, c.matmul), item, hh,
                      {.rows = cols, .note = share});
+  rec.mark_product(a.cols(), dz.cols(), a.rows());
   // torch.softmax's output is nan in a row whose every key is masked; the masked-rows rule zero
   // replaces that row by 0 afterwards (torch.where), whose backward gives the softmax a zero row.
   // Only then are A and dL/dA copied, to give the softmax's backward what autograd gives it.
@@ -288,9 +302,11 @@ HeadGrads attend_backward(Recorder& rec, const Trace& trace, const Weights& w, c
   if (!c.rope) {
     grads.dq = rec.add(StepKind::kGradQueries, fmt::format("dL/dQ{0} = dL/dω K{0}", sub),
                        {"T", kq_dim}, matmul(dw, k, c.threads, c.matmul), item, hh, {.rows = rows});
+    rec.mark_product(dw.rows(), k.cols(), dw.cols());
     grads.dk = rec.add(StepKind::kGradKeys, fmt::format("dL/dK{0} = dL/dωᵀ Q{0}", sub),
                        {t_k(c), kq_dim}, transposed_product(dw, q, c.threads, c.matmul), item, hh,
                        {.rows = cols, .note = share});
+    rec.mark_product(dw.cols(), q.cols(), dw.rows());
     return grads;
   }
   // Rotary embeddings: ω read the rotated Q' and K'; their gradients turn back by the rotation's
@@ -298,9 +314,11 @@ HeadGrads attend_backward(Recorder& rec, const Trace& trace, const Weights& w, c
   const Matrix& dq =
       rec.add(StepKind::kGradRotatedQueries, fmt::format("dL/dQ'{0} = dL/dω K'{0}", sub),
               {"T", kq_dim}, matmul(dw, k, c.threads, c.matmul), item, hh, {.rows = rows});
+  rec.mark_product(dw.rows(), k.cols(), dw.cols());
   const Matrix& dk = rec.add(
       StepKind::kGradRotatedKeys, fmt::format("dL/dK'{0} = dL/dωᵀ Q'{0}", sub), {t_k(c), kq_dim},
       transposed_product(dw, q, c.threads, c.matmul), item, hh, {.rows = cols, .note = share});
+  rec.mark_product(dw.cols(), q.cols(), dw.rows());
   const std::string turn = turn_name(c);
   grads.dq = rec.add(StepKind::kGradQueries,
                      fmt::format("dL/dQ{0} = dL/dQ'{0}·cos + {1}ᵀ(dL/dQ'{0}·sin)", sub, turn),
@@ -352,6 +370,7 @@ std::vector<ItemGrads> heads_backward(Recorder& rec, Trace& trace, const Weights
     if (c.heads > 1) {
       rec.add(StepKind::kGradContextConcat, "dL/dZ", {"T", split_form(c) ? "d_out" : "H·d_v"},
               dz[b], static_cast<int>(b), std::nullopt, {.rows = rows});
+      if (split_form(c)) mark_output_product(rec, w, dz[b]);  // dL/dZ came through W_o
     }
     const Eigen::Index hd = dz[b].cols() / c.heads;
     std::vector<HeadGrads> hs;

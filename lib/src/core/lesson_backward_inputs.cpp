@@ -104,8 +104,14 @@ std::vector<HeadWeights> weight_grads(Recorder& rec, const Matrix& x, const Matr
                                       : fmt::format("dL/d{} = (dL/d{})ᵀ {}", w, d, in_name);
     const Matrix g = rand ? transposed_product(in, grad, c.threads, c.matmul)
                           : transposed_product(grad, in, c.threads, c.matmul);
-    return rec.add(kind, equation, weight_dims(c.init, "d_in", out_dim), g, std::nullopt, head,
-                   {.note = note});
+    const Matrix& recorded = rec.add(kind, equation, weight_dims(c.init, "d_in", out_dim), g,
+                                     std::nullopt, head, {.note = note});
+    if (rand) {
+      rec.mark_product(in.cols(), grad.cols(), in.rows());
+    } else {
+      rec.mark_product(grad.cols(), in.cols(), grad.rows());
+    }
+    return recorded;
   };
   std::vector<HeadWeights> grads;
   for (std::size_t h = 0; h < items[0].dq.size(); ++h) {
@@ -139,9 +145,15 @@ std::vector<Matrix> input_grads(Recorder& rec, const Trace& trace, const Weights
   const std::string sum = heads > 1 ? "Σ_h " : "";
   std::vector<Matrix> dxs;
   std::optional<Matrix> dx2;
+  // Each path's product, (T, d_out) @ (d_out, d_in), for --timings and the steps' notes.
+  std::vector<Recorder::ProductShape> dx2_products;
   for (std::size_t b = 0; b < items.size(); ++b) {
     std::optional<Matrix> dx;
-    auto add = [](std::optional<Matrix>& acc, Matrix m) {
+    std::vector<Recorder::ProductShape> dx_products;
+    auto add = [&c](std::optional<Matrix>& acc, std::vector<Recorder::ProductShape>& products,
+                    const Matrix& d, const Matrix& weight) {
+      Matrix m = path_back(c, d, weight);
+      products.push_back({d.rows(), m.cols(), d.cols()});
       if (acc) {
         *acc = *acc + m;
       } else {
@@ -151,21 +163,24 @@ std::vector<Matrix> input_grads(Recorder& rec, const Trace& trace, const Weights
     for (std::size_t h = heads; h-- > 0;) {
       const HeadWeights& hw = w.heads[h];
       std::optional<Matrix>& kv = c.cross ? dx2 : dx;
-      add(kv, path_back(c, items[b].dv[h], hw.w_v));
-      add(kv, path_back(c, items[b].dk[h], hw.w_k));
-      add(dx, path_back(c, items[b].dq[h], hw.w_q));
+      std::vector<Recorder::ProductShape>& kv_products = c.cross ? dx2_products : dx_products;
+      add(kv, kv_products, items[b].dv[h], hw.w_v);
+      add(kv, kv_products, items[b].dk[h], hw.w_k);
+      add(dx, dx_products, items[b].dq[h], hw.w_q);
     }
     const std::string equation =
         c.cross ? fmt::format("dL/dX = {}dL/dQ W_q{}", sum, t)
                 : fmt::format("dL/dX = {0}(dL/dQ W_q{1} + dL/dK W_k{1} + dL/dV W_v{1})", sum, t);
     dxs.push_back(rec.add(StepKind::kGradEmbeddings, equation, {"T", "d_in"}, *dx,
                           static_cast<int>(b), std::nullopt, {.rows = trace.inputs[b].words}));
+    rec.mark_products(dx_products);
   }
   if (c.cross) {
     dxs.push_back(rec.add(StepKind::kGradEmbeddings2,
                           fmt::format("dL/dX₂ = {0}(dL/dK W_k{1} + dL/dV W_v{1})", sum, t),
                           {"T₂", "d_in"}, *dx2, std::nullopt, std::nullopt,
                           {.rows = trace.cross->words}));
+    rec.mark_products(dx2_products);
   }
   return dxs;
 }

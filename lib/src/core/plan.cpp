@@ -45,10 +45,10 @@ void plan_head(std::vector<PlannedStep>& plan, const TraceConfig& c, std::int64_
     square(StepKind::kMaskedOmega);
   }
   square(StepKind::kScaledScores);
-  if (c.softmax_steps) {
-    plan.push_back({StepKind::kRowMax, t_q, 1});
+  if (c.softmax_steps) {  // a row's maximum and its sum: t_k values each
+    plan.push_back({StepKind::kRowMax, t_q, 1, t_k});
     square(StepKind::kExponentials);
-    plan.push_back({StepKind::kRowSums, t_q, 1});
+    plan.push_back({StepKind::kRowSums, t_q, 1, t_k});
   }
   square(StepKind::kAttentionWeights);
   if (c.softmax_steps) plan.push_back({StepKind::kWeightSums, t_q, 2});
@@ -87,17 +87,19 @@ void plan_weights(std::vector<PlannedStep>& plan, const TraceConfig& c) {
 }
 
 // The weights' layout: (d_in, d_out) for rand, (d_out, d_in) otherwise.
+// `inner_q` and `inner_kv`: the inner dimension of the products that compute them (the
+// weights' gradients: the tokens of X and of X₂), or 0.
 void plan_weight_like(std::vector<PlannedStep>& plan, const TraceConfig& c, StepKind q, StepKind k,
-                      StepKind v) {
+                      StepKind v, std::int64_t inner_q = 0, std::int64_t inner_kv = 0) {
   const bool rand = c.init == WeightInit::kRand;
-  auto weight = [&](StepKind kind, std::int64_t d_out) {
-    plan.push_back({kind, rand ? c.d_in : d_out, rand ? d_out : c.d_in});
+  auto weight = [&](StepKind kind, std::int64_t d_out, std::int64_t inner) {
+    plan.push_back({kind, rand ? c.d_in : d_out, rand ? d_out : c.d_in, inner});
   };
   const bool split = c.multihead == MultiheadForm::kSplit;
   for (std::int64_t h = 0; h < (split ? 1 : c.heads); ++h) {
-    weight(q, c.d_kq);
-    weight(k, split ? kv_width(c) : c.d_kq);
-    weight(v, split ? kv_width(c) : c.d_v);
+    weight(q, c.d_kq, inner_q);
+    weight(k, split ? kv_width(c) : c.d_kq, inner_kv);
+    weight(v, split ? kv_width(c) : c.d_v, inner_kv);
   }
 }
 
@@ -114,16 +116,20 @@ void plan_backward(std::vector<PlannedStep>& plan, const TraceConfig& c, std::in
   plan.push_back({StepKind::kLoss, 1, 1});
   if (split) {
     for (std::int64_t b = 0; b < batch; ++b) plan.push_back({StepKind::kGradOutput, t_q, c.d_v});
-    plan.push_back({StepKind::kGradWOut, c.d_kq, c.d_kq});
+    plan.push_back({StepKind::kGradWOut, c.d_kq, c.d_kq, t_q * batch});
     if (linear) plan.push_back({StepKind::kGradBOut, 1, c.d_kq});
   }
   for (std::int64_t b = 0; b < batch; ++b) {
-    if (c.heads > 1) plan.push_back({StepKind::kGradContextConcat, t_q, c.heads * d_head_v});
+    // The split form's dL/dZ is dL/d out through W_o: a product.
+    const std::int64_t through_w_o = split ? c.d_kq : 0;
+    if (c.heads > 1) {
+      plan.push_back({StepKind::kGradContextConcat, t_q, c.heads * d_head_v, through_w_o});
+    }
     for (std::int64_t h = 0; h < c.heads; ++h) {
-      plan.push_back({StepKind::kGradContext, t_q, d_head_v});
+      plan.push_back({StepKind::kGradContext, t_q, d_head_v, c.heads == 1 ? through_w_o : 0});
       plan.push_back({StepKind::kGradAttentionWeights, t_q, t_k, d_head_v});
       plan.push_back({StepKind::kGradValues, t_k, d_head_v, t_q});
-      plan.push_back({StepKind::kGradRowDot, t_q, 1});
+      plan.push_back({StepKind::kGradRowDot, t_q, 1, t_k});  // a row's dot product: t_k values
       plan.push_back({StepKind::kGradScaledScores, t_q, t_k});
       plan.push_back({StepKind::kGradOmega, t_q, t_k});
       if (c.causal) {  // the causal lesson's other way, backwards
@@ -132,12 +138,15 @@ void plan_backward(std::vector<PlannedStep>& plan, const TraceConfig& c, std::in
           plan.push_back({kind, t_q, t_k});
         }
       }
+      // With rotary embeddings the products are dL/dQ' and dL/dK', turned back after.
       if (c.rope) {
-        plan.push_back({StepKind::kGradRotatedQueries, t_q, d_head_k});
-        plan.push_back({StepKind::kGradRotatedKeys, t_k, d_head_k});
+        plan.push_back({StepKind::kGradRotatedQueries, t_q, d_head_k, t_k});
+        plan.push_back({StepKind::kGradRotatedKeys, t_k, d_head_k, t_q});
       }
-      plan.push_back({StepKind::kGradQueries, t_q, d_head_k, t_k});
-      if (!(c.rope && grouped)) plan.push_back({StepKind::kGradKeys, t_k, d_head_k, t_q});
+      plan.push_back({StepKind::kGradQueries, t_q, d_head_k, c.rope ? 0 : t_k});
+      if (!(c.rope && grouped)) {
+        plan.push_back({StepKind::kGradKeys, t_k, d_head_k, c.rope ? 0 : t_q});
+      }
     }
     if (grouped) {  // each K/V head's gradient: its query heads' summed
       plan.push_back({StepKind::kGradSharedKeys, t_k, kv_width(c)});
@@ -145,9 +154,18 @@ void plan_backward(std::vector<PlannedStep>& plan, const TraceConfig& c, std::in
       plan.push_back({StepKind::kGradSharedValues, t_k, kv_width(c)});
     }
   }
-  plan_weight_like(plan, c, StepKind::kGradWQuery, StepKind::kGradWKey, StepKind::kGradWValue);
-  for (std::int64_t b = 0; b < batch; ++b) plan.push_back({StepKind::kGradEmbeddings, t_q, c.d_in});
-  if (c.cross) plan.push_back({StepKind::kGradEmbeddings2, t_k, c.d_in});
+  // The weights' gradients: Xᵀ dL/dQ over every item's tokens (X₂'s for K and V).
+  plan_weight_like(plan, c, StepKind::kGradWQuery, StepKind::kGradWKey, StepKind::kGradWValue,
+                   t_q * batch, c.cross ? t_k : t_q * batch);
+  // X's gradient: a product through each weight, summed (X₂'s: through W_k and W_v).
+  const std::int64_t heads = split ? 1 : c.heads;
+  const std::int64_t through_q = heads * c.d_kq,
+                     through_kv = heads * (split ? 2 * kv_width(c) : c.d_kq + c.d_v);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    plan.push_back(
+        {StepKind::kGradEmbeddings, t_q, c.d_in, c.cross ? through_q : through_q + through_kv});
+  }
+  if (c.cross) plan.push_back({StepKind::kGradEmbeddings2, t_k, c.d_in, through_kv});
   if (tokens > 0) plan.push_back({StepKind::kGradEmbeddingTable, tokens, c.d_in});
   if (!c.learning_rate) return;
   plan_weight_like(plan, c, StepKind::kStepWQuery, StepKind::kStepWKey, StepKind::kStepWValue);

@@ -191,6 +191,22 @@ void Recorder::end_rows() {
   block_.reset();
 }
 
+void Recorder::mark_products(const std::vector<ProductShape>& products) {
+  if (block_) throw std::logic_error("a sum of products is not recorded rows at a time");
+  Step& s = trace_.steps.back();
+  double work = 0.0, largest = 0.0;
+  std::string note;
+  for (const ProductShape& p : products) {
+    const double w = static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k);
+    work += w;
+    std::string blocked = product_note(trace_.config.matmul, p.m, p.n, p.k);
+    if (!blocked.empty() && w > largest) largest = w, note = std::move(blocked);
+  }
+  s.multiply_adds = work;
+  if (!note.empty())
+    s.note = s.note.empty() ? "its products " + note : s.note + "; its products " + note;
+}
+
 void Recorder::mark_product(Eigen::Index m, Eigen::Index n, Eigen::Index k) {
   Step& s = block_ ? trace_.steps[block_->steps.at(block_->next - 1)] : trace_.steps.back();
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
