@@ -10,6 +10,7 @@
 
 #include "attn/error.hpp"
 #include "attn/simd.hpp"
+#include "attn/torch_kernels.hpp"
 #include "support/reference.hpp"
 
 using attn::Matrix;
@@ -143,6 +144,36 @@ std::vector<attn::Isa> vector_isas() {
 }
 
 }  // namespace
+
+TEST_CASE("the softmax backward's row dot gives the plain loop's bits, in both flavours") {
+  // Σ_j x_j y_j in ATen's 8 lanes: fused (the AVX2 kernel) or rounded first (the default one).
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  std::vector<Eigen::Index> lengths;
+  for (Eigen::Index n = 0; n <= 40; ++n) lengths.push_back(n);
+  lengths.insert(lengths.end(), {255, 1000, 4097});
+  for (const Eigen::Index n : lengths) {
+    CAPTURE(n);
+    std::vector<float> x(static_cast<std::size_t>(n)), y(x.size());
+    for (std::size_t j = 0; j < x.size(); ++j) x[j] = u(gen), y[j] = u(gen) * 1e-3f;
+    for (const attn::TorchKernel kernel : test::kKernels) {
+      attn::set_simd_enabled(false);
+      const float plain = attn::torch_dot_reduce_all(x.data(), y.data(), n, kernel);
+      attn::set_simd_enabled(true);
+      const float fast = attn::torch_dot_reduce_all(x.data(), y.data(), n, kernel);
+      CHECK(std::bit_cast<std::uint32_t>(fast) == std::bit_cast<std::uint32_t>(plain));
+    }
+  }
+  // The two flavours differ somewhere, so that the test tells them apart.
+  std::vector<float> x(1000), y(1000);
+  for (std::size_t j = 0; j < x.size(); ++j) x[j] = u(gen), y[j] = u(gen);
+  int differ = 0;
+  for (Eigen::Index n = 9; n <= 1000; ++n) {
+    differ += attn::torch_dot_reduce_all(x.data(), y.data(), n, attn::TorchKernel::kAvx2) !=
+              attn::torch_dot_reduce_all(x.data(), y.data(), n, attn::TorchKernel::kDefault);
+  }
+  CHECK(differ > 0);
+}
 
 TEST_CASE("the vectorised softmax gives the plain code's bits, in both flavours, on every path") {
   std::mt19937 gen(7);
