@@ -711,14 +711,16 @@ Outcome run(Options& o) {
   }
   const std::shared_ptr<Progress> progress = watch(o, config);
   // The summary of a plain run reduces each step to a line as soon as it is final, and frees the
-  // (T, T) scores head by head: a long input needs one head's scores in memory, not all.
+  // (T, T) scores head by head: a long input needs one head's scores in memory, not all. A
+  // backward pass reads every head's weights again, so it frees only the scores nothing reads.
   const bool stream_summary = o.format == OutputFormat::kSummary && !o.expect && !o.export_dir &&
-                              !o.explain && !o.query && !config.backward;
+                              !o.explain && !o.query && !o.explain_grad;
   std::string lines, attention;
   if (stream_summary) {
-    config.release_scores = true;
-    config.stream_scores = true;
-    config.release_head_steps = true;
+    config.release_scores = !config.backward;
+    config.stream_scores = !config.backward;
+    config.release_head_steps = !config.backward;
+    config.release_unread = config.backward;
     config.on_step = [&](const Step& s) {
       if (!o.steps.empty() && !step_id_chosen(o.steps, s.id)) return;
       lines += summary_step_line(s, config.threads, &config);

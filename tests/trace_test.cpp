@@ -710,6 +710,62 @@ TEST_CASE("the memory estimate is what a run allocates, for every variant") {
   }
 }
 
+TEST_CASE("a backward pass's summary frees the scores nothing reads, and says the same") {
+  // release_unread: what the command line's --format summary sets for --backward. Its lines, made
+  // as the steps are handed on, are the whole trace's summary; the steps it frees are the ones
+  // released_unread names, each head's; the estimate holds what stays and one head's at a time.
+  std::vector<attn::TraceConfig> configs(6);
+  for (attn::TraceConfig& c : configs) c.backward = true;
+  configs[0].heads = 3;
+  configs[1].heads = 2, configs[1].causal = true, configs[1].sentences = {"a b c", "d e"};
+  configs[2].heads = 2, configs[2].multihead = attn::MultiheadForm::kSplit;
+  configs[2].d_kq = configs[2].d_v = 4, configs[2].rope = true, configs[2].kv_heads = 1;
+  configs[3].cross = "The quick brown fox jumps over the lazy dog", configs[3].heads = 2;
+  configs[4].softmax_steps = true, configs[4].learning_rate = 0.5;
+  configs[5].sentences = {"Life is short, eat dessert first", "a b"};  // a fully masked row
+  configs[5].masked_rows = attn::MaskedRows::kZero;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    CAPTURE(i);
+    const attn::Trace whole = attn::run_trace(configs[i]);
+    attn::TraceConfig c = configs[i];
+    std::string lines, attention;
+    c.release_unread = true;
+    c.on_step = [&](const attn::Step& s) {
+      lines += attn::summary_step_line(s);
+      attention += attn::summary_attention(s);
+    };
+    const attn::Trace freed = attn::run_trace(c);
+    CHECK(attn::summary_head(freed) + lines + attention == attn::render_summary(whole));
+    REQUIRE(freed.steps.size() == whole.steps.size());
+    double kept = 0, unread_forward = 0, unread_backward = 0;
+    int released = 0;
+    for (std::size_t j = 0; j < whole.steps.size(); ++j) {
+      const attn::Step &a = whole.steps[j], &b = freed.steps[j];
+      CAPTURE(a.id);
+      if (attn::released_unread(a.kind)) {
+        CHECK(b.values.size() == 0);
+        const bool gradient = a.id.starts_with("grad_");
+        (gradient ? unread_backward : unread_forward) += static_cast<double>(a.values.size());
+        ++released;
+      } else {
+        CHECK(test::bits_of(b.values) == test::bits_of(a.values));
+        kept += static_cast<double>(b.values.size());
+      }
+    }
+    CHECK(released > 0);
+    const auto t_q = static_cast<std::int64_t>(freed.inputs[0].words.size());
+    const std::int64_t t_k =
+        freed.cross ? static_cast<std::int64_t>(freed.cross->words.size()) : t_q;
+    const auto batch = static_cast<std::int64_t>(freed.inputs.size());
+    const std::int64_t tokens =
+        static_cast<std::int64_t>(freed.vocabulary.size()) + (freed.pad_id ? 1 : 0);
+    const attn::MemoryEstimate e =
+        attn::estimate_memory(freed.config, t_q, t_k, batch, freed.pad_id.has_value(), tokens);
+    const double units = static_cast<double>(batch * freed.config.heads);
+    CHECK(e.floats - e.working == kept + std::max(unread_forward, unread_backward) / units);
+  }
+}
+
 TEST_CASE("the plan counts each product's multiply-adds as the run records them") {
   // planned_work() (the progress line's estimate) counts a step's inner dimension; --timings
   // counts the products the run marks (Recorder::mark_product). Forward and backward, each form.

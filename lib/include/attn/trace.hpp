@@ -162,6 +162,12 @@ struct TraceConfig {
   // freed when the head is done, and the split form's Q, K and V when the item's heads are; the
   // trace keeps those steps without values. A long input then holds one head's, not every head's.
   bool release_head_steps = false;
+  // With on_step, in a backward pass, for such a renderer: the values of the (T, T_k) steps that
+  // nothing later reads (released_unread) are freed once handed on: a head's scores before its
+  // softmax when the head's forward is done, and its backward's when its backward is done. The
+  // trace keeps those steps without values; a long input's backward then holds every head's
+  // weights but one head's other scores.
+  bool release_unread = false;
   // Called as each step, or each block of its rows, is recorded, its values still in use, with
   // the share of the run's planned work then done (0 to 1, by planned_work): for a progress
   // display.
@@ -313,6 +319,11 @@ TraceConfig resolve(const TraceConfig& config);
 // its values at a fixed cost each (the embedding's draws at a higher one). For a progress
 // display's estimate of the time left, not for --timings.
 double planned_work(const PlannedStep& step);
+
+// Whether TraceConfig::release_unread frees a step of this kind: ω, the masked and the scaled
+// scores and the exponentials (the backward pass reads the weights, not them), and the backward's
+// (T, T_k) gradients, dL/dA, dL/dS, dL/dω and the causal lesson's.
+bool released_unread(StepKind kind);
 
 // Every step a run of this (resolved) config records, in order, with its shape, for `batch`
 // items of t_q query tokens and t_k key tokens (`padded`: the items' lengths differ, so there

@@ -377,6 +377,7 @@ std::vector<ItemGrads> heads_backward(Recorder& rec, Trace& trace, const Weights
     for (std::int64_t h = 0; h < c.heads; ++h) {
       hs.push_back(attend_backward(rec, trace, w, ig.mask, dz[b].middleCols(h * hd, hd),
                                    static_cast<std::int64_t>(b), h));
+      rec.flush();  // the head's backward is done with (release_unread)
     }
     if (!split_form(c)) {
       for (HeadGrads& g : hs) {

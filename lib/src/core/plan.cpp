@@ -276,6 +276,37 @@ std::vector<std::string> planned_step_ids(const std::vector<PlannedStep>& plan) 
   return ids;
 }
 
+namespace {
+
+// released_unread's kinds of the forward pass (the others are the backward's).
+bool released_unread_forward(StepKind kind) {
+  switch (kind) {
+    case StepKind::kOmega:
+    case StepKind::kMaskedOmega:
+    case StepKind::kScaledScores:
+    case StepKind::kExponentials:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool released_unread(StepKind kind) {
+  switch (kind) {
+    case StepKind::kGradAttentionWeights:
+    case StepKind::kGradScaledScores:
+    case StepKind::kGradOmega:
+    case StepKind::kGradZeroedWeights:
+    case StepKind::kGradUnmaskedWeights:
+    case StepKind::kGradOmegaOtherWay:
+      return true;
+    default:
+      return released_unread_forward(kind);
+  }
+}
+
 double planned_work(const PlannedStep& step) {
   // A value's cost in multiply-adds, about: on one thread at T = 2048 (d_in 1024, d_kq = d_v =
   // 128, `--timings`, Zen 5), a scaled score cost as much as 6 of ω's multiply-adds, a weight 45
@@ -389,6 +420,9 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
   // Every step's record, and its labels: one for each row (but a weight's), and for each column
   // of a step whose columns are labelled.
   double steps = 0.0, labels = 0.0, labelled_values = 0.0;
+  // With release_unread, the (T, T_k) steps it frees, of the forward and of the backward pass.
+  const bool unread = c.backward && c.release_unread;
+  double unread_forward = 0.0, unread_backward = 0.0;
   for (const PlannedStep& s : plan_steps(c, t_q, t_k, batch, padded, tokens)) {
     const double n = static_cast<double>(s.rows) * static_cast<double>(s.cols);
     values += n;
@@ -402,6 +436,9 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
     // The (T, T_k) steps, whose columns are keys: release_scores frees them head by head.
     if (step_info(s.kind).scores) {
       squares += n;
+      if (unread && released_unread(s.kind)) {
+        (released_unread_forward(s.kind) ? unread_forward : unread_backward) += n;
+      }
       continue;
     }
     switch (s.kind) {
@@ -447,6 +484,11 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
   } else if (c.release_scores) {
     // One head's (T, T_k) steps are held at a time.
     values += held_per_row * static_cast<double>(t_q) - squares;
+  } else if (unread) {
+    // One head's of each at a time: a head's forward ones are freed before the next head's are
+    // made, and the last head's before the backward pass begins.
+    const auto units = static_cast<double>(std::max<std::int64_t>(batch * c.heads, 1));
+    values += std::max(unread_forward, unread_backward) / units - unread_forward - unread_backward;
   }
   // The backward pass's working copies beyond its steps, one head at a time: A and dL/dA with a
   // row that masks every key (the softmax's backward reads nan there), or the forward pass

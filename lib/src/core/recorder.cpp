@@ -242,7 +242,8 @@ Matrix Recorder::hand_on(bool take_last) {
     if (take_last && flushed_ + 1 == trace_.steps.size()) {
       taken = std::move(s.values);
       s.values = Matrix();
-    } else if (c.release_scores && s.columns_are_keys) {
+    } else if ((c.release_scores && s.columns_are_keys) ||
+               (c.release_unread && released_unread(s.kind))) {
       s.values = Matrix();
     }
   }
