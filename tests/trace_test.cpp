@@ -19,6 +19,23 @@ namespace test = attn::test;
 
 namespace {
 
+// What a run's plan and memory estimate are made from, read off the run: the queries' and keys'
+// lengths, the sentences, whether they were padded, and the tokens of the embedding table's
+// gradient (the dictionary, and the padding token; 0 without the backward pass).
+struct RunShape {
+  std::int64_t t_q, t_k, batch;
+  bool padded;
+  std::int64_t tokens;
+};
+RunShape shape_of(const attn::Trace& trace) {
+  const auto t_q = static_cast<std::int64_t>(trace.inputs[0].words.size());
+  return {t_q, trace.cross ? static_cast<std::int64_t>(trace.cross->words.size()) : t_q,
+          static_cast<std::int64_t>(trace.inputs.size()), trace.pad_id.has_value(),
+          trace.config.backward
+              ? static_cast<std::int64_t>(trace.vocabulary.size()) + (trace.pad_id ? 1 : 0)
+              : 0};
+}
+
 attn::TraceConfig config_of(const test::json& ref, TorchKernel kernel) {
   const test::json& s = ref.at("settings");
   attn::TraceConfig c;
@@ -685,17 +702,9 @@ TEST_CASE("the memory estimate is what a run allocates, for every variant") {
     const attn::Trace trace = attn::run_trace(configs[i]);
     double floats = 0;
     for (const attn::Step& s : trace.steps) floats += static_cast<double>(s.values.size());
-    const std::int64_t t_q = static_cast<std::int64_t>(trace.inputs[0].words.size());
-    const std::int64_t t_k =
-        trace.cross ? static_cast<std::int64_t>(trace.cross->words.size()) : t_q;
-    // The backward pass plans the embedding table's gradient for the dictionary's tokens.
-    const std::int64_t tokens =
-        trace.config.backward
-            ? static_cast<std::int64_t>(trace.vocabulary.size()) + (trace.pad_id ? 1 : 0)
-            : 0;
-    const attn::MemoryEstimate e = attn::estimate_memory(
-        trace.config, t_q, t_k, static_cast<std::int64_t>(trace.inputs.size()),
-        trace.pad_id.has_value(), tokens);
+    const RunShape r = shape_of(trace);
+    const attn::MemoryEstimate e =
+        attn::estimate_memory(trace.config, r.t_q, r.t_k, r.batch, r.padded, r.tokens);
     CHECK(e.floats - e.working == floats);
     CHECK(e.steps == static_cast<double>(trace.steps.size()));
     double labels = 0;
@@ -704,9 +713,8 @@ TEST_CASE("the memory estimate is what a run allocates, for every variant") {
     }
     CHECK(e.labels == labels);
     // The plan's ids are the run's (what --steps is checked against before the run).
-    CHECK(attn::planned_step_ids(attn::plan_steps(
-              trace.config, t_q, t_k, static_cast<std::int64_t>(trace.inputs.size()),
-              trace.pad_id.has_value(), tokens)) == attn::step_ids(trace.steps));
+    CHECK(attn::planned_step_ids(attn::plan_steps(trace.config, r.t_q, r.t_k, r.batch, r.padded,
+                                                  r.tokens)) == attn::step_ids(trace.steps));
   }
 }
 
@@ -753,15 +761,10 @@ TEST_CASE("a backward pass's summary frees the scores nothing reads, and says th
       }
     }
     CHECK(released > 0);
-    const auto t_q = static_cast<std::int64_t>(freed.inputs[0].words.size());
-    const std::int64_t t_k =
-        freed.cross ? static_cast<std::int64_t>(freed.cross->words.size()) : t_q;
-    const auto batch = static_cast<std::int64_t>(freed.inputs.size());
-    const std::int64_t tokens =
-        static_cast<std::int64_t>(freed.vocabulary.size()) + (freed.pad_id ? 1 : 0);
+    const RunShape r = shape_of(freed);
     const attn::MemoryEstimate e =
-        attn::estimate_memory(freed.config, t_q, t_k, batch, freed.pad_id.has_value(), tokens);
-    const double units = static_cast<double>(batch * freed.config.heads);
+        attn::estimate_memory(freed.config, r.t_q, r.t_k, r.batch, r.padded, r.tokens);
+    const double units = static_cast<double>(r.batch * freed.config.heads);
     CHECK(e.floats - e.working == kept + std::max(unread_forward, unread_backward) / units);
   }
 }
@@ -786,16 +789,9 @@ TEST_CASE("the plan counts each product's multiply-adds as the run records them"
   for (std::size_t i = 0; i < configs.size(); ++i) {
     CAPTURE(i);
     const attn::Trace trace = attn::run_trace(configs[i]);
-    const auto t_q = static_cast<std::int64_t>(trace.inputs[0].words.size());
-    const std::int64_t t_k =
-        trace.cross ? static_cast<std::int64_t>(trace.cross->words.size()) : t_q;
-    const std::int64_t tokens =
-        trace.config.backward
-            ? static_cast<std::int64_t>(trace.vocabulary.size()) + (trace.pad_id ? 1 : 0)
-            : 0;
+    const RunShape r = shape_of(trace);
     const std::vector<attn::PlannedStep> plan =
-        attn::plan_steps(trace.config, t_q, t_k, static_cast<std::int64_t>(trace.inputs.size()),
-                         trace.pad_id.has_value(), tokens);
+        attn::plan_steps(trace.config, r.t_q, r.t_k, r.batch, r.padded, r.tokens);
     REQUIRE(plan.size() == trace.steps.size());
     int products = 0;
     for (std::size_t j = 0; j < plan.size(); ++j) {
@@ -807,7 +803,7 @@ TEST_CASE("the plan counts each product's multiply-adds as the run records them"
                              s.kind == attn::StepKind::kRowSums ||
                              s.kind == attn::StepKind::kGradRowDot;
       if (reduction) {
-        CHECK(plan[j].inner == t_k);
+        CHECK(plan[j].inner == r.t_k);
       } else {
         CHECK(planned == s.multiply_adds);
       }
