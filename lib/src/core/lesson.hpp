@@ -271,9 +271,10 @@ Matrix stacked(const std::vector<Matrix>& parts);
 const Matrix& final_output(const Trace& trace, std::optional<int> batch);
 
 // The forward pass again for other weights, without recording: one item's final output.
-// mask: the item's (T, T_k) mask as its mask step holds it, or null for none.
+// mask: the item's (T, T_k) mask as its mask step holds it, or null for none. The shapes of its
+// matrix products are added to `products` (for Recorder::mark_products).
 Matrix forward_output(const TraceConfig& c, const Matrix& x, const Matrix& x_kv, const Matrix* mask,
-                      const Weights& w);
+                      const Weights& w, std::vector<Recorder::ProductShape>& products);
 
 // One item's gradients at the projections: dL/dQ, dL/dK, dL/dV per head (wrapper) or one set
 // (split: d_out wide, K and V d_kv wide).

@@ -18,8 +18,10 @@ namespace attn::lesson {
 // the step of gradient descent. Each head's scores are masked, scaled and softmaxed in one
 // (T, T_k) matrix.
 Matrix forward_output(const TraceConfig& c, const Matrix& x, const Matrix& x_kv, const Matrix* mask,
-                      const Weights& w) {
+                      const Weights& w, std::vector<Recorder::ProductShape>& products) {
   auto attend_one = [&](const Matrix& q, const Matrix& k, const Matrix& v, Eigen::Index d_k) {
+    products.push_back({q.rows(), k.rows(), q.cols()});
+    products.push_back({q.rows(), v.cols(), k.rows()});
     Matrix s = omega_scores(q, k, c.threads, c.matmul);  // (T, T_k)
     for (Eigen::Index i = 0; mask && i < s.size(); ++i) {
       if (mask->data()[i] != 0.0f) s.data()[i] = -std::numeric_limits<float>::infinity();
@@ -30,7 +32,9 @@ Matrix forward_output(const TraceConfig& c, const Matrix& x, const Matrix& x_kv,
     return context_vectors(a, v, c.threads, c.matmul);
   };
   auto proj = [&](const Matrix& in, const Matrix& weight) {
-    return apply_weight(in, weight, c.init, c.threads, c.matmul);
+    Matrix out = apply_weight(in, weight, c.init, c.threads, c.matmul);
+    products.push_back({in.rows(), out.cols(), in.cols()});
+    return out;
   };
   // Rotary embeddings turn Q and K (each head's columns) before the scores.
   auto turned = [&](Matrix m) { return w.rope ? rope_rotate(m, *w.rope, c.rope_pairs) : m; };
@@ -258,9 +262,10 @@ void sgd(Recorder& rec, const Trace& trace, const Inputs& inputs, const Weights&
     }
   }
   std::vector<Matrix> outs;
+  std::vector<Recorder::ProductShape> products;
   for (std::size_t b = 0; b < items.size(); ++b) {
     outs.push_back(forward_output(c, *inputs.x[b], inputs.x_cross ? *inputs.x_cross : *inputs.x[b],
-                                  items[b].mask, stepped));
+                                  items[b].mask, stepped, products));
   }
   Matrix l(1, 1);
   l(0, 0) = loss_value(stacked(outs), c.loss, c.target ? c.target->values : Matrix());
@@ -269,6 +274,7 @@ void sgd(Recorder& rec, const Trace& trace, const Inputs& inputs, const Weights&
           {.cols = {"L"},
            .note = fmt::format("η = {}: the loss went from {} to {} ({})", lr, loss_text(before),
                                loss_text(l(0, 0)), loss_text(l(0, 0) - before, true))});
+  rec.mark_products(products);  // the forward pass again
 }
 
 }  // namespace

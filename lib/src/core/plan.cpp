@@ -173,7 +173,13 @@ void plan_backward(std::vector<PlannedStep>& plan, const TraceConfig& c, std::in
     plan.push_back({StepKind::kStepWOut, c.d_kq, c.d_kq});
     if (linear) plan.push_back({StepKind::kStepBOut, 1, c.d_kq});
   }
-  plan.push_back({StepKind::kLossAfterStep, 1, 1});
+  // The loss after the step: the forward pass again, each item's products.
+  const std::int64_t forward =
+      split ? t_q * c.d_kq * c.d_in + 2 * t_k * kv_width(c) * c.d_in +
+                  c.heads * 2 * t_q * t_k * d_head_k + t_q * c.d_kq * c.d_kq
+            : c.heads * (t_q * c.d_kq * c.d_in + t_k * (c.d_kq + c.d_v) * c.d_in +
+                         t_q * t_k * (c.d_kq + c.d_v));
+  plan.push_back({StepKind::kLossAfterStep, 1, 1, batch * forward});
 }
 
 // A model's trace (lesson_model.cpp): per item its embeddings, then its stream entering the layer
