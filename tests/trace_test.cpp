@@ -787,7 +787,7 @@ TEST_CASE("the plan counts each product's multiply-adds as the run records them"
   configs[7].causal = true, configs[7].heads = 2, configs[7].d_kq = 3;
   configs[8].init = attn::WeightInit::kRandTransposed, configs[8].d_kq = 5, configs[8].d_v = 2;
   // The loss after --lr's step: the forward pass again, its products counted on that step.
-  for (const std::size_t i : {1, 2, 4, 6, 8}) configs[i].learning_rate = 0.1;
+  for (const int i : {1, 2, 4, 6, 8}) configs[static_cast<std::size_t>(i)].learning_rate = 0.1;
   for (std::size_t i = 0; i < configs.size(); ++i) {
     CAPTURE(i);
     const attn::Trace trace = attn::run_trace(configs[i]);
