@@ -772,9 +772,10 @@ TEST_CASE("a backward pass's summary frees the scores nothing reads, and says th
 TEST_CASE("the plan counts each product's multiply-adds as the run records them") {
   // planned_work() (the progress line's estimate) counts a step's inner dimension; --timings
   // counts the products the run marks (Recorder::mark_product). Forward and backward, each form.
-  std::vector<attn::TraceConfig> configs(9);
+  std::vector<attn::TraceConfig> configs(11);
   for (attn::TraceConfig& c : configs) c.backward = true;
   configs[0].backward = false, configs[0].heads = 2, configs[0].softmax_steps = true;
+  configs[9].decode = true, configs[10].online_softmax = 2;
   configs[1].heads = 2, configs[1].sentences = {"a b c", "d e"};
   configs[2].heads = 2, configs[2].multihead = attn::MultiheadForm::kSplit;
   configs[2].d_kq = configs[2].d_v = 4, configs[2].init = attn::WeightInit::kLinear;
@@ -787,7 +788,9 @@ TEST_CASE("the plan counts each product's multiply-adds as the run records them"
   configs[7].causal = true, configs[7].heads = 2, configs[7].d_kq = 3;
   configs[8].init = attn::WeightInit::kRandTransposed, configs[8].d_kq = 5, configs[8].d_v = 2;
   // The loss after --lr's step: the forward pass again, its products counted on that step.
-  for (const int i : {1, 2, 4, 6, 8}) configs[static_cast<std::size_t>(i)].learning_rate = 0.1;
+  for (const int i : {1, 2, 4, 6, 8, 9, 10}) {
+    configs[static_cast<std::size_t>(i)].learning_rate = 0.1;
+  }
   for (std::size_t i = 0; i < configs.size(); ++i) {
     CAPTURE(i);
     const attn::Trace trace = attn::run_trace(configs[i]);

@@ -298,27 +298,23 @@ HeadGrads attend_backward(Recorder& rec, const Trace& trace, const Weights& w, c
                .cols = cols,
                .note = mask ? "masked scores were replaced by −inf: their gradient is 0" : ""});
   if (c.causal && mask) other_way_backward(rec, trace, da, *mask, dw, d_k, b, h, square);
-  const std::string kq_dim = split ? "d_head" : "d_kq";
+  // dL/dQ = dL/dω K and dL/dK = dL/dωᵀ Q; with rotary embeddings ω read the rotated Q' and K',
+  // whose gradients these are, turned back below by the rotation's transpose (a shared K/V head's
+  // after its query heads' shares are summed).
+  const std::string kq_dim = split ? "d_head" : "d_kq", turned = c.rope ? "'" : "";
+  const Matrix& dq = rec.add(c.rope ? StepKind::kGradRotatedQueries : StepKind::kGradQueries,
+                             fmt::format("dL/dQ{1}{0} = dL/dω K{1}{0}", sub, turned), {"T", kq_dim},
+                             matmul(dw, k, c.threads, c.matmul), item, hh, {.rows = rows});
+  rec.mark_product(dw.rows(), k.cols(), dw.cols());
+  const Matrix& dk = rec.add(c.rope ? StepKind::kGradRotatedKeys : StepKind::kGradKeys,
+                             fmt::format("dL/dK{1}{0} = dL/dωᵀ Q{1}{0}", sub, turned),
+                             {t_k(c), kq_dim}, transposed_product(dw, q, c.threads, c.matmul), item,
+                             hh, {.rows = cols, .note = share});
+  rec.mark_product(dw.cols(), q.cols(), dw.rows());
   if (!c.rope) {
-    grads.dq = rec.add(StepKind::kGradQueries, fmt::format("dL/dQ{0} = dL/dω K{0}", sub),
-                       {"T", kq_dim}, matmul(dw, k, c.threads, c.matmul), item, hh, {.rows = rows});
-    rec.mark_product(dw.rows(), k.cols(), dw.cols());
-    grads.dk = rec.add(StepKind::kGradKeys, fmt::format("dL/dK{0} = dL/dωᵀ Q{0}", sub),
-                       {t_k(c), kq_dim}, transposed_product(dw, q, c.threads, c.matmul), item, hh,
-                       {.rows = cols, .note = share});
-    rec.mark_product(dw.cols(), q.cols(), dw.rows());
+    grads.dq = dq, grads.dk = dk;
     return grads;
   }
-  // Rotary embeddings: ω read the rotated Q' and K'; their gradients turn back by the rotation's
-  // transpose (a shared K/V head's after its query heads' shares are summed).
-  const Matrix& dq =
-      rec.add(StepKind::kGradRotatedQueries, fmt::format("dL/dQ'{0} = dL/dω K'{0}", sub),
-              {"T", kq_dim}, matmul(dw, k, c.threads, c.matmul), item, hh, {.rows = rows});
-  rec.mark_product(dw.rows(), k.cols(), dw.cols());
-  const Matrix& dk = rec.add(
-      StepKind::kGradRotatedKeys, fmt::format("dL/dK'{0} = dL/dωᵀ Q'{0}", sub), {t_k(c), kq_dim},
-      transposed_product(dw, q, c.threads, c.matmul), item, hh, {.rows = cols, .note = share});
-  rec.mark_product(dw.cols(), q.cols(), dw.rows());
   const std::string turn = turn_name(c);
   grads.dq = rec.add(StepKind::kGradQueries,
                      fmt::format("dL/dQ{0} = dL/dQ'{0}·cos + {1}ᵀ(dL/dQ'{0}·sin)", sub, turn),

@@ -25,6 +25,11 @@ std::string product_note(MatmulKernel kernel, Eigen::Index m, Eigen::Index n, Ei
       m, k, k, n, kernel == MatmulKernel::kAuto ? ", a large product" : "");
 }
 
+// A product's note, after any note the step has (the keys' K/V sharing).
+std::string with_product(const std::string& note, const std::string& product) {
+  return product.empty() ? note : note.empty() ? product : note + "; " + product;
+}
+
 }  // namespace
 
 Recorder::Recorder(Trace& trace)
@@ -203,17 +208,12 @@ void Recorder::mark_products(const std::vector<ProductShape>& products) {
     if (!blocked.empty() && w > largest) largest = w, note = std::move(blocked);
   }
   s.multiply_adds = work;
-  if (!note.empty())
-    s.note = s.note.empty() ? "its products " + note : s.note + "; its products " + note;
+  s.note = with_product(s.note, note.empty() ? note : "its products " + note);
 }
 
 void Recorder::mark_product(Eigen::Index m, Eigen::Index n, Eigen::Index k) {
   Step& s = block_ ? trace_.steps[block_->steps.at(block_->next - 1)] : trace_.steps.back();
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  // The product's note, after any note the step has (the keys' K/V sharing).
-  const auto with_product = [](const std::string& note, const std::string& product) {
-    return product.empty() ? note : note.empty() ? product : note + "; " + product;
-  };
   if (!block_) {
     s.multiply_adds = work;
     s.note = with_product(s.note, product_note(trace_.config.matmul, m, n, k));
