@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -339,4 +340,40 @@ TEST_CASE("an exception in a parallel loop reaches the caller, on whichever thre
   attn::parallel_chunks(100, 7, 2, 1e9,
                         [&](std::int64_t b, std::int64_t e) { sum += static_cast<int>(e - b); });
   CHECK(sum.load() == 100);
+}
+
+TEST_CASE("the pool's first worker starts on another CPU than the thread that made it") {
+  // Linux may start a new thread on its creator's CPU and move it only milliseconds later; the
+  // pool moves its worker to another allowed CPU at once, then allows it any again.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  if (CPU_COUNT(&allowed) < 2 || attn::pool_threads() > 1) {
+    MESSAGE("skipped: needs two allowed CPUs and a pool with no worker yet");
+    return;
+  }
+  const int here = sched_getcpu();
+  std::atomic<int> worker_cpu{-1}, caller_cpu{-1};
+  attn::parallel_for(2, 2, 1e9, [&](std::int64_t begin, std::int64_t) {
+    if (begin == 0) caller_cpu = sched_getcpu();
+    if (attn::pool_thread() != 0) {
+      worker_cpu = sched_getcpu();
+      return;
+    }
+    // The caller's share waits for the worker (10 s at most), so that the worker takes a share.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (worker_cpu.load() < 0 && std::chrono::steady_clock::now() < until) attn::spin_pause();
+  });
+  REQUIRE(worker_cpu.load() >= 0);
+  if (caller_cpu.load() != here) {
+    MESSAGE("skipped: the calling thread moved to another CPU during the loop");
+    return;
+  }
+  CHECK(worker_cpu.load() != here);
+  CHECK(CPU_ISSET(worker_cpu.load(), &allowed));
+  // Afterwards the worker may run on any allowed CPU: a loop's chunks still all run.
+  std::atomic<int> sum{0};
+  attn::parallel_chunks(64, 1, 2, 1e9,
+                        [&](std::int64_t b, std::int64_t e) { sum += static_cast<int>(e - b); });
+  CHECK(sum.load() == 64);
 }
