@@ -101,23 +101,26 @@ class Job {
   std::atomic<bool> cancelled_{false};
 };
 
-// The CPU a new worker should start on: the process's allowed CPUs other than the calling
-// thread's, in turn; -1 for no preference (one CPU allowed, or not Linux). Linux often starts a
-// new thread on its creator's CPU and moves it only when it balances the load, milliseconds
-// later; until then the two share one core, and each of a product's chunks takes twice as long.
-// On the 2-core Zen 5 this happened in 8 of 30 runs at T = 1024 with one head on 2 threads
-// (docs/design.md, Performance).
+// The CPU the pool's worker `index` (1, 2, ...) should start on: the process's allowed CPUs in
+// turn from the one after the calling thread's, so that the first workers each have a CPU of
+// their own and more workers than CPUs are spread evenly; -1 for no preference (one CPU allowed,
+// or not Linux). Linux often starts a new thread on its creator's CPU and moves it only when it
+// balances the load, milliseconds later; until then the two share one core, and each of a
+// product's chunks takes twice as long. On the 2-core Zen 5 this happened in 8 of 30 runs at
+// T = 1024 with one head on 2 threads (docs/design.md, Performance).
 int start_cpu(int index) {
 #if defined(__linux__)
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
-  const int here = sched_getcpu();
-  std::vector<int> others;
+  std::vector<int> cpus;
   for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &allowed) && c != here) others.push_back(c);
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
   }
-  if (!others.empty()) return others[static_cast<std::size_t>(index - 1) % others.size()];
+  if (cpus.size() < 2) return -1;
+  const auto here = std::find(cpus.begin(), cpus.end(), sched_getcpu());
+  const auto after = static_cast<std::size_t>(here == cpus.end() ? 0 : here - cpus.begin() + 1);
+  return cpus[(after + static_cast<std::size_t>(index - 1)) % cpus.size()];
 #else
   (void)index;
 #endif
