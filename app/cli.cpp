@@ -13,13 +13,13 @@
 #include <limits>
 #include <memory>
 #include <stdexcept>
-#include <thread>
 
 #include "attn/error.hpp"
 #include "attn/export.hpp"
 #include "attn/gpt2_model.hpp"
 #include "attn/io.hpp"
 #include "attn/memory.hpp"
+#include "attn/parallel.hpp"
 #include "attn/render_explain.hpp"
 #include "attn/render_explain_grad.hpp"
 #include "attn/render_heatmap.hpp"
@@ -580,8 +580,8 @@ TraceConfig make_config(Options& o) {
   }
   if (o.key && !o.query) throw Error("--key " + std::to_string(*o.key) + " needs --query");
   if (o.force && !o.export_dir) throw Error("--force goes with --export");
-  o.config.threads =
-      o.threads.value_or(std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  // Every core the process may use (taskset, a container's CPU set), at most --threads' 256.
+  o.config.threads = o.threads.value_or(std::min(256, attn::usable_cpus()));
   // What the chosen output writes per value, for the memory estimate.
   o.config.output_cost = o.export_dir ? OutputCost{} : output_cost(o.format);
   if (o.explain) parse_cell(*o.explain);

@@ -47,7 +47,7 @@ struct Options {
   std::optional<std::int64_t> key;    // 1-based; the key of the written-out dot product
   OutputFormat format = OutputFormat::kText;
   std::optional<std::string> file;                  // the sentence, from a file
-  std::optional<int> threads;                       // default: every core
+  std::optional<int> threads;                       // default: every core the process may use
   bool timings = false;                             // each step's time on stderr
   ProgressChoice progress = ProgressChoice::kAuto;  // kAuto: when stderr is a terminal
   bool stderr_terminal = false;                     // stderr is a terminal (set by main)

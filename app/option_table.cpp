@@ -576,9 +576,11 @@ std::vector<OptionSpec> own_number_options() {
 std::vector<OptionSpec> speed_options() {
   std::vector<OptionSpec> speed;
   speed.push_back(number(
-      "--threads", "every core", "1 .. 256",
+      "--threads", "every usable core", "1 .. 256",
       "Threads for the large products and softmaxes; the output is the same for any number",
-      "threads for the large products and softmaxes; the output is the same bytes for any number",
+      "threads for the large products and softmaxes; the output is the same bytes for any "
+      "number. By default, one per core the process may use, as `nproc` counts them (`taskset` "
+      "and a container's CPU set narrow them)",
       [](Options & o) -> auto& { return o.threads; }, integer_in<int>(1, 256, "1..256")));
   speed.push_back(choice(
       "--matmul", "K", MatmulKernel::kAuto,

@@ -37,6 +37,11 @@ int pool_thread();
 // The pool's threads so far: its workers and the calling thread (at least 1).
 int pool_threads();
 
+// The CPUs this process may run on: the count of its affinity mask, as `nproc` counts them, so
+// that `taskset` and a container's CPU set are honoured (std::thread::hardware_concurrency
+// counts every CPU the system has online); that count where the mask cannot be read. At least 1.
+int usable_cpus();
+
 // One turn of a loop that waits for another thread: the CPU's spin-wait hint (x86's PAUSE), or
 // a yield where there is none.
 void spin_pause();

@@ -256,6 +256,17 @@ int pool_thread() { return this_pool_thread; }
 
 int pool_threads() { return Pool::instance().size(); }
 
+int usable_cpus() {
+#if defined(__linux__)
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) {
+    return CPU_COUNT(&allowed);
+  }
+#endif
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 void parallel_for(std::int64_t n, int threads, double work,
                   const std::function<void(std::int64_t, std::int64_t)>& body) {
   const std::int64_t parts = std::min<std::int64_t>(n, threads);
