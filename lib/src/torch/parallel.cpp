@@ -101,6 +101,14 @@ class Job {
   std::atomic<bool> cancelled_{false};
 };
 
+#if defined(__linux__)
+// The CPUs the calling thread may run on (its affinity mask); false where it cannot be read.
+bool allowed_cpus(cpu_set_t& allowed) {
+  CPU_ZERO(&allowed);
+  return sched_getaffinity(0, sizeof allowed, &allowed) == 0;
+}
+#endif
+
 // The CPU the pool's worker `index` (1, 2, ...) should start on: the process's allowed CPUs in
 // turn from the one after the calling thread's, so that the first workers each have a CPU of
 // their own and more workers than CPUs are spread evenly; -1 for no preference (one CPU allowed,
@@ -111,8 +119,7 @@ class Job {
 int start_cpu(int index) {
 #if defined(__linux__)
   cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
+  if (!allowed_cpus(allowed)) return -1;
   std::vector<int> cpus;
   for (int c = 0; c < CPU_SETSIZE; ++c) {
     if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
@@ -131,10 +138,8 @@ int start_cpu(int index) {
 // the scheduler leaves a running thread where it is while that CPU is allowed.
 void move_to(int cpu) {
 #if defined(__linux__)
-  if (cpu < 0) return;
   cpu_set_t allowed, one;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  if (cpu < 0 || !allowed_cpus(allowed)) return;
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);
   if (sched_setaffinity(0, sizeof one, &one) == 0) {
@@ -259,10 +264,7 @@ int pool_threads() { return Pool::instance().size(); }
 int usable_cpus() {
 #if defined(__linux__)
   cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) {
-    return CPU_COUNT(&allowed);
-  }
+  if (allowed_cpus(allowed) && CPU_COUNT(&allowed) > 0) return CPU_COUNT(&allowed);
 #endif
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
