@@ -580,7 +580,8 @@ std::vector<OptionSpec> speed_options() {
       "Threads for the large products and softmaxes; the output is the same for any number",
       "threads for the large products and softmaxes; the output is the same bytes for any "
       "number. By default, one per core the process may use, as `nproc` counts them (`taskset` "
-      "and a container's CPU set narrow them)",
+      "and a container's CPU set narrow them), and no more than its CPU time limit allows (a "
+      "container's `--cpus`, rounded up)",
       [](Options & o) -> auto& { return o.threads; }, integer_in<int>(1, 256, "1..256")));
   speed.push_back(choice(
       "--matmul", "K", MatmulKernel::kAuto,

@@ -342,24 +342,6 @@ TEST_CASE("an exception in a parallel loop reaches the caller, on whichever thre
   CHECK(sum.load() == 100);
 }
 
-TEST_CASE("usable_cpus counts the CPUs the process may run on, as nproc does") {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
-  CHECK(attn::usable_cpus() == CPU_COUNT(&allowed));
-  // Allowed one CPU (taskset -c N), it says 1, whatever the machine has; then all again.
-  int one = 0;
-  while (!CPU_ISSET(one, &allowed)) ++one;
-  cpu_set_t just_one;
-  CPU_ZERO(&just_one);
-  CPU_SET(one, &just_one);
-  REQUIRE(sched_setaffinity(0, sizeof just_one, &just_one) == 0);
-  const int alone = attn::usable_cpus();
-  REQUIRE(sched_setaffinity(0, sizeof allowed, &allowed) == 0);
-  CHECK(alone == 1);
-  CHECK(attn::usable_cpus() == CPU_COUNT(&allowed));
-}
-
 TEST_CASE("the pool's first worker starts on another CPU than the thread that made it") {
   // Linux may start a new thread on its creator's CPU and move it only milliseconds later; the
   // pool moves its worker to another allowed CPU at once, then allows it any again.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace attn {
 
@@ -37,10 +38,17 @@ int pool_thread();
 // The pool's threads so far: its workers and the calling thread (at least 1).
 int pool_threads();
 
-// The CPUs this process may run on: the count of its affinity mask, as `nproc` counts them, so
+// The CPUs this process may use: the count of its affinity mask, as `nproc` counts them, so
 // that `taskset` and a container's CPU set are honoured (std::thread::hardware_concurrency
-// counts every CPU the system has online); that count where the mask cannot be read. At least 1.
+// counts every CPU the system has online), and at most its cgroups' CPU time limit
+// (cgroup_cpu_limit), so that a container's `--cpus` is too. At least 1.
 int usable_cpus();
+// The CPU time limit of the cgroups this process is in, in whole CPUs rounded up (a container's
+// `--cpus 1.5` gives 2): cgroup v2's cpu.max, or v1's cpu.cfs_quota_us over cpu.cfs_period_us,
+// the least of the process's cgroup and its parents up to the hierarchy's mount point. 0 where
+// there is no limit or it cannot be read. The two files read are arguments for the tests.
+int cgroup_cpu_limit(const std::string& mountinfo = "/proc/self/mountinfo",
+                     const std::string& cgroup = "/proc/self/cgroup");
 
 // One turn of a loop that waits for another thread: the CPU's spin-wait hint (x86's PAUSE), or
 // a yield where there is none.

@@ -1,0 +1,164 @@
+// The CPU time a process's cgroups allow it: a container's `--cpus`, systemd's CPUQuota=.
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "attn/parallel.hpp"
+
+namespace attn {
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(s);
+  while (std::getline(in, part, sep)) parts.push_back(part);
+  return parts;
+}
+
+// A path of /proc/self/mountinfo as written, with its spaces, tabs, newlines and backslashes
+// given back (the kernel writes them as \040, \011, \012 and \134).
+std::string unescaped(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() &&
+        std::all_of(s.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                    s.begin() + static_cast<std::ptrdiff_t>(i) + 4,
+                    [](char c) { return c >= '0' && c <= '7'; })) {
+      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return std::nullopt;
+  return line;
+}
+
+std::optional<double> number(const std::string& text) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used != text.size() || !std::isfinite(v)) return std::nullopt;
+    return v;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+// One cgroup's limit in CPUs (quota over period), if it has one.
+std::optional<double> limit_v2(const std::string& dir) {
+  const auto line = first_line(dir + "/cpu.max");  // "max 100000" or "150000 100000"
+  if (!line) return std::nullopt;
+  const std::vector<std::string> f = split(*line, ' ');
+  if (f.size() != 2 || f[0] == "max") return std::nullopt;
+  const auto quota = number(f[0]), period = number(f[1]);
+  if (!quota || !period || *quota <= 0.0 || *period <= 0.0) return std::nullopt;
+  return *quota / *period;
+}
+
+std::optional<double> limit_v1(const std::string& dir) {
+  const auto quota_text = first_line(dir + "/cpu.cfs_quota_us");  // -1: none
+  const auto period_text = first_line(dir + "/cpu.cfs_period_us");
+  if (!quota_text || !period_text) return std::nullopt;
+  const auto quota = number(*quota_text), period = number(*period_text);
+  if (!quota || !period || *quota <= 0.0 || *period <= 0.0) return std::nullopt;
+  return *quota / *period;
+}
+
+// A cgroup hierarchy that holds the CPU controller: where it is mounted, which of its cgroups
+// is mounted there, and which one the process is in.
+struct Hierarchy {
+  bool v2 = false;
+  std::string mount_root, mount_point, cgroup;
+};
+
+// The least limit of the process's cgroup and of its parents up to the mount point (a parent's
+// limit bounds its children's).
+std::optional<double> least_limit(const Hierarchy& h) {
+  // The cgroup's directory: its path below the mounted cgroup, under the mount point. A path
+  // outside the mounted cgroup (another cgroup namespace) is read at the mount point.
+  std::string below;
+  const std::string& root = h.mount_root;
+  if (root == "/") {
+    below = h.cgroup;
+  } else if (h.cgroup == root || h.cgroup.starts_with(root + "/")) {
+    below = h.cgroup.substr(root.size());
+  }
+  while (!below.empty() && below.back() == '/') below.pop_back();
+  std::optional<double> least;
+  for (;;) {
+    const std::string dir = h.mount_point + below;
+    const auto limit = h.v2 ? limit_v2(dir) : limit_v1(dir);
+    if (limit && (!least || *limit < *least)) least = limit;
+    if (below.empty()) break;
+    below.erase(below.rfind('/'));
+  }
+  return least;
+}
+
+}  // namespace
+
+int cgroup_cpu_limit(const std::string& mountinfo, const std::string& cgroup) {
+  // The process's cgroups: "0::/path" in the unified (v2) hierarchy, "N:cpu,cpuacct:/path" in
+  // a v1 hierarchy that has the CPU controller.
+  std::optional<std::string> v2_cgroup, v1_cgroup;
+  {
+    std::ifstream in(cgroup);
+    for (std::string line; std::getline(in, line);) {
+      const std::size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+      if (b == std::string::npos) continue;
+      const std::string id = line.substr(0, a), controllers = line.substr(a + 1, b - a - 1);
+      const std::string path = line.substr(b + 1);
+      if (id == "0" && controllers.empty()) v2_cgroup = path;
+      const std::vector<std::string> names = split(controllers, ',');
+      if (std::find(names.begin(), names.end(), "cpu") != names.end()) v1_cgroup = path;
+    }
+  }
+  if (!v2_cgroup && !v1_cgroup) return 0;
+  // Their mounts: "id parent major:minor root mount-point options [optional...] - type source
+  // super-options".
+  std::vector<Hierarchy> hierarchies;
+  std::ifstream in(mountinfo);
+  for (std::string line; std::getline(in, line);) {
+    const std::vector<std::string> f = split(line, ' ');
+    const auto dash = std::find(f.begin(), f.end(), "-");
+    if (f.size() < 5 || dash == f.end() || f.end() - dash < 4) continue;
+    const std::string& type = *(dash + 1);
+    const std::vector<std::string> options = split(*(dash + 3), ',');
+    Hierarchy h{.mount_root = unescaped(f[3]), .mount_point = unescaped(f[4]), .cgroup = {}};
+    if (type == "cgroup2" && v2_cgroup) {
+      h.v2 = true;
+      h.cgroup = *v2_cgroup;
+    } else if (type == "cgroup" && v1_cgroup &&
+               std::find(options.begin(), options.end(), "cpu") != options.end()) {
+      h.cgroup = *v1_cgroup;
+    } else {
+      continue;
+    }
+    hierarchies.push_back(h);
+  }
+  std::optional<double> least;
+  for (const Hierarchy& h : hierarchies) {
+    const auto limit = least_limit(h);
+    if (limit && (!least || *limit < *least)) least = limit;
+  }
+  if (!least) return 0;
+  // Whole CPUs, rounded up: 1.5 CPUs' time is best spent by two threads. (An integer of at most
+  // 2³⁰: a quota far above the period is no limit that matters.)
+  return static_cast<int>(std::clamp(std::ceil(*least - 1e-9), 1.0, 1073741824.0));
+}
+
+}  // namespace attn

@@ -1,0 +1,156 @@
+#include "attn/parallel.hpp"
+
+#include <doctest/doctest.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "support/temp_dir.hpp"
+
+using attn::test::TempDir;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+void write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+// A fake /proc/self/mountinfo line for a cgroup hierarchy: its root, where it is mounted, its
+// type and its super options.
+std::string mount_line(const std::string& root, const fs::path& point, const std::string& type,
+                       const std::string& options) {
+  return "35 24 0:30 " + root + " " + point.string() +
+         " rw,nosuid,nodev,noexec,relatime shared:9 - " + type + " cgroup " + options + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("usable_cpus counts the CPUs the process may run on, as nproc does") {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  // At most the cgroups' CPU time limit, where there is one (tested below).
+  const int limit = attn::cgroup_cpu_limit();
+  const auto expected = [&](int cpus) { return limit > 0 ? std::min(cpus, limit) : cpus; };
+  CHECK(attn::usable_cpus() == expected(CPU_COUNT(&allowed)));
+  // Allowed one CPU (taskset -c N), it says 1, whatever the machine has; then all again.
+  int one = 0;
+  while (!CPU_ISSET(one, &allowed)) ++one;
+  cpu_set_t just_one;
+  CPU_ZERO(&just_one);
+  CPU_SET(one, &just_one);
+  REQUIRE(sched_setaffinity(0, sizeof just_one, &just_one) == 0);
+  const int alone = attn::usable_cpus();
+  REQUIRE(sched_setaffinity(0, sizeof allowed, &allowed) == 0);
+  CHECK(alone == 1);
+  CHECK(attn::usable_cpus() == expected(CPU_COUNT(&allowed)));
+}
+
+TEST_CASE("cgroup_cpu_limit reads cgroup v2's cpu.max along the process's path") {
+  const TempDir dir;
+  const fs::path mount = dir.path() / "unified";
+  const fs::path mountinfo = dir.path() / "mountinfo", cgroup = dir.path() / "cgroup";
+  write(mountinfo, mount_line("/", mount, "ext4", "rw") + mount_line("/", mount, "cgroup2", "rw"));
+  write(cgroup, "0::/box/inner\n");
+  const auto limit = [&] { return attn::cgroup_cpu_limit(mountinfo, cgroup); };
+
+  CHECK(limit() == 0);  // no cpu.max anywhere: no limit
+  write(mount / "box/inner/cpu.max", "max 100000\n");
+  CHECK(limit() == 0);
+  write(mount / "box/inner/cpu.max", "150000 100000\n");  // docker --cpus 1.5
+  CHECK(limit() == 2);
+  write(mount / "box/inner/cpu.max", "100000 100000\n");
+  CHECK(limit() == 1);
+  write(mount / "box/inner/cpu.max", "20000 100000\n");  // a fifth of a CPU: still one thread
+  CHECK(limit() == 1);
+  // A parent's limit bounds its children's.
+  write(mount / "box/inner/cpu.max", "400000 100000\n");
+  write(mount / "box/cpu.max", "300000 100000\n");
+  CHECK(limit() == 3);
+  write(mount / "cpu.max", "200000 100000\n");
+  CHECK(limit() == 2);
+  // What cannot be read is no limit, not an error.
+  write(mount / "cpu.max", "lots 100000\n");
+  CHECK(limit() == 3);
+  write(mount / "box/cpu.max", "100000\n");
+  CHECK(limit() == 4);
+  CHECK(attn::cgroup_cpu_limit(dir.path() / "missing", cgroup) == 0);
+  CHECK(attn::cgroup_cpu_limit(mountinfo, dir.path() / "missing") == 0);
+}
+
+TEST_CASE("cgroup_cpu_limit reads cgroup v1's CFS quota, and a container's own mount") {
+  const TempDir dir;
+  const fs::path mountinfo = dir.path() / "mountinfo", cgroup = dir.path() / "cgroup";
+  const fs::path cpu = dir.path() / "cpu,cpuacct", memory = dir.path() / "memory";
+  // A container: its cgroup /docker/abc is what is mounted, at the mount point's root.
+  write(mountinfo, mount_line("/docker/abc", memory, "cgroup", "rw,memory") +
+                       mount_line("/docker/abc", cpu, "cgroup", "rw,cpu,cpuacct"));
+  write(cgroup, "12:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n");
+  const auto limit = [&] { return attn::cgroup_cpu_limit(mountinfo, cgroup); };
+  write(memory / "cpu.cfs_quota_us", "100000\n");  // not the CPU controller's hierarchy
+  write(memory / "cpu.cfs_period_us", "100000\n");
+  write(cpu / "cpu.cfs_quota_us", "-1\n");
+  write(cpu / "cpu.cfs_period_us", "100000\n");
+  CHECK(limit() == 0);
+  write(cpu / "cpu.cfs_quota_us", "250000\n");
+  CHECK(limit() == 3);
+  write(cpu / "cpu.cfs_period_us", "50000\n");
+  CHECK(limit() == 5);
+  // A mount point with a space in it, as mountinfo writes it (\040).
+  const fs::path spaced = dir.path() / "cpu mount";
+  write(mountinfo, "35 24 0:30 / " + (dir.path() / "cpu\\040mount").string() +
+                       " rw shared:9 - cgroup cgroup rw,cpu\n");
+  write(cgroup, "4:cpu:/\n");
+  write(spaced / "cpu.cfs_quota_us", "100000\n");
+  write(spaced / "cpu.cfs_period_us", "100000\n");
+  CHECK(limit() == 1);
+}
+
+TEST_CASE("a process in a cgroup limited to one CPU's time defaults to one thread") {
+  // A real cgroup, where the machine lets this process make one (root, a writable hierarchy
+  // with the CPU controller): a child process moves into it and reads its own limit.
+  struct Place {
+    fs::path dir;
+    const char* file;
+    const char* text;
+  };
+  const Place places[] = {{"/sys/fs/cgroup/cpu", "cpu.cfs_quota_us", "100000"},
+                          {"/sys/fs/cgroup/cpu,cpuacct", "cpu.cfs_quota_us", "100000"},
+                          {"/sys/fs/cgroup", "cpu.max", "100000 100000"},
+                          {"/sys/fs/cgroup/unified", "cpu.max", "100000 100000"}};
+  const std::string name = "attn-test-" + std::to_string(getpid());
+  for (const Place& p : places) {
+    const fs::path group = p.dir / name;
+    std::error_code error;
+    if (!fs::create_directory(group, error)) continue;
+    const bool limited = fs::exists(group / p.file) && (std::ofstream(group / p.file) << p.text);
+    std::ofstream(group / "cpu.cfs_period_us") << "100000";  // v1 only; the default anyway
+    if (!limited) {
+      fs::remove(group, error);
+      continue;
+    }
+    const pid_t child = fork();
+    if (child == 0) {
+      std::ofstream procs(group / "cgroup.procs");
+      if (!(procs << getpid() << std::flush)) _exit(255);  // not allowed to move: skipped
+      _exit(attn::cgroup_cpu_limit() * 16 + attn::usable_cpus());
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    fs::remove(group, error);
+    REQUIRE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 255) continue;
+    CHECK(WEXITSTATUS(status) / 16 == 1);  // its limit
+    CHECK(WEXITSTATUS(status) % 16 == 1);  // and its threads
+    return;
+  }
+  MESSAGE("skipped: no cgroup hierarchy with the CPU controller that this process may write");
+}
