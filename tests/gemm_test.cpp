@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -102,6 +103,39 @@ TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and 
         CAPTURE(threads);
         CHECK(same_bits(run(a, b, threads, isa), want));
       }
+    }
+  }
+}
+
+TEST_CASE("the plain kernel keeps fmaf's bits where its double arithmetic would not") {
+  // The plain path computes its fmas in double where the CPU has no FMA (exact_fma.hpp) and
+  // computes a tile again one fmaf at a time when a sum may not round as fmaf: halfway between
+  // two floats (1 + 2^-24 + 2^-60 rounded onto 1 + 2^-24), a subnormal float, beyond FLT_MAX,
+  // nan. Each cell against its definition, in tiles among ordinary ones.
+  const float trap_a = 1.0f + 0x1p-12f, trap_b = 0x1p-24f * (1.0f - 0x1p-12f + 0x1p-24f);
+  const float pairs[][2] = {{trap_a, trap_b},  {1e-30f, 1e-20f},     {1e30f, 1e20f},
+                            {1e-30f, -1e-10f}, {NAN, 1.0f},          {INFINITY, 0.0f},
+                            {-trap_a, trap_b}, {FLT_TRUE_MIN, 0.5f}, {3e38f, 2.0f}};
+  for (const auto& pair : pairs) {
+    Matrix a = random_matrix(9, 300, 81), b = random_matrix(300, 11, 82);
+    // Cell (4, 5): its chain reaches 1 at step 1, then meets the pair at step 2.
+    a.row(4).setZero();
+    b.col(5).setZero();
+    a(4, 0) = 1.0f, b(0, 5) = 1.0f, a(4, 1) = pair[0], b(1, 5) = pair[1];
+    // Cell (2, 3): the pair at its first step.
+    a(2, 0) = pair[0], b(0, 3) = pair[1];
+    const Matrix want = blocked_definition(a, b);
+    CAPTURE(pair[0]);
+    CAPTURE(pair[1]);
+    for (int threads : {1, 2}) {
+      const Matrix got = run(a, b, threads, GemmIsa::kGeneric);
+      // nan's payload aside, every bit.
+      bool same = true;
+      for (Eigen::Index i = 0; i < got.size(); ++i) {
+        const float x = got.data()[i], y = want.data()[i];
+        same = same && ((std::isnan(x) && std::isnan(y)) || std::memcmp(&x, &y, sizeof x) == 0);
+      }
+      CHECK(same);
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <new>
 #include <vector>
 
+#include "attn/exact_fma.hpp"
 #include "attn/parallel.hpp"
 #include "attn/simd.hpp"
 
@@ -47,20 +48,76 @@ struct KernelShape {
   MicroKernel run;
 };
 
-void kernel_generic(std::int64_t kc, SliverA a, const float* pb, float* c, std::int64_t ldc,
-                    bool first) {
-  constexpr int kMr = 4, kNr = 8;
+// The plain kernel, an MR x NR tile: each cell's fmas one at a time (exact_fma: one instruction
+// where the build has FMA, else computed in double).
+template <int kMr, int kNr>
+void kernel_plain(std::int64_t kc, SliverA a, const float* pb, float* c, std::int64_t ldc,
+                  bool first) {
   float acc[kMr][kNr] = {};
   for (std::int64_t p = 0; p < kc; ++p, pb += kNr) {
     for (int r = 0; r < kMr; ++r) {
       const float a_rp = a.a[r * a.rs + p * a.cs];
-      for (int j = 0; j < kNr; ++j) acc[r][j] = std::fma(a_rp, pb[j], acc[r][j]);
+      for (int j = 0; j < kNr; ++j) acc[r][j] = exact_fma(a_rp, pb[j], acc[r][j]);
     }
   }
   for (int r = 0; r < kMr; ++r) {
     for (int j = 0; j < kNr; ++j) c[r * ldc + j] = first ? acc[r][j] : c[r * ldc + j] + acc[r][j];
   }
 }
+
+#ifdef ATTN_FMA_BY_DOUBLE
+// The plain path on x86-64 without FMA in the build: a 4 x 4 tile whose fmas are computed two at
+// a time in double with SSE2 (exact_fma.hpp): s = a·b + c (a·b exact), then s rounded to float
+// and kept, as a double, for the next step. Lanes where that rounding may not be fmaf's (s halfway
+// between two floats, a nonzero subnormal float, beyond FLT_MAX or not finite) are noted as the
+// tile goes, with integer tests on s's bits; if any was, the tile is computed again one exact_fma
+// at a time (for random inputs, about one tile of 256 steps in 2^17). The library's fmaf, one
+// call per cell and step, ran at 0.1 GFLOP/s without FMA (docs/design.md, The plain path).
+void kernel_sse2(std::int64_t kc, SliverA a, const float* pb, float* c, std::int64_t ldc,
+                 bool first) {
+  constexpr int kMr = 4, kNr = 4;
+  __m128d acc[kMr][2];
+  for (auto& row : acc) row[0] = row[1] = _mm_setzero_pd();
+  // Per 64-bit lane (high dword, low dword): |s|; s's high dword biased so that the normal
+  // floats' magnitudes, [2^-126, FLT_MAX) (high dwords 0x38100000 to 0x47effffe), are the signed
+  // integers below kInRange; the low 29 bits of a point halfway between two floats.
+  const __m128i kAbs = _mm_set_epi32(0x7fffffff, -1, 0x7fffffff, -1);
+  const __m128i kBias = _mm_set_epi32(0x47f00000, 0, 0x47f00000, 0);
+  const __m128i kInRange = _mm_set_epi32(static_cast<int>(0x8fdfffffu), INT32_MIN,
+                                         static_cast<int>(0x8fdfffffu), INT32_MIN);
+  const __m128i kLow29 = _mm_set_epi32(0, 0x1fffffff, 0, 0x1fffffff);
+  const __m128i kHalfway = _mm_set_epi32(1, 0x10000000, 1, 0x10000000);
+  const __m128i kZero = _mm_setzero_si128();
+  __m128i all_in_range = _mm_set1_epi32(-1), any_halfway = _mm_setzero_si128();
+  const float* const pb0 = pb;
+  for (std::int64_t p = 0; p < kc; ++p, pb += kNr) {
+    const __m128 b = _mm_loadu_ps(pb);
+    const __m128d b_lo = _mm_cvtps_pd(b), b_hi = _mm_cvtps_pd(_mm_movehl_ps(b, b));
+    for (int r = 0; r < kMr; ++r) {
+      const __m128d av = _mm_set1_pd(static_cast<double>(a.a[r * a.rs + p * a.cs]));
+      for (int h = 0; h < 2; ++h) {
+        const __m128d s = _mm_add_pd(_mm_mul_pd(av, h == 0 ? b_lo : b_hi), acc[r][h]);
+        const __m128i x = _mm_and_si128(_mm_castpd_si128(s), kAbs);
+        const __m128i in_range = _mm_or_si128(_mm_cmpgt_epi32(kInRange, _mm_add_epi32(x, kBias)),
+                                              _mm_cmpeq_epi32(x, kZero));
+        all_in_range = _mm_and_si128(all_in_range, in_range);  // high dwords
+        any_halfway =                                          // low dwords
+            _mm_or_si128(any_halfway, _mm_cmpeq_epi32(_mm_and_si128(x, kLow29), kHalfway));
+        acc[r][h] = _mm_cvtps_pd(_mm_cvtpd_ps(s));
+      }
+    }
+  }
+  // Bits 1 and 3: the high dwords; 0 and 2: the low ones.
+  const bool exact = (_mm_movemask_ps(_mm_castsi128_ps(all_in_range)) & 0xa) == 0xa &&
+                     (_mm_movemask_ps(_mm_castsi128_ps(any_halfway)) & 0x5) == 0;
+  if (!exact) return kernel_plain<kMr, kNr>(kc, a, pb0, c, ldc, first);
+  for (int r = 0; r < kMr; ++r) {
+    const __m128 v = _mm_movelh_ps(_mm_cvtpd_ps(acc[r][0]), _mm_cvtpd_ps(acc[r][1]));
+    float* out = c + r * ldc;
+    _mm_storeu_ps(out, first ? v : _mm_add_ps(_mm_loadu_ps(out), v));
+  }
+}
+#endif
 
 #ifdef ATTN_GEMM_X86
 // One step of the 6 x 16 product: acc(r, :) = fma(a(r, p), b(p, :), acc(r, :)) for the 6 rows;
@@ -176,7 +233,11 @@ __attribute__((target("avx512f"))) void kernel_avx512(std::int64_t kc, SliverA a
 }
 #endif
 
-constexpr KernelShape kGeneric{4, 8, 128, 4096, kernel_generic};
+#ifdef ATTN_FMA_BY_DOUBLE
+constexpr KernelShape kGeneric{4, 4, 128, 4096, kernel_sse2};
+#else
+constexpr KernelShape kGeneric{4, 8, 128, 4096, kernel_plain<4, 8>};
+#endif
 #ifdef ATTN_GEMM_X86
 constexpr KernelShape kAvx2{6, 16, 144, 4096, kernel_avx2};
 constexpr KernelShape kAvx512{6, 64, 96, 2048, kernel_avx512};

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "attn/error.hpp"
+#include "attn/exact_fma.hpp"
 #include "attn/gemm.hpp"
 #include "attn/parallel.hpp"
 #include "attn/simd.hpp"
@@ -42,15 +43,15 @@ float sleef_expf_u10(float d) {
   const float q_f = std::nearbyint(d * 1.442695040888963407359924681001892137426645954152985934f);
   // Clamped: converting ±inf or nan (a masked score) to int is undefined; those d are set below.
   const auto q = static_cast<std::int32_t>(std::fmax(-256.0f, std::fmin(q_f, 256.0f)));
-  float s = std::fma(q_f, -0.693145751953125f, d);
-  s = std::fma(q_f, -1.428606765330187045e-06f, s);
+  float s = exact_fma(q_f, -0.693145751953125f, d);
+  s = exact_fma(q_f, -1.428606765330187045e-06f, s);
   float u = 0.000198527617612853646278381f;
-  u = std::fma(u, s, 0.00139304355252534151077271f);
-  u = std::fma(u, s, 0.00833336077630519866943359f);
-  u = std::fma(u, s, 0.0416664853692054748535156f);
-  u = std::fma(u, s, 0.166666671633720397949219f);
-  u = std::fma(u, s, 0.5f);
-  u = 1.0f + std::fma(s * s, u, s);
+  u = exact_fma(u, s, 0.00139304355252534151077271f);
+  u = exact_fma(u, s, 0.00833336077630519866943359f);
+  u = exact_fma(u, s, 0.0416664853692054748535156f);
+  u = exact_fma(u, s, 0.166666671633720397949219f);
+  u = exact_fma(u, s, 0.5f);
+  u = 1.0f + exact_fma(s * s, u, s);
   // ldexp2: u * 2^(q >> 1) * 2^(q - (q >> 1)), each power built from its exponent bits.
   auto pow2i = [](std::int32_t e) {
     return std::bit_cast<float>(static_cast<std::uint32_t>(e + 0x7f) << 23);
@@ -440,7 +441,7 @@ float torch_dot_reduce_all(const float* x, const float* y, Eigen::Index n, Torch
   for (Eigen::Index l = 0; l < kLanes; ++l) lane[l] = x[l] * y[l];  // the first vector: x * y
   for (Eigen::Index j = kLanes; j < n; ++j) {
     float& acc = lane[j % kLanes];  // red_fun(acc, map_fun(x, y)), the tail's lanes too
-    acc = kernel == TorchKernel::kAvx2 ? std::fma(x[j], y[j], acc) : acc + x[j] * y[j];
+    acc = kernel == TorchKernel::kAvx2 ? exact_fma(x[j], y[j], acc) : acc + x[j] * y[j];
   }
   return row_sum(lane, kLanes, kernel);
 }

@@ -12,6 +12,7 @@
 #endif
 
 #include "attn/error.hpp"
+#include "attn/exact_fma.hpp"
 #include "attn/simd.hpp"
 
 namespace attn {
@@ -163,7 +164,7 @@ void uniform_(std::span<float> out, TorchGenerator& gen, double from, double to,
   for (float& v : out) {
     const float x = gen.uniform01();
     // AVX2: GCC contracts the kernel's x * range + from into one fma; the default kernel does not.
-    v = kernel == TorchKernel::kAvx2 ? std::fma(x, range, lo) : x * range + lo;
+    v = kernel == TorchKernel::kAvx2 ? exact_fma(x, range, lo) : x * range + lo;
   }
 }
 
@@ -190,19 +191,19 @@ float cephes_log(float x) {
   float v = (m - 1.0f) + tmp;
   const float z = v * v;
   float y = 7.0376836292E-2f;
-  y = std::fma(y, v, -1.1514610310E-1f);
-  y = std::fma(y, v, 1.1676998740E-1f);
-  y = std::fma(y, v, -1.2420140846E-1f);
-  y = std::fma(y, v, 1.4249322787E-1f);
-  y = std::fma(y, v, -1.6668057665E-1f);
-  y = std::fma(y, v, 2.0000714765E-1f);
-  y = std::fma(y, v, -2.4999993993E-1f);
-  y = std::fma(y, v, 3.3333331174E-1f);
+  y = exact_fma(y, v, -1.1514610310E-1f);
+  y = exact_fma(y, v, 1.1676998740E-1f);
+  y = exact_fma(y, v, -1.2420140846E-1f);
+  y = exact_fma(y, v, 1.4249322787E-1f);
+  y = exact_fma(y, v, -1.6668057665E-1f);
+  y = exact_fma(y, v, 2.0000714765E-1f);
+  y = exact_fma(y, v, -2.4999993993E-1f);
+  y = exact_fma(y, v, 3.3333331174E-1f);
   y = y * v;
-  y = std::fma(y, z, e * -2.12194440e-4f);
-  y = std::fma(z, -0.5f, y);
+  y = exact_fma(y, z, e * -2.12194440e-4f);
+  y = exact_fma(z, -0.5f, y);
   v = v + y;
-  v = std::fma(e, 0.693359375f, v);
+  v = exact_fma(e, 0.693359375f, v);
   return v;
 }
 
@@ -220,19 +221,19 @@ SinCos cephes_sincos(float theta) {
   sign_sin ^= static_cast<std::uint32_t>(j & 4) << 29;
   const std::uint32_t sign_cos = static_cast<std::uint32_t>(~(j - 2) & 4) << 29;
   const bool poly = (j & 2) == 0;
-  x = std::fma(yq, -0.78515625f, x);
-  x = std::fma(yq, -2.4187564849853515625e-4f, x);
-  x = std::fma(yq, -3.77489497744594108e-8f, x);
+  x = exact_fma(yq, -0.78515625f, x);
+  x = exact_fma(yq, -2.4187564849853515625e-4f, x);
+  x = exact_fma(yq, -3.77489497744594108e-8f, x);
   const float z = x * x;
-  float yc = std::fma(2.443315711809948E-5f, z, -1.388731625493765E-3f);
-  yc = std::fma(yc, z, 4.166664568298827E-2f);
+  float yc = exact_fma(2.443315711809948E-5f, z, -1.388731625493765E-3f);
+  yc = exact_fma(yc, z, 4.166664568298827E-2f);
   yc = yc * z;
-  yc = std::fma(yc, z, -(z * 0.5f));
+  yc = exact_fma(yc, z, -(z * 0.5f));
   yc = yc + 1.0f;
-  float ys = std::fma(-1.9515295891E-4f, z, 8.3321608736E-3f);
-  ys = std::fma(ys, z, -1.6666654611E-1f);
+  float ys = exact_fma(-1.9515295891E-4f, z, 8.3321608736E-3f);
+  ys = exact_fma(ys, z, -1.6666654611E-1f);
   ys = ys * z;
-  ys = std::fma(ys, x, x);
+  ys = exact_fma(ys, x, x);
   const float s = poly ? ys : yc;
   const float c = poly ? yc : ys;
   return {bits_to_float(float_to_bits(s) ^ sign_sin), bits_to_float(float_to_bits(c) ^ sign_cos)};
@@ -438,8 +439,8 @@ void normal_fill_16(std::span<float, 16> block, float mean, float std, TorchKern
       const float n1 = radius * sc.cos;
       const float n2 = radius * sc.sin;
       // The explicit _mm256_fmadd_ps; it also turns a radius of -0 into +0.
-      block[j] = std::fma(n1, std, mean);
-      block[j + 8] = std::fma(n2, std, mean);
+      block[j] = exact_fma(n1, std, mean);
+      block[j + 8] = exact_fma(n2, std, mean);
     } else {
       const float radius = std::sqrt(-2.0f * std::log(u1));
       // 2 * pi * u2 is computed in double, then rounded to float.
