@@ -72,7 +72,7 @@ void kernel_plain(std::int64_t kc, SliverA a, const float* pb, float* c, std::in
 // between two floats, a nonzero subnormal float, beyond FLT_MAX or not finite) are noted as the
 // tile goes, with integer tests on s's bits; if any was, the tile is computed again one exact_fma
 // at a time (for random inputs, about one tile of 256 steps in 2^17). The library's fmaf, one
-// call per cell and step, ran at 0.1 GFLOP/s without FMA (docs/design.md, The plain path).
+// call per cell and step, ran at 0.1 GFLOP/s without FMA (docs/design.md, *The plain path*).
 void kernel_sse2(std::int64_t kc, SliverA a, const float* pb, float* c, std::int64_t ldc,
                  bool first) {
   constexpr int kMr = 4, kNr = 4;
