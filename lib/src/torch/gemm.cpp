@@ -48,8 +48,8 @@ struct KernelShape {
   MicroKernel run;
 };
 
-// The plain kernel, an MR x NR tile: each cell's fmas one at a time (exact_fma: one instruction
-// where the build has FMA, else computed in double).
+// The plain kernel, an MR x NR tile: each cell's fmas one at a time (exact_fma: the FMA
+// instruction where the CPU has one, else computed in double).
 template <int kMr, int kNr>
 void kernel_plain(std::int64_t kc, SliverA a, const float* pb, float* c, std::int64_t ldc,
                   bool first) {

@@ -38,20 +38,24 @@ void require_inner(const Matrix& a, const Matrix& b, Eigen::Index a_inner, Eigen
 }
 
 // SLEEF's xexpf (u10) with FMA, one lane: q = rint(x / ln 2), a two-part reduction, a degree-6
-// polynomial, and a scale by 2^q done as two exact multiplications.
-float sleef_expf_u10(float d) {
+// polynomial, and a scale by 2^q done as two exact multiplications. `fma` is fmaf: std::fma, or
+// where the CPU has no FMA its double form (exact_fma.hpp), chosen by the caller once per row.
+// (exact_fma's own choice at each fma made the chain twice as slow on a CPU with FMA: the plain
+// softmax at T = 1024, d_in 64, took 15.3 ms and then 30.1, medians of 20, Zen 5.)
+template <float (*fma)(float, float, float)>
+float sleef_expf_u10_with(float d) {
   const float q_f = std::nearbyint(d * 1.442695040888963407359924681001892137426645954152985934f);
   // Clamped: converting ±inf or nan (a masked score) to int is undefined; those d are set below.
   const auto q = static_cast<std::int32_t>(std::fmax(-256.0f, std::fmin(q_f, 256.0f)));
-  float s = exact_fma(q_f, -0.693145751953125f, d);
-  s = exact_fma(q_f, -1.428606765330187045e-06f, s);
+  float s = fma(q_f, -0.693145751953125f, d);
+  s = fma(q_f, -1.428606765330187045e-06f, s);
   float u = 0.000198527617612853646278381f;
-  u = exact_fma(u, s, 0.00139304355252534151077271f);
-  u = exact_fma(u, s, 0.00833336077630519866943359f);
-  u = exact_fma(u, s, 0.0416664853692054748535156f);
-  u = exact_fma(u, s, 0.166666671633720397949219f);
-  u = exact_fma(u, s, 0.5f);
-  u = 1.0f + exact_fma(s * s, u, s);
+  u = fma(u, s, 0.00139304355252534151077271f);
+  u = fma(u, s, 0.00833336077630519866943359f);
+  u = fma(u, s, 0.0416664853692054748535156f);
+  u = fma(u, s, 0.166666671633720397949219f);
+  u = fma(u, s, 0.5f);
+  u = 1.0f + fma(s * s, u, s);
   // ldexp2: u * 2^(q >> 1) * 2^(q - (q >> 1)), each power built from its exponent bits.
   auto pow2i = [](std::int32_t e) {
     return std::bit_cast<float>(static_cast<std::uint32_t>(e + 0x7f) << 23);
@@ -63,6 +67,10 @@ float sleef_expf_u10(float d) {
   if (std::isnan(d)) u = d;
   return u;
 }
+
+float std_fma(float a, float b, float c) { return std::fma(a, b, c); }
+
+float sleef_expf_u10(float d) { return sleef_expf_u10_with<std_fma>(d); }
 
 #ifdef ATTN_X86
 // sleef_expf_u10 on 8 lanes: the same operations in the same order, so the same bits.
@@ -447,7 +455,11 @@ float torch_dot_reduce_all(const float* x, const float* y, Eigen::Index n, Torch
 }
 
 float torch_expf(float x, TorchKernel kernel) {
-  return kernel == TorchKernel::kAvx2 ? sleef_expf_u10(x) : std::exp(x);
+  if (kernel != TorchKernel::kAvx2) return std::exp(x);
+#ifdef ATTN_FMA_BY_DOUBLE
+  if (!kCpuHasFma) return sleef_expf_u10_with<fma_by_double>(x);
+#endif
+  return sleef_expf_u10(x);
 }
 
 namespace {
@@ -664,6 +676,12 @@ float torch_exp_sum(const float* s, Eigen::Index n, float m, TorchKernel kernel,
 #ifdef ATTN_X86
   if (kernel == TorchKernel::kAvx2 && use_avx512()) return exp_sum_avx512(s, n, m, e);
   if (kernel == TorchKernel::kAvx2 && use_avx2()) return exp_sum_avx2(s, n, m, e);
+#endif
+#ifdef ATTN_FMA_BY_DOUBLE
+  if (kernel == TorchKernel::kAvx2 && !kCpuHasFma) {
+    for (Eigen::Index j = 0; j < n; ++j) e[j] = sleef_expf_u10_with<fma_by_double>(s[j] - m);
+    return row_sum(e, n, kernel);
+  }
 #endif
   for (Eigen::Index j = 0; j < n; ++j) e[j] = torch_expf(s[j] - m, kernel);  // exp(s_j − max)
   return row_sum(e, n, kernel);
