@@ -84,6 +84,13 @@ TEST_CASE("cgroup_cpu_limit reads cgroup v2's cpu.max along the process's path")
   CHECK(limit() == 4);
   CHECK(attn::cgroup_cpu_limit(dir.path() / "missing", cgroup) == 0);
   CHECK(attn::cgroup_cpu_limit(mountinfo, dir.path() / "missing") == 0);
+  // A path without its leading slash (no such folder: no limit), and lines that are not
+  // mountinfo's (skipped): no error.
+  write(cgroup, "0::box/inner\n");
+  CHECK(limit() == 0);
+  write(cgroup, "0::/box/inner\n");
+  write(mountinfo, "garbage\n- cgroup2\n1 2 - x\n" + mount_line("/", mount, "cgroup2", "rw"));
+  CHECK(limit() == 4);
 }
 
 TEST_CASE("cgroup_cpu_limit reads cgroup v1's CFS quota, and a container's own mount") {

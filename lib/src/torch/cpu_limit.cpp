@@ -104,7 +104,8 @@ std::optional<double> least_limit(const Hierarchy& h) {
     const auto limit = h.v2 ? limit_v2(dir) : limit_v1(dir);
     if (limit && (!least || *limit < *least)) least = limit;
     if (below.empty()) break;
-    below.erase(below.rfind('/'));
+    const std::size_t slash = below.rfind('/');
+    below.erase(slash == std::string::npos ? 0 : slash);
   }
   return least;
 }
