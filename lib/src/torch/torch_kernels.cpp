@@ -39,7 +39,8 @@ void require_inner(const Matrix& a, const Matrix& b, Eigen::Index a_inner, Eigen
 
 // SLEEF's xexpf (u10) with FMA, one lane: q = rint(x / ln 2), a two-part reduction, a degree-6
 // polynomial, and a scale by 2^q done as two exact multiplications. `fma` is fmaf: std::fma, or
-// where the CPU has no FMA its double form (exact_fma.hpp), chosen by the caller once per row.
+// where the CPU has no FMA its double form (exact_fma.hpp), chosen by the callers (the softmax's
+// once per row).
 // (exact_fma's own choice at each fma made the chain twice as slow on a CPU with FMA: the plain
 // softmax at T = 1024, d_in 64, took 15.3 ms and then 30.1, medians of 20, Zen 5.)
 template <float (*fma)(float, float, float)>
