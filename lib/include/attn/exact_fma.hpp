@@ -43,8 +43,10 @@ inline float fma_by_double(float a, float b, float c) {
   return rounds_as_fmaf(s) ? static_cast<float>(s) : std::fma(a, b, c);
 }
 
-// Whether this CPU has FMA instructions: then fmaf is the instruction, and the plain paths give
-// the bits they gave before the double form existed, at the speed they had.
+// Whether this CPU has FMA instructions: then fmaf is the instruction, faster than the double
+// form where each fma waits for the last (the softmax's exp, a chain of eight: the plain softmax
+// at T = 1024, d_in 256, took 5.9 ms with the instruction and 18.3 with the double form, medians
+// of 10, Zen 5).
 inline const bool kCpuHasFma = [] {
   __builtin_cpu_init();
   return __builtin_cpu_supports("fma") != 0;
