@@ -544,6 +544,28 @@ void choose_tokenizer(Options& o) {
 
 }  // namespace
 
+namespace {
+
+// Whether no loop of the run can reach kParallelMinWork, so that its thread count cannot matter:
+// the text's bytes bound its tokens, the widths and the dictionary its products and draws. The
+// CPU time limit's files then go unread: on the project's machine they took 0.3-0.4 ms of each
+// process's start, and the walkthrough's whole run took 7.0 ms without them and 7.8 with them
+// (hyperfine, 600 runs each, medians; docs/design.md, Threads).
+bool too_small_for_threads(const TraceConfig& c) {
+  if (c.model || c.x || c.embedding || c.w_query || c.w_key || c.w_value || c.w_out || c.target) {
+    return false;
+  }
+  double bytes = 0.0;
+  for (const std::string& s : c.sentences) bytes += static_cast<double>(s.size());
+  if (c.cross) bytes += static_cast<double>(c.cross->size());
+  const auto width = static_cast<double>(std::max({c.d_in, c.d_kq, c.d_v}));
+  const double products = bytes * width * std::max(bytes, width) * static_cast<double>(c.heads);
+  const double draws = static_cast<double>(c.vocab_size) * static_cast<double>(c.d_in);
+  return std::max(products, draws) < kParallelMinWork;
+}
+
+}  // namespace
+
 TraceConfig make_config(Options& o) {
   check_view_options(o);
   choose_model(o);
@@ -580,8 +602,14 @@ TraceConfig make_config(Options& o) {
   }
   if (o.key && !o.query) throw Error("--key " + std::to_string(*o.key) + " needs --query");
   if (o.force && !o.export_dir) throw Error("--force goes with --export");
-  // Every core the process may use (taskset, a container's CPU set), at most --threads' 256.
-  o.config.threads = o.threads.value_or(std::min(256, attn::usable_cpus()));
+  // Every core the process may use (taskset, a container's CPU set, its CPU time limit), at most
+  // --threads' 256. A run too small to split any loop is not worth reading the time limit for.
+  if (!o.threads) {
+    o.config.threads = std::min(
+        256, too_small_for_threads(o.config) ? attn::affinity_cpus() : attn::usable_cpus());
+  } else {
+    o.config.threads = *o.threads;
+  }
   // What the chosen output writes per value, for the memory estimate.
   o.config.output_cost = o.export_dir ? OutputCost{} : output_cost(o.format);
   if (o.explain) parse_cell(*o.explain);

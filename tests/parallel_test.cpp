@@ -41,6 +41,7 @@ TEST_CASE("usable_cpus counts the CPUs the process may run on, as nproc does") {
   const int limit = attn::cgroup_cpu_limit();
   const auto expected = [&](int cpus) { return limit > 0 ? std::min(cpus, limit) : cpus; };
   CHECK(attn::usable_cpus() == expected(CPU_COUNT(&allowed)));
+  CHECK(attn::affinity_cpus() == CPU_COUNT(&allowed));  // the mask alone
   // Allowed one CPU (taskset -c N), it says 1, whatever the machine has; then all again.
   int one = 0;
   while (!CPU_ISSET(one, &allowed)) ++one;

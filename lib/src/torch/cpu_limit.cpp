@@ -1,11 +1,17 @@
 // The CPU time a process's cgroups allow it: a container's `--cpus`, systemd's CPUQuota=.
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
-#include <fstream>
+#include <cstdint>
 #include <optional>
-#include <sstream>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "attn/parallel.hpp"
@@ -14,17 +20,20 @@ namespace attn {
 
 namespace {
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::istringstream in(s);
-  while (std::getline(in, part, sep)) parts.push_back(part);
-  return parts;
+// The parts of s between the separators (an empty part where two are adjacent).
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  for (std::size_t from = 0;;) {
+    const std::size_t to = s.find(sep, from);
+    parts.push_back(s.substr(from, to == std::string_view::npos ? to : to - from));
+    if (to == std::string_view::npos) return parts;
+    from = to + 1;
+  }
 }
 
 // A path of /proc/self/mountinfo as written, with its spaces, tabs, newlines and backslashes
 // given back (the kernel writes them as \040, \011, \012 and \134).
-std::string unescaped(const std::string& s) {
+std::string unescaped(std::string_view s) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '\\' && i + 3 < s.size() &&
@@ -40,29 +49,43 @@ std::string unescaped(const std::string& s) {
   return out;
 }
 
-std::optional<std::string> first_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) return std::nullopt;
-  return line;
+// The whole of a small file (/proc and /sys files), with read(2): the streams' locale and
+// buffers made the whole reading take 0.4 ms of each run's start, Zen 5.
+std::optional<std::string> read_text(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || text.size() > (std::size_t{16} << 20)) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return text;
 }
 
-std::optional<double> number(const std::string& text) {
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used != text.size() || !std::isfinite(v)) return std::nullopt;
-    return v;
-  } catch (...) {
-    return std::nullopt;
-  }
+std::optional<std::string> first_line(const std::string& path) {
+  std::optional<std::string> text = read_text(path);
+  if (!text || text->empty()) return std::nullopt;
+  text->erase(std::min(text->find('\n'), text->size()));
+  return text;
+}
+
+// A whole integer, as cgroup files write them.
+std::optional<double> number(std::string_view text) {
+  std::int64_t v = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return static_cast<double>(v);
 }
 
 // One cgroup's limit in CPUs (quota over period), if it has one.
 std::optional<double> limit_v2(const std::string& dir) {
   const auto line = first_line(dir + "/cpu.max");  // "max 100000" or "150000 100000"
   if (!line) return std::nullopt;
-  const std::vector<std::string> f = split(*line, ' ');
+  const std::vector<std::string_view> f = split(*line, ' ');
   if (f.size() != 2 || f[0] == "max") return std::nullopt;
   const auto quota = number(f[0]), period = number(f[1]);
   if (!quota || !period || *quota <= 0.0 || *period <= 0.0) return std::nullopt;
@@ -116,29 +139,31 @@ int cgroup_cpu_limit(const std::string& mountinfo, const std::string& cgroup) {
   // The process's cgroups: "0::/path" in the unified (v2) hierarchy, "N:cpu,cpuacct:/path" in
   // a v1 hierarchy that has the CPU controller.
   std::optional<std::string> v2_cgroup, v1_cgroup;
-  {
-    std::ifstream in(cgroup);
-    for (std::string line; std::getline(in, line);) {
-      const std::size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
-      if (b == std::string::npos) continue;
-      const std::string id = line.substr(0, a), controllers = line.substr(a + 1, b - a - 1);
-      const std::string path = line.substr(b + 1);
-      if (id == "0" && controllers.empty()) v2_cgroup = path;
-      const std::vector<std::string> names = split(controllers, ',');
-      if (std::find(names.begin(), names.end(), "cpu") != names.end()) v1_cgroup = path;
+  const std::optional<std::string> cgroups = read_text(cgroup);
+  if (!cgroups) return 0;
+  for (const std::string_view line : split(*cgroups, '\n')) {
+    const std::size_t a = line.find(':'), b = a == line.npos ? a : line.find(':', a + 1);
+    if (b == line.npos) continue;
+    const std::string_view id = line.substr(0, a), controllers = line.substr(a + 1, b - a - 1);
+    const std::string_view path = line.substr(b + 1);
+    if (id == "0" && controllers.empty()) v2_cgroup = std::string(path);
+    const std::vector<std::string_view> names = split(controllers, ',');
+    if (std::find(names.begin(), names.end(), "cpu") != names.end()) {
+      v1_cgroup = std::string(path);
     }
   }
   if (!v2_cgroup && !v1_cgroup) return 0;
   // Their mounts: "id parent major:minor root mount-point options [optional...] - type source
   // super-options".
   std::vector<Hierarchy> hierarchies;
-  std::ifstream in(mountinfo);
-  for (std::string line; std::getline(in, line);) {
-    const std::vector<std::string> f = split(line, ' ');
+  const std::optional<std::string> mounts = read_text(mountinfo);
+  if (!mounts) return 0;
+  for (const std::string_view line : split(*mounts, '\n')) {
+    const std::vector<std::string_view> f = split(line, ' ');
     const auto dash = std::find(f.begin(), f.end(), "-");
     if (f.size() < 5 || dash == f.end() || f.end() - dash < 4) continue;
-    const std::string& type = *(dash + 1);
-    const std::vector<std::string> options = split(*(dash + 3), ',');
+    const std::string_view type = *(dash + 1);
+    const std::vector<std::string_view> options = split(*(dash + 3), ',');
     Hierarchy h{.mount_root = unescaped(f[3]), .mount_point = unescaped(f[4]), .cgroup = {}};
     if (type == "cgroup2" && v2_cgroup) {
       h.v2 = true;

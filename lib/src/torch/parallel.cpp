@@ -261,14 +261,22 @@ int pool_thread() { return this_pool_thread; }
 
 int pool_threads() { return Pool::instance().size(); }
 
-int usable_cpus() {
-  int cpus = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+int affinity_cpus() {
 #if defined(__linux__)
   cpu_set_t allowed;
-  if (allowed_cpus(allowed) && CPU_COUNT(&allowed) > 0) cpus = CPU_COUNT(&allowed);
+  if (allowed_cpus(allowed) && CPU_COUNT(&allowed) > 0) return CPU_COUNT(&allowed);
+#endif
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+int usable_cpus() {
+  int cpus = affinity_cpus();
+#if defined(__linux__)
   // Under a CPU time limit, threads beyond it take turns: with 2 threads in a cgroup limited to
   // one CPU's time, eight heads at T = 1024 took 101 ms against 83 on one (docs/design.md).
-  if (const int limit = cgroup_cpu_limit(); limit > 0) cpus = std::min(cpus, limit);
+  if (cpus > 1) {
+    if (const int limit = cgroup_cpu_limit(); limit > 0) cpus = std::min(cpus, limit);
+  }
 #endif
   return cpus;
 }
