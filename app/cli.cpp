@@ -542,10 +542,6 @@ void choose_tokenizer(Options& o) {
   if (!given_option(o, "--vocab-size")) o.config.vocab_size = kGpt2VocabSize;
 }
 
-}  // namespace
-
-namespace {
-
 // Whether no loop of the run can reach kParallelMinWork, so that its thread count cannot matter:
 // the text's bytes bound its tokens, the widths and the dictionary its products and draws. The
 // CPU time limit's files then go unread: on the project's machine they took 0.3-0.4 ms of each

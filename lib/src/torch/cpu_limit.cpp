@@ -81,24 +81,30 @@ std::optional<double> number(std::string_view text) {
   return static_cast<double>(v);
 }
 
-// One cgroup's limit in CPUs (quota over period), if it has one.
-std::optional<double> limit_v2(const std::string& dir) {
-  const auto line = first_line(dir + "/cpu.max");  // "max 100000" or "150000 100000"
-  if (!line) return std::nullopt;
-  const std::vector<std::string_view> f = split(*line, ' ');
-  if (f.size() != 2 || f[0] == "max") return std::nullopt;
-  const auto quota = number(f[0]), period = number(f[1]);
+// A limit in CPUs, quota over period, if both are positive integers (v1 writes -1 for none).
+std::optional<double> quota_over_period(std::string_view quota_text, std::string_view period_text) {
+  const auto quota = number(quota_text), period = number(period_text);
   if (!quota || !period || *quota <= 0.0 || *period <= 0.0) return std::nullopt;
   return *quota / *period;
 }
 
+// One cgroup's limit in CPUs, if it has one.
+std::optional<double> limit_v2(const std::string& dir) {
+  const auto line = first_line(dir + "/cpu.max");  // "max 100000" or "150000 100000"
+  if (!line) return std::nullopt;
+  const std::vector<std::string_view> f = split(*line, ' ');
+  return f.size() == 2 ? quota_over_period(f[0], f[1]) : std::nullopt;  // "max" is no number
+}
+
 std::optional<double> limit_v1(const std::string& dir) {
-  const auto quota_text = first_line(dir + "/cpu.cfs_quota_us");  // -1: none
-  const auto period_text = first_line(dir + "/cpu.cfs_period_us");
-  if (!quota_text || !period_text) return std::nullopt;
-  const auto quota = number(*quota_text), period = number(*period_text);
-  if (!quota || !period || *quota <= 0.0 || *period <= 0.0) return std::nullopt;
-  return *quota / *period;
+  const auto quota = first_line(dir + "/cpu.cfs_quota_us");
+  const auto period = first_line(dir + "/cpu.cfs_period_us");
+  return quota && period ? quota_over_period(*quota, *period) : std::nullopt;
+}
+
+// `least` lowered to `limit` where that is a lower one.
+void keep_least(std::optional<double>& least, const std::optional<double>& limit) {
+  if (limit && (!least || *limit < *least)) least = limit;
 }
 
 // A cgroup hierarchy that holds the CPU controller: where it is mounted, which of its cgroups
@@ -124,8 +130,7 @@ std::optional<double> least_limit(const Hierarchy& h) {
   std::optional<double> least;
   for (;;) {
     const std::string dir = h.mount_point + below;
-    const auto limit = h.v2 ? limit_v2(dir) : limit_v1(dir);
-    if (limit && (!least || *limit < *least)) least = limit;
+    keep_least(least, h.v2 ? limit_v2(dir) : limit_v1(dir));
     if (below.empty()) break;
     const std::size_t slash = below.rfind('/');
     below.erase(slash == std::string::npos ? 0 : slash);
@@ -177,10 +182,7 @@ int cgroup_cpu_limit(const std::string& mountinfo, const std::string& cgroup) {
     hierarchies.push_back(h);
   }
   std::optional<double> least;
-  for (const Hierarchy& h : hierarchies) {
-    const auto limit = least_limit(h);
-    if (limit && (!least || *limit < *least)) least = limit;
-  }
+  for (const Hierarchy& h : hierarchies) keep_least(least, least_limit(h));
   if (!least) return 0;
   // Whole CPUs, rounded up: 1.5 CPUs' time is best spent by two threads. (An integer of at most
   // 2³⁰: a quota far above the period is no limit that matters.)
