@@ -69,6 +69,11 @@ CLI::Validator tolerance() {
 CLI::Validator size_value() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
+        // No sign: AsSizeValue would read -5G as a number of its own, wrapped around.
+        if (text.find('-') != std::string::npos) {
+          return fmt::format(
+              "'{}' is not a size: give a number of bytes, or with K, M, G or T, like 4G", text);
+        }
         // Decimal, always: AsSizeValue would read 0100 as octal.
         std::string bytes = text;
         const std::size_t digits = bytes.find_first_not_of("0123456789");

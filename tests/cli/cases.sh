@@ -813,7 +813,11 @@ case_error_size_too_large() {
   expect_error "--max-memory: '99999999999999999999999' is too large: a size is at most 2^63 - 1 bytes (see attn-trace --help)" \
     --max-memory 99999999999999999999999 &&
     expect_error "--max-memory: '4Q' is not a size: give a number of bytes, or with K, M, G or T, like 4G (see attn-trace --help)" \
-      --max-memory 4Q
+      --max-memory 4Q &&
+    expect_error "--max-memory: '-5G' is not a size: give a number of bytes, or with K, M, G or T, like 4G (see attn-trace --help)" \
+      --max-memory -5G &&
+    expect_error "--max-memory: '-1' is not a size: give a number of bytes, or with K, M, G or T, like 4G (see attn-trace --help)" \
+      --max-memory=-1
 }
 case_size_is_decimal() {
   # 0100 is 100 bytes, not octal 64: the limit the message names.
