@@ -584,9 +584,9 @@ std::vector<OptionSpec> speed_options() {
       "--threads", "every usable core", "1 .. 256",
       "Threads for the large products and softmaxes; the output is the same for any number",
       "threads for the large products and softmaxes; the output is the same bytes for any "
-      "number. By default, one per core the process may use, as `nproc` counts them (`taskset` "
-      "and a container's CPU set narrow them), and no more than its CPU time limit allows (a "
-      "container's `--cpus`, rounded up)",
+      "number. By default, one per core the process may use: the CPUs `nproc` counts (`taskset` "
+      "and a container's CPU set narrow them), the two threads of one core (SMT) counted once, "
+      "and no more than its CPU time limit allows (a container's `--cpus`, rounded up)",
       [](Options & o) -> auto& { return o.threads; }, integer_in<int>(1, 256, "1..256")));
   speed.push_back(choice(
       "--matmul", "K", MatmulKernel::kAuto,

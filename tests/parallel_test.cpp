@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "support/temp_dir.hpp"
 
@@ -33,14 +36,22 @@ std::string mount_line(const std::string& root, const fs::path& point, const std
 
 }  // namespace
 
-TEST_CASE("usable_cpus counts the CPUs the process may run on, as nproc does") {
+TEST_CASE("usable_cpus counts the cores the process may run on, as nproc counts CPUs") {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
-  // At most the cgroups' CPU time limit, where there is one (tested below).
+  std::vector<int> numbers;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) numbers.push_back(c);
+  }
+  // Their physical cores (tested below), and at most the cgroups' CPU time limit, where there is
+  // one (tested below).
+  const int cores = attn::physical_cores(numbers);
+  CHECK(cores >= 1);
+  CHECK(cores <= CPU_COUNT(&allowed));
   const int limit = attn::cgroup_cpu_limit();
   const auto expected = [&](int cpus) { return limit > 0 ? std::min(cpus, limit) : cpus; };
-  CHECK(attn::usable_cpus() == expected(CPU_COUNT(&allowed)));
+  CHECK(attn::usable_cpus() == expected(CPU_COUNT(&allowed) > 1 ? cores : 1));
   CHECK(attn::affinity_cpus() == CPU_COUNT(&allowed));  // the mask alone
   // Allowed one CPU (taskset -c N), it says 1, whatever the machine has; then all again.
   int one = 0;
@@ -52,7 +63,37 @@ TEST_CASE("usable_cpus counts the CPUs the process may run on, as nproc does") {
   const int alone = attn::usable_cpus();
   REQUIRE(sched_setaffinity(0, sizeof allowed, &allowed) == 0);
   CHECK(alone == 1);
-  CHECK(attn::usable_cpus() == expected(CPU_COUNT(&allowed)));
+  CHECK(attn::usable_cpus() == expected(CPU_COUNT(&allowed) > 1 ? cores : 1));
+}
+
+TEST_CASE("physical_cores counts the two threads of one core (SMT) once") {
+  const TempDir tmp;
+  const fs::path sys = tmp.path() / "cpu";
+  // Four CPUs on two cores, 0 and 2 on one, 1 and 3 on the other, as Linux numbers them.
+  for (const auto& [cpu, list] : {std::pair{0, "0,2"}, {1, "1,3"}, {2, "0,2"}, {3, "1,3"}}) {
+    write(sys / ("cpu" + std::to_string(cpu)) / "topology" / "core_cpus_list",
+          std::string(list) + "\n");
+  }
+  write(sys / "smt" / "active", "1\n");
+  CHECK(attn::physical_cores({0, 1, 2, 3}, sys.string()) == 2);
+  CHECK(attn::physical_cores({0, 2}, sys.string()) == 1);  // taskset -c 0,2: one core
+  CHECK(attn::physical_cores({0, 1}, sys.string()) == 2);
+  CHECK(attn::physical_cores({3}, sys.string()) == 1);
+  CHECK(attn::physical_cores({}, sys.string()) == 1);
+  // A CPU whose list cannot be read is a core of its own.
+  CHECK(attn::physical_cores({0, 2, 5}, sys.string()) == 2);
+  // Kernels before 5.7 name the list thread_siblings_list; ranges are written a-b.
+  const fs::path old = tmp.path() / "old";
+  for (const int cpu : {0, 1}) {
+    write(old / ("cpu" + std::to_string(cpu)) / "topology" / "thread_siblings_list", "0-1\n");
+  }
+  CHECK(attn::physical_cores({0, 1}, old.string()) == 1);
+  // Where SMT is off (smt/active 0), each CPU is a core, with no list read.
+  const fs::path off = tmp.path() / "off";
+  write(off / "smt" / "active", "0\n");
+  CHECK(attn::physical_cores({0, 1, 2, 3}, off.string()) == 4);
+  // And a folder that is not there: each CPU its own core.
+  CHECK(attn::physical_cores({0, 1, 2}, (tmp.path() / "none").string()) == 3);
 }
 
 TEST_CASE("cgroup_cpu_limit reads cgroup v2's cpu.max along the process's path") {
@@ -161,4 +202,46 @@ TEST_CASE("a process in a cgroup limited to one CPU's time defaults to one threa
     return;
   }
   MESSAGE("skipped: no cgroup hierarchy with the CPU controller that this process may write");
+}
+
+TEST_CASE("a process whose CPUs are two threads of one core defaults to one thread") {
+  // The real sysfs, seen through a fake one: a child process in a mount namespace of its own
+  // (root) mounts a tree whose CPUs are all on one core over /sys/devices/system/cpu.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  if (CPU_COUNT(&allowed) < 2) {
+    MESSAGE("skipped: this process may run on one CPU only");
+    return;
+  }
+  const TempDir dir;
+  const fs::path fake = dir.path() / "cpu";
+  std::string all;  // every allowed CPU, as one core's sibling list
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &allowed)) continue;
+    if (!all.empty()) all += ',';
+    all += std::to_string(c);
+  }
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) {
+      write(fake / ("cpu" + std::to_string(c)) / "topology" / "core_cpus_list", all + "\n");
+    }
+  }
+  write(fake / "smt" / "active", "1\n");
+  const pid_t child = fork();
+  if (child == 0) {
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) ||
+        mount(fake.c_str(), "/sys/devices/system/cpu", nullptr, MS_BIND, nullptr) != 0) {
+      _exit(255);  // not allowed: skipped
+    }
+    _exit(attn::usable_cpus());
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 255) {
+    MESSAGE("skipped: this process may not mount in a namespace of its own");
+    return;
+  }
+  CHECK(WEXITSTATUS(status) == 1);
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace attn {
 
@@ -38,10 +39,11 @@ int pool_thread();
 // The pool's threads so far: its workers and the calling thread (at least 1).
 int pool_threads();
 
-// The CPUs this process may use: the count of its affinity mask, as `nproc` counts them, so
-// that `taskset` and a container's CPU set are honoured (std::thread::hardware_concurrency
-// counts every CPU the system has online), and at most its cgroups' CPU time limit
-// (cgroup_cpu_limit), so that a container's `--cpus` is too. At least 1.
+// The cores this process may use: the physical cores (physical_cores) of the CPUs of its
+// affinity mask, so that `taskset` and a container's CPU set are honoured
+// (std::thread::hardware_concurrency counts every CPU the system has online) and two threads
+// of one core (SMT) count once, as PyTorch's default counts them; and at most its cgroups' CPU
+// time limit (cgroup_cpu_limit), so that a container's `--cpus` is honoured too. At least 1.
 int usable_cpus();
 // The count of the affinity mask alone (hardware_concurrency where it cannot be read): cheap,
 // where reading the cgroup files takes a few tenths of a millisecond of a process's start.
@@ -52,6 +54,12 @@ int affinity_cpus();
 // there is no limit or it cannot be read. The two files read are arguments for the tests.
 int cgroup_cpu_limit(const std::string& mountinfo = "/proc/self/mountinfo",
                      const std::string& cgroup = "/proc/self/cgroup");
+// How many physical cores the CPUs numbered `cpus` are on: the distinct lists of sibling
+// threads in <cpu_dir>/cpuN/topology/core_cpus_list (thread_siblings_list before Linux 5.7); a
+// CPU whose list cannot be read counts as a core of its own, and where <cpu_dir>/smt/active
+// says 0 every CPU is one. At least 1. The folder is an argument for the tests.
+int physical_cores(const std::vector<int>& cpus,
+                   const std::string& cpu_dir = "/sys/devices/system/cpu");
 
 // One turn of a loop that waits for another thread: the CPU's spin-wait hint (x86's PAUSE), or
 // a yield where there is none.

@@ -1,4 +1,5 @@
-// The CPU time a process's cgroups allow it: a container's `--cpus`, systemd's CPUQuota=.
+// How much of the machine a process's threads can use: the CPU time its cgroups allow it (a
+// container's `--cpus`, systemd's CPUQuota=), and the physical cores its CPUs are on.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -187,6 +189,27 @@ int cgroup_cpu_limit(const std::string& mountinfo, const std::string& cgroup) {
   // Whole CPUs, rounded up: 1.5 CPUs' time is best spent by two threads. (An integer of at most
   // 2³⁰: a quota far above the period is no limit that matters.)
   return static_cast<int>(std::clamp(std::ceil(*least - 1e-9), 1.0, 1073741824.0));
+}
+
+int physical_cores(const std::vector<int>& cpus, const std::string& cpu_dir) {
+  if (cpus.empty()) return 1;
+  // Without SMT each CPU is a core: one file, where a list per CPU would be read.
+  if (const auto active = first_line(cpu_dir + "/smt/active"); active && *active == "0") {
+    return static_cast<int>(cpus.size());
+  }
+  std::set<std::string> cores;
+  int unknown = 0;
+  for (const int cpu : cpus) {
+    const std::string topology = cpu_dir + "/cpu" + std::to_string(cpu) + "/topology/";
+    std::optional<std::string> siblings = first_line(topology + "core_cpus_list");
+    if (!siblings) siblings = first_line(topology + "thread_siblings_list");  // before Linux 5.7
+    if (siblings) {
+      cores.insert(*siblings);
+    } else {
+      ++unknown;  // a core of its own
+    }
+  }
+  return std::max(1, static_cast<int>(cores.size()) + unknown);
 }
 
 }  // namespace attn

@@ -272,6 +272,16 @@ int affinity_cpus() {
 int usable_cpus() {
   int cpus = affinity_cpus();
 #if defined(__linux__)
+  cpu_set_t allowed;
+  if (cpus > 1 && allowed_cpus(allowed)) {
+    // Two threads of one core share its FMA units and its caches, which one thread of the
+    // products already keeps busy; PyTorch's threads default to the physical cores too.
+    std::vector<int> numbers;
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &allowed)) numbers.push_back(c);
+    }
+    if (!numbers.empty()) cpus = std::min(cpus, physical_cores(numbers));
+  }
   // Under a CPU time limit, threads beyond it take turns: with 2 threads in a cgroup limited to
   // one CPU's time, eight heads at T = 1024 took 101 ms against 83 on one (docs/design.md).
   if (cpus > 1) {
