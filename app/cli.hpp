@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "attn/diff.hpp"
@@ -101,6 +103,15 @@ void check_repeats(const CLI::App& app);
 // The parsed options as a TraceConfig: matrix files loaded, names parsed, combinations checked
 // (not yet resolve()d). Throws attn::Error for bad input.
 TraceConfig make_config(Options& options);
+
+// Whether the run shows the overview alone: its shapes from the plan, nothing embedded or
+// computed.
+bool outline_only(const Options& options);
+
+// "I,J" -> (I, J), the cell that --explain (or `option`) names, both at least 1. Throws
+// attn::Error naming `option` for anything else.
+std::pair<std::int64_t, std::int64_t> parse_cell(const std::string& text,
+                                                 std::string_view option = "--explain");
 
 // Runs the parsed options. Throws attn::Error for bad input.
 Outcome run(Options& options);
