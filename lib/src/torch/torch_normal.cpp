@@ -8,8 +8,6 @@
 #include <cstdint>
 #include <span>
 
-#include "attn/torch_random.hpp"
-
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define ATTN_X86 1
@@ -17,6 +15,7 @@
 
 #include "attn/exact_fma.hpp"
 #include "attn/simd.hpp"
+#include "attn/torch_random.hpp"
 
 namespace attn {
 
