@@ -245,3 +245,38 @@ TEST_CASE("a process whose CPUs are two threads of one core defaults to one thre
   }
   CHECK(WEXITSTATUS(status) == 1);
 }
+
+TEST_CASE("new workers start on other cores first, then on the SMT siblings") {
+  const TempDir dir;
+  using V = std::vector<int>;
+  // Without SMT: the CPUs in turn from the one after the calling thread's, its own last.
+  const fs::path off = dir.path() / "off";
+  write(off / "smt" / "active", "0\n");
+  CHECK(attn::spread_order({0, 1, 2, 3}, 1, off.string()) == V{2, 3, 0, 1});
+  CHECK(attn::spread_order({0, 1, 2, 3}, 3, off.string()) == V{0, 1, 2, 3});
+  CHECK(attn::spread_order({0, 1, 2, 3}, 9, off.string()) == V{0, 1, 2, 3});  // not among them
+  // Siblings numbered side by side (0-1 and 2-3 one core each): the other core comes first, not
+  // the caller's sibling.
+  const fs::path adjacent = dir.path() / "adjacent";
+  for (const int cpu : {0, 1}) {
+    write(adjacent / ("cpu" + std::to_string(cpu)) / "topology" / "core_cpus_list", "0-1\n");
+  }
+  for (const int cpu : {2, 3}) {
+    write(adjacent / ("cpu" + std::to_string(cpu)) / "topology" / "core_cpus_list", "2-3\n");
+  }
+  CHECK(attn::spread_order({0, 1, 2, 3}, 0, adjacent.string()) == V{2, 1, 3, 0});
+  CHECK(attn::spread_order({0, 1, 2, 3}, 3, adjacent.string()) == V{0, 2, 1, 3});
+  CHECK(attn::spread_order({0, 2}, 0, adjacent.string()) == V{2, 0});
+  // Linux's usual numbering (0 and 2 one core, 1 and 3 the other): the same rule.
+  const fs::path apart = dir.path() / "apart";
+  for (const int cpu : {0, 1, 2, 3}) {
+    write(apart / ("cpu" + std::to_string(cpu)) / "topology" / "core_cpus_list",
+          cpu % 2 == 0 ? "0,2\n" : "1,3\n");
+  }
+  CHECK(attn::spread_order({0, 1, 2, 3}, 0, apart.string()) == V{1, 2, 3, 0});
+  CHECK(attn::spread_order({0, 1, 2, 3}, 1, apart.string()) == V{0, 3, 2, 1});
+  // Every CPU once, whatever the tree.
+  V order = attn::spread_order({0, 1, 2, 3, 5}, 2, apart.string());
+  std::sort(order.begin(), order.end());
+  CHECK(order == V{0, 1, 2, 3, 5});
+}

@@ -60,6 +60,12 @@ int cgroup_cpu_limit(const std::string& mountinfo = "/proc/self/mountinfo",
 // says 0 every CPU is one. At least 1. The folder is an argument for the tests.
 int physical_cores(const std::vector<int>& cpus,
                    const std::string& cpu_dir = "/sys/devices/system/cpu");
+// The CPUs `cpus` (ascending) in the order a thread now on CPU `here` should start new threads
+// on them: one CPU of each other core, the cores in turn from the one after `here`'s, then
+// `here`'s core, then a second CPU of each core, and so on; `here` itself last. Without SMT (or
+// where the cores cannot be read) that is the CPUs in turn from the one after `here`.
+std::vector<int> spread_order(const std::vector<int>& cpus, int here,
+                              const std::string& cpu_dir = "/sys/devices/system/cpu");
 
 // One turn of a loop that waits for another thread: the CPU's spin-wait hint (x86's PAUSE), or
 // a yield where there is none.

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "attn/parallel.hpp"
@@ -191,25 +192,71 @@ int cgroup_cpu_limit(const std::string& mountinfo, const std::string& cgroup) {
   return static_cast<int>(std::clamp(std::ceil(*least - 1e-9), 1.0, 1073741824.0));
 }
 
-int physical_cores(const std::vector<int>& cpus, const std::string& cpu_dir) {
-  if (cpus.empty()) return 1;
-  // Without SMT each CPU is a core: one file, where a list per CPU would be read.
-  if (const auto active = first_line(cpu_dir + "/smt/active"); active && *active == "0") {
-    return static_cast<int>(cpus.size());
-  }
-  std::set<std::string> cores;
-  int unknown = 0;
+namespace {
+
+// Each CPU's core, as a key equal for the CPUs of one core: its list of sibling threads in
+// <cpu_dir>/cpuN/topology/core_cpus_list (thread_siblings_list before Linux 5.7), or a key of its
+// own where that cannot be read or where <cpu_dir>/smt/active says 0 (one file read, not a list
+// per CPU).
+std::vector<std::string> core_keys(const std::vector<int>& cpus, const std::string& cpu_dir) {
+  std::vector<std::string> keys;
+  const auto active = first_line(cpu_dir + "/smt/active");
+  const bool smt_off = active && *active == "0";
   for (const int cpu : cpus) {
-    const std::string topology = cpu_dir + "/cpu" + std::to_string(cpu) + "/topology/";
-    std::optional<std::string> siblings = first_line(topology + "core_cpus_list");
-    if (!siblings) siblings = first_line(topology + "thread_siblings_list");  // before Linux 5.7
-    if (siblings) {
-      cores.insert(*siblings);
-    } else {
-      ++unknown;  // a core of its own
+    std::optional<std::string> siblings;
+    if (!smt_off) {
+      const std::string topology = cpu_dir + "/cpu" + std::to_string(cpu) + "/topology/";
+      siblings = first_line(topology + "core_cpus_list");
+      if (!siblings) siblings = first_line(topology + "thread_siblings_list");
+    }
+    // A list, or "#N" for a CPU alone (no list reads as that).
+    std::string key = siblings ? *siblings : std::to_string(cpu);
+    if (!siblings) key.insert(key.begin(), '#');
+    keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
+}  // namespace
+
+int physical_cores(const std::vector<int>& cpus, const std::string& cpu_dir) {
+  const std::vector<std::string> keys = core_keys(cpus, cpu_dir);
+  return std::max(1, static_cast<int>(std::set<std::string>(keys.begin(), keys.end()).size()));
+}
+
+std::vector<int> spread_order(const std::vector<int>& cpus, int here, const std::string& cpu_dir) {
+  const std::vector<std::string> keys = core_keys(cpus, cpu_dir);
+  // The cores in the order of their first CPU, each with its CPUs in order; `here`'s core, and
+  // `here` itself within it, moved last.
+  std::vector<std::vector<int>> cores;
+  std::vector<std::string> core_of;
+  std::size_t here_core = 0;
+  bool here_found = false;
+  for (std::size_t i = 0; i < cpus.size(); ++i) {
+    const auto at = std::find(core_of.begin(), core_of.end(), keys[i]);
+    const std::size_t c = static_cast<std::size_t>(at - core_of.begin());
+    if (at == core_of.end()) {
+      core_of.push_back(keys[i]);
+      cores.emplace_back();
+    }
+    cores[c].push_back(cpus[i]);
+    if (cpus[i] == here) here_core = c, here_found = true;
+  }
+  if (here_found) {
+    std::vector<int>& mine = cores[here_core];
+    std::rotate(mine.begin(), std::find(mine.begin(), mine.end(), here) + 1, mine.end());
+    // The cores from the one after here's, here's last.
+    std::rotate(cores.begin(), cores.begin() + static_cast<std::ptrdiff_t>(here_core) + 1,
+                cores.end());
+  }
+  // One CPU of each core in that order, then a second of each, and so on.
+  std::vector<int> order;
+  for (std::size_t round = 0; order.size() < cpus.size(); ++round) {
+    for (const std::vector<int>& core : cores) {
+      if (round < core.size()) order.push_back(core[round]);
     }
   }
-  return std::max(1, static_cast<int>(cores.size()) + unknown);
+  return order;
 }
 
 }  // namespace attn

@@ -109,32 +109,30 @@ bool allowed_cpus(cpu_set_t& allowed) {
 }
 #endif
 
-// The CPU the pool's worker `index` (1, 2, ...) should start on: the process's allowed CPUs in
-// turn from the one after the calling thread's, so that the first workers each have a CPU of
-// their own and more workers than CPUs are spread evenly; -1 for no preference (one CPU allowed,
-// or not Linux). Linux often starts a new thread on its creator's CPU and moves it only when it
-// balances the load, milliseconds later; until then the two share one core, and each of a
-// product's chunks takes twice as long. On the 2-core Zen 5 this happened in 8 of 30 runs at
-// T = 1024 with one head on 2 threads (docs/design.md, Performance).
-int start_cpu(int index) {
+// The CPUs the pool's new workers should start on, worker `index` (1, 2, ...) on the
+// (index - 1)-th modulo their count: the process's allowed CPUs in spread_order from the calling
+// thread's, so that the first workers each have a core of their own (not a CPU that shares the
+// calling thread's core through SMT) and more workers than CPUs are spread evenly; empty for no
+// preference (one CPU allowed, or not Linux). Linux often starts a new thread on its creator's
+// CPU and moves it only when it balances the load, milliseconds later; until then the two share
+// one core, and each of a product's chunks takes twice as long. On the 2-core Zen 5 this happened
+// in 8 of 30 runs at T = 1024 with one head on 2 threads (docs/design.md, Performance).
+std::vector<int> start_cpus() {
 #if defined(__linux__)
   cpu_set_t allowed;
-  if (!allowed_cpus(allowed)) return -1;
+  if (!allowed_cpus(allowed)) return {};
   std::vector<int> cpus;
   for (int c = 0; c < CPU_SETSIZE; ++c) {
     if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
   }
-  if (cpus.size() < 2) return -1;
-  const auto here = std::find(cpus.begin(), cpus.end(), sched_getcpu());
-  const auto after = static_cast<std::size_t>(here == cpus.end() ? 0 : here - cpus.begin() + 1);
-  return cpus[(after + static_cast<std::size_t>(index - 1)) % cpus.size()];
+  if (cpus.size() < 2) return {};
+  return spread_order(cpus, sched_getcpu());
 #else
-  (void)index;
+  return {};
 #endif
-  return -1;
 }
 
-// Moves the calling thread to `cpu` (from start_cpu), then lets it run on any allowed CPU again:
+// Moves the calling thread to `cpu` (from start_cpus), then lets it run on any allowed CPU again:
 // the scheduler leaves a running thread where it is while that CPU is allowed.
 void move_to(int cpu) {
 #if defined(__linux__)
@@ -171,9 +169,12 @@ class Pool {
     Job job(chunks, threads, run_chunk);
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      std::vector<int> starts;
+      if (workers_.size() + 1 < static_cast<std::size_t>(threads)) starts = start_cpus();
       while (workers_.size() + 1 < static_cast<std::size_t>(threads)) {
         const int index = static_cast<int>(workers_.size()) + 1;
-        const int cpu = start_cpu(index);
+        const int cpu =
+            starts.empty() ? -1 : starts[static_cast<std::size_t>(index - 1) % starts.size()];
         workers_.emplace_back([this, index, cpu] {
           this_pool_thread = index;
           move_to(cpu);
