@@ -34,16 +34,25 @@ std::string mount_line(const std::string& root, const fs::path& point, const std
          " rw,nosuid,nodev,noexec,relatime shared:9 - " + type + " cgroup " + options + "\n";
 }
 
+// The CPUs this process may run on (its affinity mask), ascending.
+std::vector<int> allowed_cpu_numbers() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
 }  // namespace
 
 TEST_CASE("usable_cpus counts the cores the process may run on, as nproc counts CPUs") {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
-  std::vector<int> numbers;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &allowed)) numbers.push_back(c);
-  }
+  const std::vector<int> numbers = allowed_cpu_numbers();
   // Their physical cores (tested below), and at most the cgroups' CPU time limit, where there is
   // one (tested below).
   const int cores = attn::physical_cores(numbers);
@@ -207,25 +216,20 @@ TEST_CASE("a process in a cgroup limited to one CPU's time defaults to one threa
 TEST_CASE("a process whose CPUs are two threads of one core defaults to one thread") {
   // The real sysfs, seen through a fake one: a child process in a mount namespace of its own
   // (root) mounts a tree whose CPUs are all on one core over /sys/devices/system/cpu.
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
-  if (CPU_COUNT(&allowed) < 2) {
+  const std::vector<int> cpus = allowed_cpu_numbers();
+  if (cpus.size() < 2) {
     MESSAGE("skipped: this process may run on one CPU only");
     return;
   }
   const TempDir dir;
   const fs::path fake = dir.path() / "cpu";
   std::string all;  // every allowed CPU, as one core's sibling list
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (!CPU_ISSET(c, &allowed)) continue;
+  for (const int c : cpus) {
     if (!all.empty()) all += ',';
     all += std::to_string(c);
   }
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &allowed)) {
-      write(fake / ("cpu" + std::to_string(c)) / "topology" / "core_cpus_list", all + "\n");
-    }
+  for (const int c : cpus) {
+    write(fake / ("cpu" + std::to_string(c)) / "topology" / "core_cpus_list", all + "\n");
   }
   write(fake / "smt" / "active", "1\n");
   const pid_t child = fork();

@@ -107,6 +107,15 @@ bool allowed_cpus(cpu_set_t& allowed) {
   CPU_ZERO(&allowed);
   return sched_getaffinity(0, sizeof allowed, &allowed) == 0;
 }
+
+// The numbers of the CPUs in `set`, ascending.
+std::vector<int> cpu_numbers(const cpu_set_t& set) {
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
 #endif
 
 // The CPUs the pool's new workers should start on, worker `index` (1, 2, ...) on the
@@ -121,10 +130,7 @@ std::vector<int> start_cpus() {
 #if defined(__linux__)
   cpu_set_t allowed;
   if (!allowed_cpus(allowed)) return {};
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-  }
+  const std::vector<int> cpus = cpu_numbers(allowed);
   if (cpus.size() < 2) return {};
   return spread_order(cpus, sched_getcpu());
 #else
@@ -277,11 +283,7 @@ int usable_cpus() {
   if (cpus > 1 && allowed_cpus(allowed)) {
     // Two threads of one core share its FMA units and its caches, which one thread of the
     // products already keeps busy; PyTorch's threads default to the physical cores too.
-    std::vector<int> numbers;
-    for (int c = 0; c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(c, &allowed)) numbers.push_back(c);
-    }
-    if (!numbers.empty()) cpus = std::min(cpus, physical_cores(numbers));
+    cpus = std::min(cpus, physical_cores(cpu_numbers(allowed)));
   }
   // Under a CPU time limit, threads beyond it take turns: with 2 threads in a cgroup limited to
   // one CPU's time, eight heads at T = 1024 took 101 ms against 83 on one (docs/design.md).
