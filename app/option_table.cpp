@@ -607,7 +607,8 @@ std::vector<OptionSpec> speed_options() {
        "bytes, or with K, M, G, T",
        "Refuse a run that would need more memory than this (K, M, G, T suffixes)",
        "refuse a run whose matrices, steps, labels and output would need more, estimated before "
-       "anything large is allocated",
+       "anything large is allocated; a run above the memory the machine has available, or its "
+       "cgroup's memory limit, is refused too ([errors.md](errors.md#memory))",
        {},
        false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/fake_files.hpp"
 #include "support/temp_dir.hpp"
 
 using attn::test::TempDir;
@@ -21,18 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path) << text;
-}
-
-// A fake /proc/self/mountinfo line for a cgroup hierarchy: its root, where it is mounted, its
-// type and its super options.
-std::string mount_line(const std::string& root, const fs::path& point, const std::string& type,
-                       const std::string& options) {
-  return "35 24 0:30 " + root + " " + point.string() +
-         " rw,nosuid,nodev,noexec,relatime shared:9 - " + type + " cgroup " + options + "\n";
-}
+using attn::test::write_file;
+using attn::test::mount_line;
 
 // The CPUs this process may run on (its affinity mask), ascending.
 std::vector<int> allowed_cpu_numbers() {
@@ -80,10 +71,10 @@ TEST_CASE("physical_cores counts the two threads of one core (SMT) once") {
   const fs::path sys = tmp.path() / "cpu";
   // Four CPUs on two cores, 0 and 2 on one, 1 and 3 on the other, as Linux numbers them.
   for (const auto& [cpu, list] : {std::pair{0, "0,2"}, {1, "1,3"}, {2, "0,2"}, {3, "1,3"}}) {
-    write(sys / ("cpu" + std::to_string(cpu)) / "topology" / "core_cpus_list",
+    write_file(sys / ("cpu" + std::to_string(cpu)) / "topology" / "core_cpus_list",
           std::string(list) + "\n");
   }
-  write(sys / "smt" / "active", "1\n");
+  write_file(sys / "smt" / "active", "1\n");
   CHECK(attn::physical_cores({0, 1, 2, 3}, sys.string()) == 2);
   CHECK(attn::physical_cores({0, 2}, sys.string()) == 1);  // taskset -c 0,2: one core
   CHECK(attn::physical_cores({0, 1}, sys.string()) == 2);
@@ -94,12 +85,12 @@ TEST_CASE("physical_cores counts the two threads of one core (SMT) once") {
   // Kernels before 5.7 name the list thread_siblings_list; ranges are written a-b.
   const fs::path old = tmp.path() / "old";
   for (const int cpu : {0, 1}) {
-    write(old / ("cpu" + std::to_string(cpu)) / "topology" / "thread_siblings_list", "0-1\n");
+    write_file(old / ("cpu" + std::to_string(cpu)) / "topology" / "thread_siblings_list", "0-1\n");
   }
   CHECK(attn::physical_cores({0, 1}, old.string()) == 1);
   // Where SMT is off (smt/active 0), each CPU is a core, with no list read.
   const fs::path off = tmp.path() / "off";
-  write(off / "smt" / "active", "0\n");
+  write_file(off / "smt" / "active", "0\n");
   CHECK(attn::physical_cores({0, 1, 2, 3}, off.string()) == 4);
   // And a folder that is not there: each CPU its own core.
   CHECK(attn::physical_cores({0, 1, 2}, (tmp.path() / "none").string()) == 3);
@@ -109,38 +100,38 @@ TEST_CASE("cgroup_cpu_limit reads cgroup v2's cpu.max along the process's path")
   const TempDir dir;
   const fs::path mount = dir.path() / "unified";
   const fs::path mountinfo = dir.path() / "mountinfo", cgroup = dir.path() / "cgroup";
-  write(mountinfo, mount_line("/", mount, "ext4", "rw") + mount_line("/", mount, "cgroup2", "rw"));
-  write(cgroup, "0::/box/inner\n");
+  write_file(mountinfo, mount_line("/", mount, "ext4", "rw") + mount_line("/", mount, "cgroup2", "rw"));
+  write_file(cgroup, "0::/box/inner\n");
   const auto limit = [&] { return attn::cgroup_cpu_limit(mountinfo, cgroup); };
 
   CHECK(limit() == 0);  // no cpu.max anywhere: no limit
-  write(mount / "box/inner/cpu.max", "max 100000\n");
+  write_file(mount / "box/inner/cpu.max", "max 100000\n");
   CHECK(limit() == 0);
-  write(mount / "box/inner/cpu.max", "150000 100000\n");  // docker --cpus 1.5
+  write_file(mount / "box/inner/cpu.max", "150000 100000\n");  // docker --cpus 1.5
   CHECK(limit() == 2);
-  write(mount / "box/inner/cpu.max", "100000 100000\n");
+  write_file(mount / "box/inner/cpu.max", "100000 100000\n");
   CHECK(limit() == 1);
-  write(mount / "box/inner/cpu.max", "20000 100000\n");  // a fifth of a CPU: still one thread
+  write_file(mount / "box/inner/cpu.max", "20000 100000\n");  // a fifth of a CPU: still one thread
   CHECK(limit() == 1);
   // A parent's limit bounds its children's.
-  write(mount / "box/inner/cpu.max", "400000 100000\n");
-  write(mount / "box/cpu.max", "300000 100000\n");
+  write_file(mount / "box/inner/cpu.max", "400000 100000\n");
+  write_file(mount / "box/cpu.max", "300000 100000\n");
   CHECK(limit() == 3);
-  write(mount / "cpu.max", "200000 100000\n");
+  write_file(mount / "cpu.max", "200000 100000\n");
   CHECK(limit() == 2);
   // What cannot be read is no limit, not an error.
-  write(mount / "cpu.max", "lots 100000\n");
+  write_file(mount / "cpu.max", "lots 100000\n");
   CHECK(limit() == 3);
-  write(mount / "box/cpu.max", "100000\n");
+  write_file(mount / "box/cpu.max", "100000\n");
   CHECK(limit() == 4);
   CHECK(attn::cgroup_cpu_limit(dir.path() / "missing", cgroup) == 0);
   CHECK(attn::cgroup_cpu_limit(mountinfo, dir.path() / "missing") == 0);
   // A path without its leading slash (no such folder: no limit), and lines that are not
   // mountinfo's (skipped): no error.
-  write(cgroup, "0::box/inner\n");
+  write_file(cgroup, "0::box/inner\n");
   CHECK(limit() == 0);
-  write(cgroup, "0::/box/inner\n");
-  write(mountinfo, "garbage\n- cgroup2\n1 2 - x\n" + mount_line("/", mount, "cgroup2", "rw"));
+  write_file(cgroup, "0::/box/inner\n");
+  write_file(mountinfo, "garbage\n- cgroup2\n1 2 - x\n" + mount_line("/", mount, "cgroup2", "rw"));
   CHECK(limit() == 4);
 }
 
@@ -149,26 +140,26 @@ TEST_CASE("cgroup_cpu_limit reads cgroup v1's CFS quota, and a container's own m
   const fs::path mountinfo = dir.path() / "mountinfo", cgroup = dir.path() / "cgroup";
   const fs::path cpu = dir.path() / "cpu,cpuacct", memory = dir.path() / "memory";
   // A container: its cgroup /docker/abc is what is mounted, at the mount point's root.
-  write(mountinfo, mount_line("/docker/abc", memory, "cgroup", "rw,memory") +
+  write_file(mountinfo, mount_line("/docker/abc", memory, "cgroup", "rw,memory") +
                        mount_line("/docker/abc", cpu, "cgroup", "rw,cpu,cpuacct"));
-  write(cgroup, "12:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n");
+  write_file(cgroup, "12:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n");
   const auto limit = [&] { return attn::cgroup_cpu_limit(mountinfo, cgroup); };
-  write(memory / "cpu.cfs_quota_us", "100000\n");  // not the CPU controller's hierarchy
-  write(memory / "cpu.cfs_period_us", "100000\n");
-  write(cpu / "cpu.cfs_quota_us", "-1\n");
-  write(cpu / "cpu.cfs_period_us", "100000\n");
+  write_file(memory / "cpu.cfs_quota_us", "100000\n");  // not the CPU controller's hierarchy
+  write_file(memory / "cpu.cfs_period_us", "100000\n");
+  write_file(cpu / "cpu.cfs_quota_us", "-1\n");
+  write_file(cpu / "cpu.cfs_period_us", "100000\n");
   CHECK(limit() == 0);
-  write(cpu / "cpu.cfs_quota_us", "250000\n");
+  write_file(cpu / "cpu.cfs_quota_us", "250000\n");
   CHECK(limit() == 3);
-  write(cpu / "cpu.cfs_period_us", "50000\n");
+  write_file(cpu / "cpu.cfs_period_us", "50000\n");
   CHECK(limit() == 5);
   // A mount point with a space in it, as mountinfo writes it (\040).
   const fs::path spaced = dir.path() / "cpu mount";
-  write(mountinfo, "35 24 0:30 / " + (dir.path() / "cpu\\040mount").string() +
+  write_file(mountinfo, "35 24 0:30 / " + (dir.path() / "cpu\\040mount").string() +
                        " rw shared:9 - cgroup cgroup rw,cpu\n");
-  write(cgroup, "4:cpu:/\n");
-  write(spaced / "cpu.cfs_quota_us", "100000\n");
-  write(spaced / "cpu.cfs_period_us", "100000\n");
+  write_file(cgroup, "4:cpu:/\n");
+  write_file(spaced / "cpu.cfs_quota_us", "100000\n");
+  write_file(spaced / "cpu.cfs_period_us", "100000\n");
   CHECK(limit() == 1);
 }
 
@@ -229,9 +220,9 @@ TEST_CASE("a process whose CPUs are two threads of one core defaults to one thre
     all += std::to_string(c);
   }
   for (const int c : cpus) {
-    write(fake / ("cpu" + std::to_string(c)) / "topology" / "core_cpus_list", all + "\n");
+    write_file(fake / ("cpu" + std::to_string(c)) / "topology" / "core_cpus_list", all + "\n");
   }
-  write(fake / "smt" / "active", "1\n");
+  write_file(fake / "smt" / "active", "1\n");
   const pid_t child = fork();
   if (child == 0) {
     if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) ||
@@ -255,7 +246,7 @@ TEST_CASE("new workers start on other cores first, then on the SMT siblings") {
   using V = std::vector<int>;
   // Without SMT: the CPUs in turn from the one after the calling thread's, its own last.
   const fs::path off = dir.path() / "off";
-  write(off / "smt" / "active", "0\n");
+  write_file(off / "smt" / "active", "0\n");
   CHECK(attn::spread_order({0, 1, 2, 3}, 1, off.string()) == V{2, 3, 0, 1});
   CHECK(attn::spread_order({0, 1, 2, 3}, 3, off.string()) == V{0, 1, 2, 3});
   CHECK(attn::spread_order({0, 1, 2, 3}, 9, off.string()) == V{0, 1, 2, 3});  // not among them
@@ -263,10 +254,10 @@ TEST_CASE("new workers start on other cores first, then on the SMT siblings") {
   // the caller's sibling.
   const fs::path adjacent = dir.path() / "adjacent";
   for (const int cpu : {0, 1}) {
-    write(adjacent / ("cpu" + std::to_string(cpu)) / "topology" / "core_cpus_list", "0-1\n");
+    write_file(adjacent / ("cpu" + std::to_string(cpu)) / "topology" / "core_cpus_list", "0-1\n");
   }
   for (const int cpu : {2, 3}) {
-    write(adjacent / ("cpu" + std::to_string(cpu)) / "topology" / "core_cpus_list", "2-3\n");
+    write_file(adjacent / ("cpu" + std::to_string(cpu)) / "topology" / "core_cpus_list", "2-3\n");
   }
   CHECK(attn::spread_order({0, 1, 2, 3}, 0, adjacent.string()) == V{2, 1, 3, 0});
   CHECK(attn::spread_order({0, 1, 2, 3}, 3, adjacent.string()) == V{0, 2, 1, 3});
@@ -274,7 +265,7 @@ TEST_CASE("new workers start on other cores first, then on the SMT siblings") {
   // Linux's usual numbering (0 and 2 one core, 1 and 3 the other): the same rule.
   const fs::path apart = dir.path() / "apart";
   for (const int cpu : {0, 1, 2, 3}) {
-    write(apart / ("cpu" + std::to_string(cpu)) / "topology" / "core_cpus_list",
+    write_file(apart / ("cpu" + std::to_string(cpu)) / "topology" / "core_cpus_list",
           cpu % 2 == 0 ? "0,2\n" : "1,3\n");
   }
   CHECK(attn::spread_order({0, 1, 2, 3}, 0, apart.string()) == V{1, 2, 3, 0});

@@ -1013,6 +1013,35 @@ case_error_long_batches_and_long_words_refused_for_their_steps_and_labels() {
   # Under the default limit the 10,000 lines run.
   "$binary" --batch "$work/some_lines.txt" --format summary | grep -x "tokens: 10000 sentences of 2 tokens, 2 distinct words" >/dev/null
 }
+case_error_run_larger_than_its_cgroup_memory_limit() {
+  # Under the default --max-memory, but more than a container's memory limit: refused with the
+  # limit, where the kernel would have ended the run for want of memory (exit 137, no message).
+  local group="" dir file
+  for dir in /sys/fs/cgroup/memory:memory.limit_in_bytes /sys/fs/cgroup:memory.max \
+    /sys/fs/cgroup/unified:memory.max; do
+    file=${dir#*:} dir=${dir%%:*}/attn-cli-$$
+    mkdir "$dir" 2>/dev/null || continue
+    if [ -e "$dir/$file" ] && echo 300M >"$dir/$file" 2>/dev/null; then group=$dir; break; fi
+    rmdir "$dir"
+  done
+  if [ -z "$group" ]; then
+    echo "SKIPPED: no cgroup hierarchy with the memory controller that this test may write"
+    return 77
+  fi
+  seq -f 'w%g' 0 4095 | tr '\n' ' ' >"$work/words.txt"
+  sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$group" "$binary" \
+    --file "$work/words.txt" --vocab-size 4096 --d-in 1024 --d-kq 128 --d-v 128 \
+    --steps attention_weights >"$work/stdout" 2>"$work/stderr"
+  local status=$?
+  rmdir "$group"
+  # The message as docs/errors.md shows it.
+  grep -x "    attn-trace: error: this run would need about 872.5 MiB .*" docs/errors.md |
+    sed 's/^    //' >"$work/expected_stderr"
+  [ -s "$work/expected_stderr" ] || { echo "FAIL: the message is not in docs/errors.md"; return 1; }
+  [ $status = 2 ] || { echo "FAIL: exit code $status"; cat "$work/stderr"; return 1; }
+  [ ! -s "$work/stdout" ] || { echo "FAIL: output written"; return 1; }
+  cmp -s "$work/expected_stderr" "$work/stderr" || { show_difference "stderr" "$work/expected_stderr" "$work/stderr"; return 1; }
+}
 case_error_many_words_refused_before_they_are_stored() {
   # 8 million one-letter words (16 MB) would take over 250 MB as strings: the count refuses the
   # run for the memory limit before any is stored, in under 100 MB of address space, with the

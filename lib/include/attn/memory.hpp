@@ -4,6 +4,7 @@
 // fresh mmap() and its page faults each time. For programs; the library works without it.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace attn {
@@ -27,5 +28,20 @@ void keep_heap();
 // speed; and never more than half the memory the system has free.
 // Fits TraceConfig::on_memory_estimate.
 void prepare_heap(double bytes, int threads);
+
+// The memory a run can have on this machine, and what sets it.
+struct MachineMemory {
+  std::uint64_t bytes = 0;
+  bool cgroup = false;  // a cgroup's memory limit (a container's), not the system's free memory
+};
+
+// The memory a run can have on this machine, where it can be read: the least of what the system
+// has available (`meminfo`'s MemAvailable, which counts the page cache the kernel can reclaim,
+// and SwapFree) and the memory limit of the cgroups the process is in (cgroup v2's memory.max,
+// v1's memory.limit_in_bytes; the least of its cgroup and its parents, as cgroup_cpu_limit
+// finds them). nullopt where none can be read. The three files are arguments for the tests.
+std::optional<MachineMemory> machine_memory(const std::string& meminfo = "/proc/meminfo",
+                                            const std::string& mountinfo = "/proc/self/mountinfo",
+                                            const std::string& cgroup = "/proc/self/cgroup");
 
 }  // namespace attn

@@ -15,19 +15,39 @@ namespace attn::lesson {
 
 namespace {
 
-// The estimate of such a run, refused when it is more than config.max_memory.
+// Below this estimate a run is not checked against the machine's memory (machine_memory reads
+// three to six small files of /proc and /sys).
+constexpr double kMachineCheckBytes = 64.0 * (1 << 20);
+
+// The estimate of such a run, refused when it is more than config.max_memory, or more than the
+// machine has for it (machine_memory): a run that the kernel would end for want of memory, with
+// no output and no message, is refused before it starts.
 MemoryEstimate check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
                             std::int64_t batch, bool padded, std::int64_t tokens) {
   const MemoryEstimate e = estimate_memory(c, t_q, t_k, batch, padded, tokens);
   const double need = e.bytes(c, t_q, t_k);
+  const auto run = [&] {
+    return fmt::format(
+        "this run would need about {} (T = {} tokens{}, {} head{})",
+        size_text(need < 1.8e19 ? static_cast<std::uint64_t>(need) : ~std::uint64_t{0}), t_q,
+        batch > 1 ? fmt::format(" x {} sentences", batch) : "", c.heads, c.heads > 1 ? "s" : "");
+  };
   if (need > static_cast<double>(c.max_memory)) {
-    throw Error(
-        fmt::format("this run would need about {} (T = {} tokens{}, {} head{}), more than "
-                    "the memory limit of {}: trace fewer tokens, or raise the limit",
-                    size_text(need < 1.8e19 ? static_cast<std::uint64_t>(need) : ~std::uint64_t{0}),
-                    t_q, batch > 1 ? fmt::format(" x {} sentences", batch) : "", c.heads,
-                    c.heads > 1 ? "s" : "", size_text(c.max_memory)),
-        Setting::kMaxMemory);
+    throw Error(fmt::format("{}, more than the memory limit of {}: trace fewer tokens, or raise "
+                            "the limit",
+                            run(), size_text(c.max_memory)),
+                Setting::kMaxMemory);
+  }
+  if (need < kMachineCheckBytes) return e;
+  const std::optional<MachineMemory> machine = machine_memory();
+  if (machine && need > static_cast<double>(machine->bytes)) {
+    throw Error(machine->cgroup
+                    ? fmt::format("{}, more than the {} that this process's cgroup allows (its "
+                                  "memory limit): trace fewer tokens",
+                                  run(), size_text(machine->bytes))
+                    : fmt::format("{}, more than the {} of memory available on this machine "
+                                  "(free, reclaimable and swap): trace fewer tokens",
+                                  run(), size_text(machine->bytes)));
   }
   return e;
 }
