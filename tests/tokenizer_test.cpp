@@ -56,6 +56,15 @@ TEST_CASE("invalid UTF-8 and control characters are refused with their byte offs
                        "the sentence has a control character (byte 1): only printable text and "
                        "white space are allowed",
                        attn::Error);
+  // In a batch, or the cross-attention's second sentence, the message names which text.
+  CHECK_THROWS_WITH_AS(attn::tokenize("ok a\x01", "sentence 3 of 4"),
+                       "sentence 3 of 4 has a control character (byte 4): only printable text "
+                       "and white space are allowed",
+                       attn::Error);
+  CHECK_THROWS_WITH_AS(
+      attn::word_tokenizer()->tokens("ok \xff", "the key and value sentence"),
+      "the key and value sentence is not valid UTF-8 (byte 3): a sentence must be UTF-8 text",
+      attn::Error);
 }
 
 TEST_CASE("a word that is not in the dictionary") {

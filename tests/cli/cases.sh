@@ -627,6 +627,15 @@ case_error_invalid_utf8() {
 case_error_control_character() {
   expect_error "the sentence has a control character (byte 4): only printable text and white space are allowed" $'Life\x1b[31m is short'
 }
+case_error_control_character_in_a_batch_names_the_sentence() {
+  printf 'Life is short\n\neat dessert first\nthen \033 tea\n' >"$work/batch.txt" &&
+    expect_error "sentence 3 of 3 has a control character (byte 5): only printable text and white space are allowed" \
+      --batch "$work/batch.txt" &&
+    expect_error "sentence 2 of 2 is not valid UTF-8 (byte 2): a sentence must be UTF-8 text" \
+      -s "Life is short" -s $'ok\xff' &&
+    expect_error "the key and value sentence has a control character (byte 1): only printable text and white space are allowed" \
+      --cross $'x\x01' "Life is short"
+}
 case_error_d_in_zero() {
   expect_error "--d-in: 0 is out of range; allowed: 1..8192 (wider is not sensible for a trace) (see attn-trace --help)" --d-in 0
 }

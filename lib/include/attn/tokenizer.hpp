@@ -16,8 +16,10 @@ namespace attn {
 // The sentence's words in order: commas removed, split on white space (Python's str.split():
 // ASCII and Unicode white space). A word is whatever white space separates, in any script.
 // Requires: valid UTF-8 without control characters other than white space.
-// Throws Error naming the byte offset of invalid UTF-8 or of a control character.
-std::vector<std::string> tokenize(std::string_view sentence);
+// Throws Error naming the text (`which`: "sentence 2 of 3") and the byte offset, from 0, of
+// invalid UTF-8 or of a control character.
+std::vector<std::string> tokenize(std::string_view sentence,
+                                  std::string_view which = "the sentence");
 
 // How many words tokenize(sentence) gives, counted without storing them; nullopt where tokenize
 // would throw.

@@ -102,7 +102,7 @@ ScanStop scan_words(std::string_view sentence, Piece piece, End end) {
 
 }  // namespace
 
-std::vector<std::string> tokenize(std::string_view sentence) {
+std::vector<std::string> tokenize(std::string_view sentence, std::string_view which) {
   // Room for every word, counted first: growing the vector as it fills copies it and touches
   // twice the memory (a long text's first pages of the heap).
   std::vector<std::string> words;
@@ -115,12 +115,13 @@ std::vector<std::string> tokenize(std::string_view sentence) {
         word.clear();
       });
   if (stop.what == ScanStop::kInvalidUtf8) {
-    throw Error("the sentence is not valid UTF-8 (byte " + std::to_string(stop.byte) +
-                "): a sentence must be UTF-8 text");
+    throw Error(fmt::format("{} is not valid UTF-8 (byte {}): a sentence must be UTF-8 text", which,
+                            stop.byte));
   }
   if (stop.what == ScanStop::kControl) {
-    throw Error("the sentence has a control character (byte " + std::to_string(stop.byte) +
-                "): only printable text and white space are allowed");
+    throw Error(fmt::format(
+        "{} has a control character (byte {}): only printable text and white space are allowed",
+        which, stop.byte));
   }
   return words;
 }
@@ -186,7 +187,7 @@ Vocabulary build_vocabulary(const std::vector<std::string>& words) {
 
 std::vector<std::string> WordTokenizer::tokens(std::string_view text,
                                                std::string_view which) const {
-  std::vector<std::string> words = tokenize(text);
+  std::vector<std::string> words = tokenize(text, which);
   if (words.empty()) {
     throw Error(std::string(which) +
                 " has no words: give at least one word (commas and white space do not count)");
