@@ -91,6 +91,198 @@ std::optional<std::int64_t> config_int(const json& config, const char* key,
   return it->get<std::int64_t>();
 }
 
+using Tensors = std::vector<std::pair<std::string, Gpt2Checkpoint::Tensor>>;
+
+// The file at `path` mapped whole, read-only, and its size: at least the header's 8-byte length.
+std::pair<const unsigned char*, std::size_t> map_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw Error(fmt::format("cannot open the model {}: {}", path, std::strerror(errno)));
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(fmt::format("the model {} is not a file: give a model.safetensors", path));
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  if (size < 8) {
+    ::close(fd);
+    throw Error(fmt::format(
+        "{}: is not a safetensors file: {} bytes, fewer than the header's 8-byte length", path,
+        size));
+  }
+  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) {
+    throw Error(fmt::format("cannot map the model {}: {}", path, std::strerror(errno)));
+  }
+  return {static_cast<const unsigned char*>(map), size};
+}
+
+// The header's tensors: each entry a known dtype, a shape, and data_offsets of the right size
+// within the `data_size` bytes of data; no two sharing a byte.
+Tensors read_tensors(const std::string& path, const json& doc, std::size_t data_size) {
+  Tensors tensors;
+  for (const auto& item : doc.items()) {
+    // Named copies, not structured bindings: clang 14 refuses a lambda that captures a binding.
+    const std::string& name = item.key();
+    const json& entry = item.value();
+    if (name == "__metadata__") continue;
+    auto bad = [&](const std::string& what) {
+      return Error(fmt::format("{}: tensor '{}' {}", path, name, what));
+    };
+    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
+        !entry.contains("data_offsets")) {
+      throw bad("is not an object with dtype, shape and data_offsets");
+    }
+    Gpt2Checkpoint::Tensor t;
+    if (!entry["dtype"].is_string()) throw bad("has a dtype that is not a string");
+    t.dtype = entry["dtype"].get<std::string>();
+    const std::size_t bytes = dtype_bytes(t.dtype);
+    if (bytes == 0) {
+      throw bad(fmt::format("has dtype '{}', which is not a safetensors dtype", t.dtype));
+    }
+    const json& shape = entry["shape"];
+    if (!shape.is_array()) throw bad("has a shape that is not a list");
+    std::uint64_t count = 1;
+    for (const json& d : shape) {
+      if (!d.is_number_unsigned() || d.get<std::uint64_t>() > (std::uint64_t{1} << 40)) {
+        throw bad(
+            fmt::format("has shape {}: each size must be an integer from 0 to 2^40", shape.dump()));
+      }
+      t.shape.push_back(d.get<std::int64_t>());
+      count = count > 0 && d.get<std::uint64_t>() > (std::uint64_t{1} << 62) / count
+                  ? std::uint64_t{1} << 62
+                  : count * d.get<std::uint64_t>();
+    }
+    const json& offsets = entry["data_offsets"];
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+        !offsets[1].is_number_unsigned()) {
+      throw bad(fmt::format("has data_offsets {}: they must be two byte offsets [begin, end]",
+                            offsets.dump()));
+    }
+    const auto begin = offsets[0].get<std::uint64_t>(), end = offsets[1].get<std::uint64_t>();
+    if (begin > end || end > data_size) {
+      throw bad(fmt::format("has data_offsets [{}, {}], outside the file's {} bytes of data", begin,
+                            end, data_size));
+    }
+    if (end - begin != count * bytes) {
+      throw bad(fmt::format("has data_offsets [{}, {}]: {} bytes, but {} {} needs {}", begin, end,
+                            end - begin, t.dtype, shape_text(t.shape), count * bytes));
+    }
+    t.begin = begin;
+    t.end = end;
+    tensors.emplace_back(name, std::move(t));
+  }
+  Tensors sorted = tensors;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& a, const auto& b) { return a.second.begin < b.second.begin; });
+  for (std::size_t i = 1; i < sorted.size(); ++i) {
+    if (sorted[i].second.begin < sorted[i - 1].second.end) {
+      throw Error(fmt::format("{}: tensors '{}' and '{}' overlap: bytes [{}, {}) and [{}, {})",
+                              path, sorted[i - 1].first, sorted[i].first,
+                              sorted[i - 1].second.begin, sorted[i - 1].second.end,
+                              sorted[i].second.begin, sorted[i].second.end));
+    }
+  }
+  return tensors;
+}
+
+// The tensors GPT-2 needs, by their names after `prefix` ("transformer." or "").
+struct TensorCheck {
+  const std::string& path;
+  const Tensors& tensors;
+  std::string prefix;
+
+  // Whether the file has the tensor of this whole name.
+  bool has(const std::string& full) const {
+    return std::any_of(tensors.begin(), tensors.end(),
+                       [&full](const auto& t) { return t.first == full; });
+  }
+  // The tensor `name`: present, in a float dtype, with this shape (0: any size, inferred); its
+  // shape.
+  const std::vector<std::int64_t>& need(const std::string& name,
+                                        std::vector<std::int64_t> want) const {
+    const std::string full = prefix + name;
+    const auto it = std::find_if(tensors.begin(), tensors.end(),
+                                 [&full](const auto& t) { return t.first == full; });
+    if (it == tensors.end()) {
+      throw Error(fmt::format("{}: has no tensor '{}': a GPT-2 checkpoint has it", path, full));
+    }
+    const Gpt2Checkpoint::Tensor& t = it->second;
+    if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16") {
+      throw Error(fmt::format("{}: tensor '{}' is {}: a model's weights must be F32, F16 or BF16",
+                              path, full, t.dtype));
+    }
+    bool same = t.shape.size() == want.size();
+    for (std::size_t i = 0; same && i < want.size(); ++i) {
+      if (want[i] == 0) want[i] = t.shape[i];
+      same = want[i] == t.shape[i];
+    }
+    if (!same) {
+      throw Error(fmt::format("{}: tensor '{}' has shape {}: GPT-2 needs {}", path, full,
+                              shape_text(t.shape), shape_text(want)));
+    }
+    return t.shape;
+  }
+};
+
+// config.json's hyperparameters (`text`, read from `where`), which must agree with those the
+// shapes gave `c`; its n_head, which must be `n_head` where that is given (> 0).
+void read_config(const std::string& where, const std::string& text, std::int64_t n_head,
+                 Gpt2Config& c) {
+  json cfg;
+  try {
+    cfg = json::parse(text);
+  } catch (const json::exception&) {
+    throw Error(fmt::format("{}: is not valid JSON", where));
+  }
+  if (!cfg.is_object()) throw Error(fmt::format("{}: is not a JSON object", where));
+  c.config_json = true;
+  auto agree = [&](const char* key, std::int64_t actual, const std::string& from) {
+    const auto value = config_int(cfg, key, where);
+    if (value && *value != actual) {
+      throw Error(fmt::format("{}: {} is {}, but {} gives {}", where, key, *value, from, actual));
+    }
+  };
+  agree("n_embd", c.n_embd, "wte.weight's shape");
+  agree("vocab_size", c.vocab_size, "wte.weight's shape");
+  agree("n_positions", c.n_positions, "wpe.weight's shape");
+  agree("n_layer", c.n_layer, "the file's blocks h.0 …");
+  agree("n_inner", c.n_inner, "mlp.c_fc.weight's shape");
+  if (!config_int(cfg, "n_inner", where) && c.n_inner != 4 * c.n_embd) {
+    throw Error(fmt::format(
+        "{}: n_inner is null, which means 4 · n_embd = {}, but mlp.c_fc.weight's shape gives {}",
+        where, 4 * c.n_embd, c.n_inner));
+  }
+  const auto heads = config_int(cfg, "n_head", where);
+  if (!heads) throw Error(fmt::format("{}: has no n_head", where));
+  if (n_head > 0 && n_head != *heads) {
+    throw Error(
+        fmt::format("{}: n_head is {}, but {} heads were asked for", where, *heads, n_head));
+  }
+  c.n_head = *heads;
+  if (const auto it = cfg.find("layer_norm_epsilon"); it != cfg.end() && !it->is_null()) {
+    if (!it->is_number() || !(it->get<double>() > 0.0) || !(it->get<double>() < 1.0)) {
+      throw Error(fmt::format("{}: layer_norm_epsilon is {}: it must be a number in (0, 1)", where,
+                              it->dump()));
+    }
+    c.layer_norm_epsilon = it->get<double>();
+  }
+  if (const auto it = cfg.find("activation_function"); it != cfg.end() && !it->is_null()) {
+    const std::string name = it->is_string() ? it->get<std::string>() : it->dump();
+    if (name == "gelu_new") {
+      c.activation = Gpt2Activation::kGeluNew;
+    } else if (name == "gelu") {
+      c.activation = Gpt2Activation::kGelu;
+    } else {
+      throw Error(fmt::format(
+          "{}: activation_function '{}' is not supported: gelu_new (GPT-2's tanh form) or gelu",
+          where, name));
+    }
+  }
+}
+
 }  // namespace
 
 const char* activation_name(Gpt2Activation activation) {
@@ -115,7 +307,8 @@ Matrix Gpt2Checkpoint::read(const std::string& name, Eigen::Index first_row,
   Matrix m(rows, cols);
   const std::size_t bytes = dtype_bytes(t.dtype);
   const unsigned char* p =
-      data_ + t.begin + static_cast<std::size_t>(first_row) * static_cast<std::size_t>(cols) * bytes;
+      data_ + t.begin +
+      static_cast<std::size_t>(first_row) * static_cast<std::size_t>(cols) * bytes;
   const auto n = static_cast<std::size_t>(rows * cols);
   if (t.dtype == "F32") {
     std::memcpy(m.data(), p, n * 4);  // little-endian, as x86 is
@@ -148,16 +341,16 @@ Matrix Gpt2Checkpoint::token_rows(const std::vector<std::int64_t>& ids) const {
 
 Matrix Gpt2Checkpoint::position_rows(std::int64_t t) const {
   if (t > config_.n_positions) {
-    throw Error(fmt::format("{} tokens are more than the model's {} positions", t,
-                            config_.n_positions));
+    throw Error(
+        fmt::format("{} tokens are more than the model's {} positions", t, config_.n_positions));
   }
   return read("wpe.weight", 0, t);
 }
 
 Gpt2Layer Gpt2Checkpoint::layer(std::int64_t l) const {
   if (l < 0 || l >= config_.n_layer) {
-    throw Error(fmt::format("layer {} is not in the model: its layers are 0 … {}", l,
-                            config_.n_layer - 1));
+    throw Error(
+        fmt::format("layer {} is not in the model: its layers are 0 … {}", l, config_.n_layer - 1));
   }
   const std::string h = fmt::format("h.{}.", l);
   Gpt2Layer w;
@@ -180,34 +373,13 @@ std::shared_ptr<const Gpt2Checkpoint> Gpt2Checkpoint::open(const std::string& pa
                                                            std::int64_t n_head) {
   std::shared_ptr<Gpt2Checkpoint> m(new Gpt2Checkpoint());
   m->path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    throw Error(fmt::format("cannot open the model {}: {}", path, std::strerror(errno)));
-  }
-  struct stat st{};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(fmt::format("the model {} is not a file: give a model.safetensors", path));
-  }
-  const auto size = static_cast<std::size_t>(st.st_size);
-  if (size < 8) {
-    ::close(fd);
-    throw Error(fmt::format(
-        "{}: is not a safetensors file: {} bytes, fewer than the header's 8-byte length", path,
-        size));
-  }
-  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) {
-    throw Error(fmt::format("cannot map the model {}: {}", path, std::strerror(errno)));
-  }
-  m->map_ = static_cast<const unsigned char*>(map);
+  const auto [map, size] = map_file(path);
+  m->map_ = map;
   m->map_size_ = size;
-  const unsigned char* p = m->map_;
 
   // The header: its length (u64, little-endian), then that many bytes of JSON.
   std::uint64_t header = 0;
-  for (int i = 7; i >= 0; --i) header = header << 8 | p[i];
+  for (int i = 7; i >= 0; --i) header = header << 8 | map[i];
   if (header > size - 8) {
     throw Error(fmt::format(
         "{}: is not a safetensors file: its header length {} runs past the end of the file "
@@ -216,90 +388,23 @@ std::shared_ptr<const Gpt2Checkpoint> Gpt2Checkpoint::open(const std::string& pa
   }
   json doc;
   try {
-    doc = json::parse(p + 8, p + 8 + header);
+    doc = json::parse(map + 8, map + 8 + header);
   } catch (const json::exception&) {
-    throw Error(fmt::format("{}: is not a safetensors file: its {}-byte header is not JSON", path,
-                            header));
+    throw Error(
+        fmt::format("{}: is not a safetensors file: its {}-byte header is not JSON", path, header));
   }
   if (!doc.is_object()) {
-    throw Error(fmt::format("{}: is not a safetensors file: its header is not a JSON object", path));
+    throw Error(
+        fmt::format("{}: is not a safetensors file: its header is not a JSON object", path));
   }
-  m->data_ = p + 8 + header;
-  const std::size_t data_size = size - 8 - header;
+  m->data_ = map + 8 + header;
+  m->tensors_ = read_tensors(path, doc, size - 8 - header);
 
-  // Every entry: a known dtype, a shape, and data_offsets of the right size within the data.
-  for (const auto& item : doc.items()) {
-    // Named copies, not structured bindings: clang 14 refuses a lambda that captures a binding.
-    const std::string& name = item.key();
-    const json& entry = item.value();
-    if (name == "__metadata__") continue;
-    auto bad = [&](const std::string& what) {
-      return Error(fmt::format("{}: tensor '{}' {}", path, name, what));
-    };
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
-        !entry.contains("data_offsets")) {
-      throw bad("is not an object with dtype, shape and data_offsets");
-    }
-    Tensor t;
-    if (!entry["dtype"].is_string()) throw bad("has a dtype that is not a string");
-    t.dtype = entry["dtype"].get<std::string>();
-    const std::size_t bytes = dtype_bytes(t.dtype);
-    if (bytes == 0) {
-      throw bad(fmt::format("has dtype '{}', which is not a safetensors dtype", t.dtype));
-    }
-    const json& shape = entry["shape"];
-    if (!shape.is_array()) throw bad("has a shape that is not a list");
-    std::uint64_t count = 1;
-    for (const json& d : shape) {
-      if (!d.is_number_unsigned() || d.get<std::uint64_t>() > (std::uint64_t{1} << 40)) {
-        throw bad(fmt::format("has shape {}: each size must be an integer from 0 to 2^40",
-                              shape.dump()));
-      }
-      t.shape.push_back(d.get<std::int64_t>());
-      count = count > 0 && d.get<std::uint64_t>() > (std::uint64_t{1} << 62) / count
-                  ? std::uint64_t{1} << 62
-                  : count * d.get<std::uint64_t>();
-    }
-    const json& offsets = entry["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
-        !offsets[1].is_number_unsigned()) {
-      throw bad(fmt::format("has data_offsets {}: they must be two byte offsets [begin, end]",
-                            offsets.dump()));
-    }
-    const auto begin = offsets[0].get<std::uint64_t>(), end = offsets[1].get<std::uint64_t>();
-    if (begin > end || end > data_size) {
-      throw bad(fmt::format("has data_offsets [{}, {}], outside the file's {} bytes of data",
-                            begin, end, data_size));
-    }
-    if (end - begin != count * bytes) {
-      throw bad(fmt::format("has data_offsets [{}, {}]: {} bytes, but {} {} needs {}", begin, end,
-                            end - begin, t.dtype, shape_text(t.shape), count * bytes));
-    }
-    t.begin = begin;
-    t.end = end;
-    m->tensors_.emplace_back(name, std::move(t));
-  }
-  // No two tensors share a byte.
-  std::vector<std::pair<std::string, Tensor>> sorted = m->tensors_;
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto& a, const auto& b) { return a.second.begin < b.second.begin; });
-  for (std::size_t i = 1; i < sorted.size(); ++i) {
-    if (sorted[i].second.begin < sorted[i - 1].second.end) {
-      throw Error(fmt::format("{}: tensors '{}' and '{}' overlap: bytes [{}, {}) and [{}, {})",
-                              path, sorted[i - 1].first, sorted[i].first,
-                              sorted[i - 1].second.begin, sorted[i - 1].second.end,
-                              sorted[i].second.begin, sorted[i].second.end));
-    }
-  }
-
-  auto has = [&m](const std::string& name) {
-    return std::any_of(m->tensors_.begin(), m->tensors_.end(),
-                       [&name](const auto& t) { return t.first == name; });
-  };
+  const TensorCheck check{path, m->tensors_, ""};
   Gpt2Config& c = m->config_;
-  if (has("wte.weight")) {
+  if (check.has("wte.weight")) {
     c.prefix = "";
-  } else if (has("transformer.wte.weight")) {
+  } else if (check.has("transformer.wte.weight")) {
     c.prefix = "transformer.";
   } else {
     throw Error(fmt::format(
@@ -307,96 +412,24 @@ std::shared_ptr<const Gpt2Checkpoint> Gpt2Checkpoint::open(const std::string& pa
         "checkpoint",
         path));
   }
-  // A tensor GPT-2 needs: present, in a float dtype, with this shape (0: any size, inferred).
-  auto need = [&](const std::string& name,
-                  std::vector<std::int64_t> want) -> const std::vector<std::int64_t>& {
-    const std::string full = c.prefix + name;
-    if (!has(full)) {
-      throw Error(fmt::format("{}: has no tensor '{}': a GPT-2 checkpoint has it", path, full));
-    }
-    const Tensor& t = m->tensor(name);
-    if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16") {
-      throw Error(fmt::format("{}: tensor '{}' is {}: a model's weights must be F32, F16 or BF16",
-                              path, full, t.dtype));
-    }
-    bool same = t.shape.size() == want.size();
-    for (std::size_t i = 0; same && i < want.size(); ++i) {
-      if (want[i] == 0) want[i] = t.shape[i];
-      same = want[i] == t.shape[i];
-    }
-    if (!same) {
-      throw Error(fmt::format("{}: tensor '{}' has shape {}: GPT-2 needs {}", path, full,
-                              shape_text(t.shape), shape_text(want)));
-    }
-    return t.shape;
-  };
-  const auto& wte = need("wte.weight", {0, 0});
+  const TensorCheck gpt2{path, m->tensors_, c.prefix};
+  const auto& wte = gpt2.need("wte.weight", {0, 0});
   c.vocab_size = wte[0];
   c.n_embd = wte[1];
-  c.n_positions = need("wpe.weight", {0, c.n_embd})[0];
-  while (has(fmt::format("{}h.{}.ln_1.weight", c.prefix, c.n_layer))) ++c.n_layer;
+  c.n_positions = gpt2.need("wpe.weight", {0, c.n_embd})[0];
+  while (gpt2.has(fmt::format("{}h.{}.ln_1.weight", c.prefix, c.n_layer))) ++c.n_layer;
   if (c.n_layer == 0) {
     throw Error(fmt::format("{}: has no tensor '{}h.0.ln_1.weight': a GPT-2 checkpoint has it",
                             path, c.prefix));
   }
-  c.n_inner = need("h.0.mlp.c_fc.weight", {c.n_embd, 0})[1];
+  c.n_inner = gpt2.need("h.0.mlp.c_fc.weight", {c.n_embd, 0})[1];
   c.dtype = m->tensor("h.0.attn.c_attn.weight").dtype;
 
   // config.json beside the file: its hyperparameters, which the shapes must agree with.
   const std::filesystem::path config_path =
       std::filesystem::path(path).parent_path() / "config.json";
-  const std::string where = config_path.string();
   if (const auto text = read_text(config_path)) {
-    json cfg;
-    try {
-      cfg = json::parse(*text);
-    } catch (const json::exception&) {
-      throw Error(fmt::format("{}: is not valid JSON", where));
-    }
-    if (!cfg.is_object()) throw Error(fmt::format("{}: is not a JSON object", where));
-    c.config_json = true;
-    auto agree = [&](const char* key, std::int64_t actual, const std::string& from) {
-      const auto value = config_int(cfg, key, where);
-      if (value && *value != actual) {
-        throw Error(fmt::format("{}: {} is {}, but {} gives {}", where, key, *value, from, actual));
-      }
-    };
-    agree("n_embd", c.n_embd, "wte.weight's shape");
-    agree("vocab_size", c.vocab_size, "wte.weight's shape");
-    agree("n_positions", c.n_positions, "wpe.weight's shape");
-    agree("n_layer", c.n_layer, "the file's blocks h.0 …");
-    agree("n_inner", c.n_inner, "mlp.c_fc.weight's shape");
-    if (!config_int(cfg, "n_inner", where) && c.n_inner != 4 * c.n_embd) {
-      throw Error(fmt::format(
-          "{}: n_inner is null, which means 4 · n_embd = {}, but mlp.c_fc.weight's shape gives {}",
-          where, 4 * c.n_embd, c.n_inner));
-    }
-    const auto heads = config_int(cfg, "n_head", where);
-    if (!heads) throw Error(fmt::format("{}: has no n_head", where));
-    if (n_head > 0 && n_head != *heads) {
-      throw Error(fmt::format("{}: n_head is {}, but {} heads were asked for", where, *heads,
-                              n_head));
-    }
-    c.n_head = *heads;
-    if (const auto it = cfg.find("layer_norm_epsilon"); it != cfg.end() && !it->is_null()) {
-      if (!it->is_number() || !(it->get<double>() > 0.0) || !(it->get<double>() < 1.0)) {
-        throw Error(fmt::format("{}: layer_norm_epsilon is {}: it must be a number in (0, 1)",
-                                where, it->dump()));
-      }
-      c.layer_norm_epsilon = it->get<double>();
-    }
-    if (const auto it = cfg.find("activation_function"); it != cfg.end() && !it->is_null()) {
-      const std::string name = it->is_string() ? it->get<std::string>() : it->dump();
-      if (name == "gelu_new") {
-        c.activation = Gpt2Activation::kGeluNew;
-      } else if (name == "gelu") {
-        c.activation = Gpt2Activation::kGelu;
-      } else {
-        throw Error(fmt::format(
-            "{}: activation_function '{}' is not supported: gelu_new (GPT-2's tanh form) or gelu",
-            where, name));
-      }
-    }
+    read_config(config_path.string(), *text, n_head, c);
   } else {
     if (n_head <= 0) {
       throw Error(fmt::format("{}: has no config.json beside it: give the number of heads", path),
@@ -406,26 +439,26 @@ std::shared_ptr<const Gpt2Checkpoint> Gpt2Checkpoint::open(const std::string& pa
   }
   if (c.n_embd % c.n_head != 0) {
     throw Error(fmt::format("{}: {} heads do not divide n_embd {}: d_head would not be whole",
-                            c.config_json ? where : path, c.n_head, c.n_embd));
+                            c.config_json ? config_path.string() : path, c.n_head, c.n_embd));
   }
   const std::int64_t d = c.n_embd;
   for (std::int64_t l = 0; l < c.n_layer; ++l) {
     const std::string h = fmt::format("h.{}.", l);
     for (const char* part : {"ln_1", "ln_2"}) {
-      need(h + part + ".weight", {d});
-      need(h + part + ".bias", {d});
+      gpt2.need(h + part + ".weight", {d});
+      gpt2.need(h + part + ".bias", {d});
     }
-    need(h + "attn.c_attn.weight", {d, 3 * d});
-    need(h + "attn.c_attn.bias", {3 * d});
-    need(h + "attn.c_proj.weight", {d, d});
-    need(h + "attn.c_proj.bias", {d});
-    need(h + "mlp.c_fc.weight", {d, c.n_inner});
-    need(h + "mlp.c_fc.bias", {c.n_inner});
-    need(h + "mlp.c_proj.weight", {c.n_inner, d});
-    need(h + "mlp.c_proj.bias", {d});
+    gpt2.need(h + "attn.c_attn.weight", {d, 3 * d});
+    gpt2.need(h + "attn.c_attn.bias", {3 * d});
+    gpt2.need(h + "attn.c_proj.weight", {d, d});
+    gpt2.need(h + "attn.c_proj.bias", {d});
+    gpt2.need(h + "mlp.c_fc.weight", {d, c.n_inner});
+    gpt2.need(h + "mlp.c_fc.bias", {c.n_inner});
+    gpt2.need(h + "mlp.c_proj.weight", {c.n_inner, d});
+    gpt2.need(h + "mlp.c_proj.bias", {d});
   }
-  need("ln_f.weight", {d});
-  need("ln_f.bias", {d});
+  gpt2.need("ln_f.weight", {d});
+  gpt2.need("ln_f.bias", {d});
   return m;
 }
 
