@@ -1,14 +1,13 @@
 #include "attn/memory.hpp"
 
 #include <doctest/doctest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
+#include <optional>
 #include <string>
 
 #include "support/fake_files.hpp"
+#include "support/real_cgroup.hpp"
 #include "support/temp_dir.hpp"
 
 using attn::test::mount_line;
@@ -88,40 +87,18 @@ TEST_CASE("machine_memory takes a cgroup's memory limit where it is less") {
 }
 
 TEST_CASE("a process in a cgroup limited to 256 MiB of memory reads that limit") {
-  // A real cgroup, where the machine lets this process make one (root, a writable hierarchy
-  // with the memory controller): a child process moves into it and reads its own limit.
-  struct Place {
-    fs::path dir;
-    const char* file;
-  };
-  const Place places[] = {{"/sys/fs/cgroup/memory", "memory.limit_in_bytes"},
-                          {"/sys/fs/cgroup", "memory.max"},
-                          {"/sys/fs/cgroup/unified", "memory.max"}};
-  const std::string name = "attn-test-" + std::to_string(getpid());
-  for (const Place& p : places) {
-    const fs::path group = p.dir / name;
-    std::error_code error;
-    if (!fs::create_directory(group, error)) continue;
-    const bool limited =
-        fs::exists(group / p.file) && (std::ofstream(group / p.file) << "268435456");
-    if (!limited) {
-      fs::remove(group, error);
-      continue;
-    }
-    const pid_t child = fork();
-    if (child == 0) {
-      std::ofstream procs(group / "cgroup.procs");
-      if (!(procs << getpid() << std::flush)) _exit(255);  // not allowed to move: skipped
-      const auto m = attn::machine_memory();
-      _exit(!m ? 2 : m->cgroup && m->bytes == (256u << 20) ? 0 : 1);
-    }
-    int status = 0;
-    REQUIRE(waitpid(child, &status, 0) == child);
-    fs::remove(group, error);
-    REQUIRE(WIFEXITED(status));
-    if (WEXITSTATUS(status) == 255) continue;
-    CHECK(WEXITSTATUS(status) == 0);
+  // A child process in a real cgroup reads its own limit.
+  const std::optional<int> code = attn::test::exit_code_in_cgroup(
+      {{"/sys/fs/cgroup/memory", "memory.limit_in_bytes", "268435456"},
+       {"/sys/fs/cgroup", "memory.max", "268435456"},
+       {"/sys/fs/cgroup/unified", "memory.max", "268435456"}},
+      [] {
+        const auto m = attn::machine_memory();
+        return !m ? 2 : m->cgroup && m->bytes == (256u << 20) ? 0 : 1;
+      });
+  if (!code) {
+    MESSAGE("skipped: no cgroup hierarchy with the memory controller that this process may write");
     return;
   }
-  MESSAGE("skipped: no cgroup hierarchy with the memory controller that this process may write");
+  CHECK(*code == 0);
 }

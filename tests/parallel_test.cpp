@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "support/fake_files.hpp"
+#include "support/real_cgroup.hpp"
 #include "support/temp_dir.hpp"
 
 using attn::test::TempDir;
@@ -22,8 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using attn::test::write_file;
 using attn::test::mount_line;
+using attn::test::write_file;
 
 // The CPUs this process may run on (its affinity mask), ascending.
 std::vector<int> allowed_cpu_numbers() {
@@ -72,7 +73,7 @@ TEST_CASE("physical_cores counts the two threads of one core (SMT) once") {
   // Four CPUs on two cores, 0 and 2 on one, 1 and 3 on the other, as Linux numbers them.
   for (const auto& [cpu, list] : {std::pair{0, "0,2"}, {1, "1,3"}, {2, "0,2"}, {3, "1,3"}}) {
     write_file(sys / ("cpu" + std::to_string(cpu)) / "topology" / "core_cpus_list",
-          std::string(list) + "\n");
+               std::string(list) + "\n");
   }
   write_file(sys / "smt" / "active", "1\n");
   CHECK(attn::physical_cores({0, 1, 2, 3}, sys.string()) == 2);
@@ -100,7 +101,8 @@ TEST_CASE("cgroup_cpu_limit reads cgroup v2's cpu.max along the process's path")
   const TempDir dir;
   const fs::path mount = dir.path() / "unified";
   const fs::path mountinfo = dir.path() / "mountinfo", cgroup = dir.path() / "cgroup";
-  write_file(mountinfo, mount_line("/", mount, "ext4", "rw") + mount_line("/", mount, "cgroup2", "rw"));
+  write_file(mountinfo,
+             mount_line("/", mount, "ext4", "rw") + mount_line("/", mount, "cgroup2", "rw"));
   write_file(cgroup, "0::/box/inner\n");
   const auto limit = [&] { return attn::cgroup_cpu_limit(mountinfo, cgroup); };
 
@@ -141,7 +143,7 @@ TEST_CASE("cgroup_cpu_limit reads cgroup v1's CFS quota, and a container's own m
   const fs::path cpu = dir.path() / "cpu,cpuacct", memory = dir.path() / "memory";
   // A container: its cgroup /docker/abc is what is mounted, at the mount point's root.
   write_file(mountinfo, mount_line("/docker/abc", memory, "cgroup", "rw,memory") +
-                       mount_line("/docker/abc", cpu, "cgroup", "rw,cpu,cpuacct"));
+                            mount_line("/docker/abc", cpu, "cgroup", "rw,cpu,cpuacct"));
   write_file(cgroup, "12:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n");
   const auto limit = [&] { return attn::cgroup_cpu_limit(mountinfo, cgroup); };
   write_file(memory / "cpu.cfs_quota_us", "100000\n");  // not the CPU controller's hierarchy
@@ -156,7 +158,7 @@ TEST_CASE("cgroup_cpu_limit reads cgroup v1's CFS quota, and a container's own m
   // A mount point with a space in it, as mountinfo writes it (\040).
   const fs::path spaced = dir.path() / "cpu mount";
   write_file(mountinfo, "35 24 0:30 / " + (dir.path() / "cpu\\040mount").string() +
-                       " rw shared:9 - cgroup cgroup rw,cpu\n");
+                            " rw shared:9 - cgroup cgroup rw,cpu\n");
   write_file(cgroup, "4:cpu:/\n");
   write_file(spaced / "cpu.cfs_quota_us", "100000\n");
   write_file(spaced / "cpu.cfs_period_us", "100000\n");
@@ -164,44 +166,19 @@ TEST_CASE("cgroup_cpu_limit reads cgroup v1's CFS quota, and a container's own m
 }
 
 TEST_CASE("a process in a cgroup limited to one CPU's time defaults to one thread") {
-  // A real cgroup, where the machine lets this process make one (root, a writable hierarchy
-  // with the CPU controller): a child process moves into it and reads its own limit.
-  struct Place {
-    fs::path dir;
-    const char* file;
-    const char* text;
-  };
-  const Place places[] = {{"/sys/fs/cgroup/cpu", "cpu.cfs_quota_us", "100000"},
-                          {"/sys/fs/cgroup/cpu,cpuacct", "cpu.cfs_quota_us", "100000"},
-                          {"/sys/fs/cgroup", "cpu.max", "100000 100000"},
-                          {"/sys/fs/cgroup/unified", "cpu.max", "100000 100000"}};
-  const std::string name = "attn-test-" + std::to_string(getpid());
-  for (const Place& p : places) {
-    const fs::path group = p.dir / name;
-    std::error_code error;
-    if (!fs::create_directory(group, error)) continue;
-    const bool limited = fs::exists(group / p.file) && (std::ofstream(group / p.file) << p.text);
-    std::ofstream(group / "cpu.cfs_period_us") << "100000";  // v1 only; the default anyway
-    if (!limited) {
-      fs::remove(group, error);
-      continue;
-    }
-    const pid_t child = fork();
-    if (child == 0) {
-      std::ofstream procs(group / "cgroup.procs");
-      if (!(procs << getpid() << std::flush)) _exit(255);  // not allowed to move: skipped
-      _exit(attn::cgroup_cpu_limit() * 16 + attn::usable_cpus());
-    }
-    int status = 0;
-    REQUIRE(waitpid(child, &status, 0) == child);
-    fs::remove(group, error);
-    REQUIRE(WIFEXITED(status));
-    if (WEXITSTATUS(status) == 255) continue;
-    CHECK(WEXITSTATUS(status) / 16 == 1);  // its limit
-    CHECK(WEXITSTATUS(status) % 16 == 1);  // and its threads
+  // A child process in a real cgroup reads its own limit.
+  const std::optional<int> code = attn::test::exit_code_in_cgroup(
+      {{"/sys/fs/cgroup/cpu", "cpu.cfs_quota_us", "100000"},  // the period's default: 100000
+       {"/sys/fs/cgroup/cpu,cpuacct", "cpu.cfs_quota_us", "100000"},
+       {"/sys/fs/cgroup", "cpu.max", "100000 100000"},
+       {"/sys/fs/cgroup/unified", "cpu.max", "100000 100000"}},
+      [] { return attn::cgroup_cpu_limit() * 16 + attn::usable_cpus(); });
+  if (!code) {
+    MESSAGE("skipped: no cgroup hierarchy with the CPU controller that this process may write");
     return;
   }
-  MESSAGE("skipped: no cgroup hierarchy with the CPU controller that this process may write");
+  CHECK(*code / 16 == 1);  // its limit
+  CHECK(*code % 16 == 1);  // and its threads
 }
 
 TEST_CASE("a process whose CPUs are two threads of one core defaults to one thread") {
@@ -266,7 +243,7 @@ TEST_CASE("new workers start on other cores first, then on the SMT siblings") {
   const fs::path apart = dir.path() / "apart";
   for (const int cpu : {0, 1, 2, 3}) {
     write_file(apart / ("cpu" + std::to_string(cpu)) / "topology" / "core_cpus_list",
-          cpu % 2 == 0 ? "0,2\n" : "1,3\n");
+               cpu % 2 == 0 ? "0,2\n" : "1,3\n");
   }
   CHECK(attn::spread_order({0, 1, 2, 3}, 0, apart.string()) == V{1, 2, 3, 0});
   CHECK(attn::spread_order({0, 1, 2, 3}, 1, apart.string()) == V{0, 3, 2, 1});
