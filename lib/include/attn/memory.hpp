@@ -1,7 +1,9 @@
 #pragma once
 
 // How a run takes its memory: large matrices from a heap that is kept and prepared, not from a
-// fresh mmap() and its page faults each time. For programs; the library works without it.
+// fresh mmap() and its page faults each time (keep_heap, prepare_heap: for programs; the library
+// works without them); and how much memory the machine can give a run (machine_memory, which the
+// library checks a run's estimate against).
 
 #include <cstdint>
 #include <optional>
