@@ -60,7 +60,9 @@ bool given_option(const Options& o, std::string_view name) {
 
 // The sentences, from one of: the arguments (one sentence, quoted or not; "-" reads standard
 // input), -s/--sentence (one batch item each), --batch (a file, a sentence a line) or --file.
-std::vector<std::string> read_sentences(const Options& o) {
+// A batch file's sentences are named for messages by their lines in `names` ("batch.txt: line 5:
+// the sentence"): blank lines are skipped, so "sentence 3 of 4" need not be line 3.
+std::vector<std::string> read_sentences(const Options& o, std::vector<std::string>& names) {
   const std::uint64_t limit = o.config.max_memory;
   std::vector<std::string> sources;
   if (!o.words.empty()) sources.emplace_back("a sentence argument");
@@ -86,15 +88,19 @@ std::vector<std::string> read_sentences(const Options& o) {
     // two words took 1.47 GB).
     const std::uint64_t least = outline_only(o) ? 1024 : 6144;
     std::vector<std::string> lines;
-    std::uint64_t count = 0;
+    std::uint64_t count = 0, number = 0;
     std::size_t start = 0;
     while (start < text.size()) {
       std::size_t end = text.find('\n', start);
       if (end == std::string::npos) end = text.size();
       std::string_view line(text.data() + start, end - start);
+      ++number;
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (line.find_first_not_of(" \t\v\f") != std::string_view::npos) {
-        if (++count <= limit / least) lines.emplace_back(line);
+        if (++count <= limit / least) {
+          lines.emplace_back(line);
+          names.push_back(fmt::format("{}: line {}: the sentence", source, number));
+        }
       }
       start = end + 1;
     }
@@ -283,7 +289,8 @@ TraceConfig make_config(Options& o) {
   choose_model(o);
   choose_tokenizer(o);
   check_variant_options(o);
-  o.sentences = read_sentences(o);
+  std::vector<std::string> names;
+  o.sentences = read_sentences(o, names);
   o.config.x = given(o.x);
   o.config.embedding = given(o.embedding);
   o.config.w_query = given(o.w_query);
@@ -304,6 +311,7 @@ TraceConfig make_config(Options& o) {
     }
   } else if (!o.sentences.empty()) {
     o.config.sentences = o.sentences;
+    o.config.sentence_names = std::move(names);
   }
   if (o.d_out) o.config.d_kq = o.config.d_v = *o.d_out;
   o.config.cross = o.cross;

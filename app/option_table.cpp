@@ -226,7 +226,7 @@ std::vector<OptionSpec> sentence_options() {
                               "a UTF-8 text file, or `-` for standard input", &Options::batch));
   input.back().meaning =
       "a batch, one sentence per line; blank lines are skipped, a byte-order mark and `\\r` line "
-      "ends are dropped";
+      "ends are dropped; a message about one sentence names its line";
   input.push_back(
       file_option("--file", "The sentence from a file (the whole file, its final newline dropped)",
                   "a text file; no sentence argument with it", &Options::file));

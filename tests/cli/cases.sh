@@ -628,9 +628,16 @@ case_error_control_character() {
   expect_error "the sentence has a control character (byte 4): only printable text and white space are allowed" $'Life\x1b[31m is short'
 }
 case_error_control_character_in_a_batch_names_the_sentence() {
-  printf 'Life is short\n\neat dessert first\nthen \033 tea\n' >"$work/batch.txt" &&
-    expect_error "sentence 3 of 3 has a control character (byte 5): only printable text and white space are allowed" \
+  # A batch file's sentence by its line (the blank line 2 is skipped: it is the third sentence);
+  # -s items and the cross sentence by their place.
+  printf 'Life is short\n\neat dessert first\nthen \033 tea\n , ,\n' >"$work/batch.txt" &&
+    expect_error "$work/batch.txt: line 4: the sentence has a control character (byte 5): only printable text and white space are allowed" \
       --batch "$work/batch.txt" &&
+    printf 'Life is short\n\n , ,\n' >"$work/commas.txt" &&
+    expect_error "$work/commas.txt: line 3: the sentence has no words: give at least one word (commas and white space do not count)" \
+      --batch "$work/commas.txt" &&
+    expect_error "standard input: line 2: the sentence is not valid UTF-8 (byte 2): a sentence must be UTF-8 text" \
+      --tokenizer gpt2 --batch - < <(printf 'Life is short\nok\377\n') &&
     expect_error "sentence 2 of 2 is not valid UTF-8 (byte 2): a sentence must be UTF-8 text" \
       -s "Life is short" -s $'ok\xff' &&
     expect_error "the key and value sentence has a control character (byte 1): only printable text and white space are allowed" \

@@ -94,6 +94,10 @@ struct PlannedRun {
 struct TraceConfig {
   // One sentence, or several: a batch, padded to the longest with kPadToken.
   std::vector<std::string> sentences{std::string(kWalkthroughSentence)};
+  // How messages name each of the sentences, where a program knows them better (a batch file's
+  // "batch.txt: line 5: the sentence"); otherwise, or where the counts differ, "the sentence",
+  // and "sentence 3 of 4" in a batch.
+  std::vector<std::string> sentence_names;
   // Cross-attention: keys and values come from this sentence, queries from the (one) sentence.
   std::optional<std::string> cross;
   // How the sentences become tokens and ids: the walkthrough's words, by default.

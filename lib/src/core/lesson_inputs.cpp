@@ -148,6 +148,14 @@ void count_inputs(const TraceConfig& c, const LengthsKnown& counted) {
   counted(t, t_k, static_cast<std::int64_t>(c.sentences.size()), padded, all + (padded ? 1 : 0));
 }
 
+// How messages name sentence b: as config.sentence_names names it, "sentence 3 of 4" in a batch,
+// or `alone`.
+std::string sentence_name(const TraceConfig& c, std::size_t b, std::string_view alone) {
+  if (c.sentence_names.size() == c.sentences.size()) return c.sentence_names[b];
+  if (c.sentences.size() > 1) return fmt::format("sentence {} of {}", b + 1, c.sentences.size());
+  return std::string(alone);
+}
+
 // The words of every sentence, one dictionary for all of them, and the padded ids. `counted`,
 // if set, is called before any token is stored, with the lengths count_inputs counts; `known`
 // before the ids are made (the run's memory plan goes there).
@@ -157,9 +165,7 @@ void tokenize_inputs(Trace& trace, const LengthsKnown& known, const LengthsKnown
   if (counted) count_inputs(c, counted);
   std::vector<std::vector<std::string>> words;
   for (std::size_t b = 0; b < c.sentences.size(); ++b) {
-    words.push_back(c.tokenizer->tokens(
-        c.sentences[b], batch_size > 1 ? fmt::format("sentence {} of {}", b + 1, batch_size)
-                                       : std::string("the sentence")));
+    words.push_back(c.tokenizer->tokens(c.sentences[b], sentence_name(c, b, "the sentence")));
   }
   std::vector<std::string> cross_words;
   if (c.cross) cross_words = c.tokenizer->tokens(*c.cross, "the key and value sentence");
@@ -173,9 +179,8 @@ void tokenize_inputs(Trace& trace, const LengthsKnown& known, const LengthsKnown
         words.begin();
     throw Error(fmt::format(
         "{} has {} tokens, more than the model's {} positions (n_positions): give a shorter text",
-        batch_size > 1 ? fmt::format("sentence {} of {}", longest + 1, batch_size)
-                       : std::string("the text"),
-        t, c.model->config().n_positions));
+        sentence_name(c, static_cast<std::size_t>(longest), "the text"), t,
+        c.model->config().n_positions));
   }
   // Before anything large: T is known now. The dictionary's size counts only for the backward
   // pass (the embedding table's gradient); otherwise the plan comes first, so that the
