@@ -60,9 +60,11 @@ bool given_option(const Options& o, std::string_view name) {
 
 // The sentences, from one of: the arguments (one sentence, quoted or not; "-" reads standard
 // input), -s/--sentence (one batch item each), --batch (a file, a sentence a line) or --file.
-// A batch file's sentences are named for messages by their lines in `names` ("batch.txt: line 5:
-// the sentence"): blank lines are skipped, so "sentence 3 of 4" need not be line 3.
-std::vector<std::string> read_sentences(const Options& o, std::vector<std::string>& names) {
+// A batch file's name goes to `file` and each sentence's line in it to `lines`, for messages
+// ("batch.txt: line 5: the sentence"): blank lines are skipped, so "sentence 3 of 4" need not be
+// line 3.
+std::vector<std::string> read_sentences(const Options& o, std::string& file,
+                                        std::vector<std::int64_t>& lines_of) {
   const std::uint64_t limit = o.config.max_memory;
   std::vector<std::string> sources;
   if (!o.words.empty()) sources.emplace_back("a sentence argument");
@@ -88,7 +90,8 @@ std::vector<std::string> read_sentences(const Options& o, std::vector<std::strin
     // two words took 1.47 GB).
     const std::uint64_t least = outline_only(o) ? 1024 : 6144;
     std::vector<std::string> lines;
-    std::uint64_t count = 0, number = 0;
+    std::uint64_t count = 0;
+    std::int64_t number = 0;
     std::size_t start = 0;
     while (start < text.size()) {
       std::size_t end = text.find('\n', start);
@@ -99,7 +102,7 @@ std::vector<std::string> read_sentences(const Options& o, std::vector<std::strin
       if (line.find_first_not_of(" \t\v\f") != std::string_view::npos) {
         if (++count <= limit / least) {
           lines.emplace_back(line);
-          names.push_back(fmt::format("{}: line {}: the sentence", source, number));
+          lines_of.push_back(number);
         }
       }
       start = end + 1;
@@ -114,6 +117,7 @@ std::vector<std::string> read_sentences(const Options& o, std::vector<std::strin
     if (lines.empty()) {
       throw Error(fmt::format("{} has no sentences: give one sentence per line", source));
     }
+    file = source;
     return lines;
   }
   if (!o.sentences.empty()) return o.sentences;
@@ -289,8 +293,9 @@ TraceConfig make_config(Options& o) {
   choose_model(o);
   choose_tokenizer(o);
   check_variant_options(o);
-  std::vector<std::string> names;
-  o.sentences = read_sentences(o, names);
+  std::string file;
+  std::vector<std::int64_t> lines;
+  o.sentences = read_sentences(o, file, lines);
   o.config.x = given(o.x);
   o.config.embedding = given(o.embedding);
   o.config.w_query = given(o.w_query);
@@ -311,7 +316,8 @@ TraceConfig make_config(Options& o) {
     }
   } else if (!o.sentences.empty()) {
     o.config.sentences = o.sentences;
-    o.config.sentence_names = std::move(names);
+    o.config.sentences_file = std::move(file);
+    o.config.sentence_lines = std::move(lines);
   }
   if (o.d_out) o.config.d_kq = o.config.d_v = *o.d_out;
   o.config.cross = o.cross;

@@ -375,13 +375,14 @@ TEST_CASE("variant settings that do not fit together are refused") {
                        "sentence 2 of 2 has no words: give at least one word (commas and white "
                        "space do not count)",
                        attn::Error);
-  // Named as the program names them (a batch file's lines), where it names each one.
-  c.sentence_names = {"b.txt: line 1: the sentence", "b.txt: line 3: the sentence"};
+  // Named by their lines in a batch file, where the program gives every sentence's line.
+  c.sentences_file = "b.txt";
+  c.sentence_lines = {1, 3};
   CHECK_THROWS_WITH_AS(attn::run_trace(c),
                        "b.txt: line 3: the sentence has no words: give at least one word (commas "
                        "and white space do not count)",
                        attn::Error);
-  c.sentence_names.pop_back();
+  c.sentence_lines.pop_back();
   CHECK_THROWS_WITH_AS(attn::run_trace(c),
                        "sentence 2 of 2 has no words: give at least one word (commas and white "
                        "space do not count)",

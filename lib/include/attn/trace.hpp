@@ -94,10 +94,11 @@ struct PlannedRun {
 struct TraceConfig {
   // One sentence, or several: a batch, padded to the longest with kPadToken.
   std::vector<std::string> sentences{std::string(kWalkthroughSentence)};
-  // How messages name each of the sentences, where a program knows them better (a batch file's
-  // "batch.txt: line 5: the sentence"); otherwise, or where the counts differ, "the sentence",
-  // and "sentence 3 of 4" in a batch.
-  std::vector<std::string> sentence_names;
+  // Where the sentences came from, for messages about one of them, where a program knows: a
+  // batch file's name and each sentence's line in it ("batch.txt: line 5: the sentence").
+  // Otherwise, or where the counts differ, "the sentence", and "sentence 3 of 4" in a batch.
+  std::string sentences_file;
+  std::vector<std::int64_t> sentence_lines;
   // Cross-attention: keys and values come from this sentence, queries from the (one) sentence.
   std::optional<std::string> cross;
   // How the sentences become tokens and ids: the walkthrough's words, by default.

@@ -148,10 +148,12 @@ void count_inputs(const TraceConfig& c, const LengthsKnown& counted) {
   counted(t, t_k, static_cast<std::int64_t>(c.sentences.size()), padded, all + (padded ? 1 : 0));
 }
 
-// How messages name sentence b: as config.sentence_names names it, "sentence 3 of 4" in a batch,
-// or `alone`.
+// How messages name sentence b: by its line in config.sentences_file, "sentence 3 of 4" in a
+// batch, or `alone`.
 std::string sentence_name(const TraceConfig& c, std::size_t b, std::string_view alone) {
-  if (c.sentence_names.size() == c.sentences.size()) return c.sentence_names[b];
+  if (c.sentence_lines.size() == c.sentences.size()) {
+    return fmt::format("{}: line {}: the sentence", c.sentences_file, c.sentence_lines[b]);
+  }
   if (c.sentences.size() > 1) return fmt::format("sentence {} of {}", b + 1, c.sentences.size());
   return std::string(alone);
 }
