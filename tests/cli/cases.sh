@@ -627,6 +627,13 @@ case_error_invalid_utf8() {
 case_error_control_character() {
   expect_error "the sentence has a control character (byte 4): only printable text and white space are allowed" $'Life\x1b[31m is short'
 }
+case_error_message_escapes_control_characters_of_a_file_name() {
+  # A newline or an escape sequence in a name the message quotes stays one line, and inert.
+  expect_error "$work/no\\x0aline\\x1b[31m\\x9b: cannot read: No such file or directory" \
+    --file "$work/no"$'\n'"line"$'\e[31m\xc2\x9b' &&
+    expect_error "step 'a\\b' is not in this trace: its steps are embeddings, w_query, w_key, w_value, queries, keys, values, omega, scaled_scores, attention_weights, context_vectors" \
+      --steps 'a\b'
+}
 case_error_control_character_in_a_batch_names_the_sentence() {
   # A batch file's sentence by its line (the blank line 2 is skipped: it is the third sentence);
   # -s items and the cross sentence by their place.
