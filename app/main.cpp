@@ -32,33 +32,12 @@ namespace {
 
 using attn::cli::write_all;
 
-// The message with its control characters written as \xNN: a file name or a value from the
-// command line may hold a newline, which would split the one line, or an escape sequence, which
-// the terminal would obey. The C0 controls, DEL and the C1 controls (U+0080 to U+009F, as UTF-8
-// writes them); backslashes and all other text as they are.
-std::string one_line(std::string_view message) {
-  constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(message.size());
-  for (std::size_t i = 0; i < message.size(); ++i) {
-    auto c = static_cast<unsigned char>(message[i]);
-    const bool c1 = c == 0xc2 && i + 1 < message.size() &&
-                    static_cast<unsigned char>(message[i + 1]) <= 0x9f &&
-                    static_cast<unsigned char>(message[i + 1]) >= 0x80;
-    if (c1) c = static_cast<unsigned char>(message[++i]);
-    if (c1 || c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
+// The one line on stderr. A file name or a value from the command line may hold a newline,
+// which would split the line, or an escape sequence, which the terminal would obey: the message's
+// control characters and bytes that are not UTF-8 are written as \xNN (escape_controls).
 int fail(const std::string& message) {
-  std::cerr << "attn-trace: error: " << one_line(message) << '\n';
+  std::cerr << "attn-trace: error: " << attn::escape_controls(message, attn::EscapeStyle::kMessage)
+            << '\n';
   return attn::cli::kExitInvalid;
 }
 

@@ -54,6 +54,20 @@ TEST_CASE("steps only in one trace, and steps of another shape, are differences"
         std::string::npos);
 }
 
+TEST_CASE("the report shows a file name's control characters escaped") {
+  attn::TraceConfig causal;
+  causal.causal = true;
+  const attn::TraceDocument a = document({}, "a\x1b[2J.json");
+  const attn::TraceDocument b = document(causal, "b\n.json");
+  const attn::DiffResult d = attn::diff_traces(a, b, {});
+  CHECK(d.report.find("mask: only in b\\n.json\n") != std::string::npos);
+  attn::TraceConfig longer;
+  longer.sentences = {"a b c"};
+  const attn::DiffResult s = attn::diff_traces(a, document(longer, "c\x9b.json"), {});
+  CHECK(s.report.find("embeddings: shape [6, 3] in a\\x1b[2J.json, [3, 3] in c\\x9b.json\n") !=
+        std::string::npos);
+}
+
 TEST_CASE("nan equals nan and infinities equal themselves") {
   attn::TraceConfig c;
   c.sentences = {"a b c", "d"};

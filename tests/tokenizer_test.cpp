@@ -137,6 +137,20 @@ TEST_CASE(
   CHECK(attn::escape_controls("caf\xe9\xff") == "caf\\xe9\\xff");
 }
 
+TEST_CASE("escape_controls for a message: every escape as \\xNN, backslashes as they are") {
+  using attn::EscapeStyle;
+  CHECK(attn::escape_controls("a\\b C:\\dir é 我", EscapeStyle::kMessage) == "a\\b C:\\dir é 我");
+  CHECK(attn::escape_controls(std::string("a\tb\nc\rd\0e\x1b[31m", 14), EscapeStyle::kMessage) ==
+        "a\\x09b\\x0ac\\x0dd\\x00e\\x1b[31m");
+  CHECK(attn::escape_controls("\x7f\xc2\x9b", EscapeStyle::kMessage) == "\\x7f\\x9b");
+  // A lone 0x9b, which a terminal in an 8-bit mode reads as CSI, and a Latin-1 name.
+  CHECK(attn::escape_controls("x\x9b"
+                              "2J caf\xe9.txt",
+                              EscapeStyle::kMessage) ==
+        "x\\x9b"
+        "2J caf\\xe9.txt");
+}
+
 TEST_CASE("words are counted as tokenize splits them, before any is stored") {
   // The count lets a run be refused for the memory limit before its words take the memory: it
   // must be tokenize's count for every text tokenize accepts, and nothing where it refuses one.

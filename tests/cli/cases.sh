@@ -628,9 +628,12 @@ case_error_control_character() {
   expect_error "the sentence has a control character (byte 4): only printable text and white space are allowed" $'Life\x1b[31m is short'
 }
 case_error_message_escapes_control_characters_of_a_file_name() {
-  # A newline or an escape sequence in a name the message quotes stays one line, and inert.
+  # A newline, an escape sequence or a byte that is not UTF-8 (a lone 0x9b is CSI to a terminal
+  # in an 8-bit mode) in a name the message quotes stays one line, and inert.
   expect_error "$work/no\\x0aline\\x1b[31m\\x9b: cannot read: No such file or directory" \
     --file "$work/no"$'\n'"line"$'\e[31m\xc2\x9b' &&
+    expect_error "$work/lone\\x9b""2J caf\\xe9: cannot read: No such file or directory" \
+      --file "$work/lone"$'\x9b'"2J caf"$'\xe9' &&
     expect_error "step 'a\\b' is not in this trace: its steps are embeddings, w_query, w_key, w_value, queries, keys, values, omega, scaled_scores, attention_weights, context_vectors" \
       --steps 'a\b'
 }

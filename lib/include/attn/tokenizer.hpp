@@ -115,12 +115,20 @@ std::size_t invalid_utf8_offset(std::string_view text);
 // A control character: U+0000 to U+001F, U+007F (DEL), U+0080 to U+009F (the C1 controls).
 bool is_control(char32_t cp);
 
-// Text as it may be written to a terminal: each control character and each byte that is not
-// valid UTF-8 escaped as Python's repr() writes it inside the quotes (\t, \n, \r, otherwise
-// \x1b, \x7f, \x9b), and a backslash as \\, so that no text from a file can move the cursor,
-// clear the screen or set the window's title, and the escaped text reads back unambiguously.
-// Everything else is unchanged.
-std::string escape_controls(std::string_view text);
+// How escape_controls writes what it escapes.
+enum class EscapeStyle {
+  // As Python's repr() writes it inside the quotes: \t, \n, \r, otherwise \x1b, \x7f, \x9b;
+  // a backslash as \\, so that the escaped text reads back unambiguously.
+  kRepr,
+  // For an error message that quotes what the user typed: every escaped character or byte as
+  // \xNN (a newline as \x0a), and a backslash left as it is (`--steps 'a\b'` is quoted as a\b).
+  kMessage,
+};
+
+// Text as it may be written to a terminal: each control character (is_control) and each byte
+// that is not valid UTF-8 escaped, so that no text from a file or an argument can move the
+// cursor, clear the screen, set the window's title or split a line. Everything else is unchanged.
+std::string escape_controls(std::string_view text, EscapeStyle style = EscapeStyle::kRepr);
 
 // encode(vocabulary, words): each word's id, in sentence order.
 std::vector<std::int64_t> encode(const Vocabulary& vocabulary,

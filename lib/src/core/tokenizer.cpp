@@ -34,7 +34,8 @@ std::size_t invalid_utf8_offset(std::string_view text) {
 
 bool is_control(char32_t c) { return c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0); }
 
-std::string escape_controls(std::string_view text) {
+std::string escape_controls(std::string_view text, EscapeStyle style) {
+  const bool repr = style == EscapeStyle::kRepr;
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
@@ -45,13 +46,13 @@ std::string escape_controls(std::string_view text) {
       ++i;
       continue;
     }
-    if (cp == U'\\') {
+    if (repr && cp == U'\\') {
       out += "\\\\";
-    } else if (cp == U'\t') {
+    } else if (repr && cp == U'\t') {
       out += "\\t";
-    } else if (cp == U'\n') {
+    } else if (repr && cp == U'\n') {
       out += "\\n";
-    } else if (cp == U'\r') {
+    } else if (repr && cp == U'\r') {
       out += "\\r";
     } else if (is_control(cp)) {
       out += fmt::format("\\x{:02x}", static_cast<unsigned>(cp));

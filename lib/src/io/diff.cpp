@@ -202,11 +202,10 @@ TraceDocument trace_document(const Trace& trace, const std::string& source) {
   TraceDocument doc;
   doc.source = source;
   for (const Step& s : trace.steps) {
-    doc.steps.push_back({s.id,
-                         s.head ? std::optional<int>(head_number(trace.config, *s.head))
-                                : std::nullopt,
-                         s.batch ? std::optional<int>(*s.batch + 1) : std::nullopt, s.row_labels,
-                         s.col_labels, s.values});
+    doc.steps.push_back(
+        {s.id, s.head ? std::optional<int>(head_number(trace.config, *s.head)) : std::nullopt,
+         s.batch ? std::optional<int>(*s.batch + 1) : std::nullopt, s.row_labels, s.col_labels,
+         s.values});
   }
   return doc;
 }
@@ -220,17 +219,19 @@ DiffResult diff_traces(const TraceDocument& a, const TraceDocument& b, const Dif
     }
     return nullptr;
   };
+  // The files' names as the report shows them: a name may hold a control character.
+  const std::string a_name = escape_controls(a.source), b_name = escape_controls(b.source);
   for (const DocumentStep& sa : a.steps) {
     const DocumentStep* sb = find(b, sa);
     if (!sb) {
-      result.report += fmt::format("{}: only in {}\n", where(sa), a.source);
+      result.report += fmt::format("{}: only in {}\n", where(sa), a_name);
       ++missing;
       continue;
     }
     if (sa.values.rows() != sb->values.rows() || sa.values.cols() != sb->values.cols()) {
       result.report +=
           fmt::format("{}: shape [{}, {}] in {}, [{}, {}] in {}\n", where(sa), sa.values.rows(),
-                      sa.values.cols(), a.source, sb->values.rows(), sb->values.cols(), b.source);
+                      sa.values.cols(), a_name, sb->values.rows(), sb->values.cols(), b_name);
       ++differing_steps;
       continue;
     }
@@ -252,7 +253,7 @@ DiffResult diff_traces(const TraceDocument& a, const TraceDocument& b, const Dif
   }
   for (const DocumentStep& sb : b.steps) {
     if (!find(a, sb)) {
-      result.report += fmt::format("{}: only in {}\n", where(sb), b.source);
+      result.report += fmt::format("{}: only in {}\n", where(sb), b_name);
       ++missing;
     }
   }
