@@ -100,6 +100,9 @@ check_variant cross 2 3 --cross "the cat sat on a mat"
 check_variant batch 2 2 -s "Life is short, eat dessert first" -s "eat dessert" --causal
 check_variant split 1 3 --heads 2 --multihead split --d-out 4
 check_variant init_linear 2 1 --init linear --precision 2
+# A sentence that would end the page's data early, or keep it from ending ("<!--" then
+# "<script"), were its "<" written as they are.
+check_variant markup 1 2 '<!--<script> x </script> y'
 check_variant long 300 7 --vocab-size 1000 "$(seq -f 'w%g' 1 512 | tr '\n' ' ')"
 
 # A screenshot of the walkthrough: not blank, and carrying the heatmap's colours (the ramps'

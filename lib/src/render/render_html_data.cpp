@@ -22,11 +22,11 @@ std::string json_string(std::string_view s) {
       nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string out;
   out.reserve(quoted.size());
-  for (std::size_t i = 0; i < quoted.size(); ++i) {
-    if (quoted[i] == '<' && i + 1 < quoted.size() && quoted[i + 1] == '/') {
-      out += "<\\";
+  for (const char c : quoted) {
+    if (c == '<') {
+      out += "\\u003c";
     } else {
-      out += quoted[i];
+      out += c;
     }
   }
   return out;

@@ -23,7 +23,9 @@ std::string_view lesson_js();
 
 // Text for HTML: & < > " ' escaped, as the SVG figures escape it (xml_escape).
 std::string escape_html(std::string_view s);
-// A JSON string literal, with "</" written "<\/" so that it cannot end a <script>.
+// A JSON string literal for the page's <script type="application/json">, with every "<" written
+// "\u003c": neither "</script" nor "<!--" (after which "<script" would keep the block from
+// ending) can then occur in it, whatever the text.
 std::string json_string(std::string_view s);
 
 // The matrices the page's script reads, each once: a shown step too large for a table, and the
