@@ -52,6 +52,7 @@ Outcome write_export(const Trace& trace, const Options& o) {
   for (const std::string& name : attn::write_export(trace, dir, o.force, figures)) {
     outcome.out += (dir / name).string() + "\n";
   }
+  outcome.exported = dir.string();
   return outcome;
 }
 

@@ -30,6 +30,7 @@ struct Outcome {
   std::vector<std::string> blocks;  // --step: the text in steps, when stdout may pause
   std::string err;                  // for stderr (a report, not an error)
   int code = kExitOk;
+  std::string exported;  // --export: the folder now holding the export, which `out` lists
 };
 
 // The views and modes that only the command line has.

@@ -64,9 +64,16 @@ std::size_t terminal_width() {
   return 80;
 }
 
-// A write to standard output failed with `error`: one line, exit code 2.
-int output_failed(int error) {
-  return fail("cannot write the output: " + std::generic_category().message(error));
+// A write to standard output failed with `error`: one line, exit code 2. After an export, the
+// line says that the export itself is in place: only its list of files was lost.
+int output_failed(int error, const std::string& exported = {}) {
+  std::string message = "cannot write the output: " + std::generic_category().message(error);
+  if (!exported.empty()) {
+    message += " (the export in ";
+    message += exported;
+    message += " is complete: only its list of files was not written)";
+  }
+  return fail(message);
 }
 
 // SIGINT, SIGTERM or SIGHUP while exporting: the staging folder is removed, then the signal
@@ -170,9 +177,11 @@ int main(int argc, char** argv) {
   if (!attn::cli::page_steps(outcome.blocks, STDIN_FILENO, STDOUT_FILENO, options.width)) {
     return output_failed(errno);
   }
-  if (!write_all(STDOUT_FILENO, outcome.out)) return output_failed(errno);
+  if (!write_all(STDOUT_FILENO, outcome.out)) return output_failed(errno, outcome.exported);
   // The last chance for a delayed write error (NFS, say) to show.
-  if (::close(STDOUT_FILENO) != 0 && errno != EINTR && errno != EBADF) return output_failed(errno);
+  if (::close(STDOUT_FILENO) != 0 && errno != EINTR && errno != EBADF) {
+    return output_failed(errno, outcome.exported);
+  }
   // A report that cannot be written to standard error cannot say so either: exit code 2 alone.
   if (!write_all(STDERR_FILENO, outcome.err)) return attn::cli::kExitInvalid;
   return outcome.code;
