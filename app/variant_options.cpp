@@ -20,6 +20,12 @@ void check_variant_options(const Options& o) {
       throw Error(fmt::format("{} sets the rotary embeddings: it goes with --rope", name));
     }
   }
+  if (given(o, "--masked-rows") && o.sentences.empty() && !o.batch) {
+    throw Error(
+        "--masked-rows sets the weights of a row whose every key is masked, which only a padded "
+        "batch has (the <pad> queries of -s or --batch sentences of different lengths): one "
+        "sentence has none");
+  }
   if (o.config.rope && o.cross) {
     throw Error(
         "--rope turns each token by its position in its own sentence: it does not go with "

@@ -1711,6 +1711,17 @@ case_rope_odd_head_width() {
 case_rope_cross() {
   expect_error "--rope turns each token by its position in its own sentence: it does not go with --cross, whose two sentences share no positions" --rope --cross "The quick brown fox"
 }
+case_masked_rows_without_a_batch() {
+  # Only a padded batch has rows whose every key is masked; with -s or --batch it is taken
+  # whatever the lengths, so that a script's batch of equal lengths is not refused.
+  local message="--masked-rows sets the weights of a row whose every key is masked, which only a padded batch has (the <pad> queries of -s or --batch sentences of different lengths): one sentence has none"
+  expect_error "$message" --masked-rows zero &&
+    expect_error "$message" --masked-rows nan --causal "Life is short" &&
+    expect_error "$message" --masked-rows zero --x tests/golden/inputs/journey_values.json --d-v 2 &&
+    "$binary" --masked-rows zero -s "a b" -s "c d" >/dev/null &&
+    printf 'a b\nc\n' | "$binary" --masked-rows zero --batch - --steps attention_weights |
+    grep -q "^        \[0., 0.\]\])   # <pad>$"
+}
 case_rope_theta_without_rope() {
   expect_error "--rope-theta sets the rotary embeddings: it goes with --rope" --rope-theta 500000
 }
