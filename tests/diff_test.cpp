@@ -102,7 +102,52 @@ TEST_CASE("files that are not traces are refused, naming the file") {
   CHECK_THROWS_WITH_AS(
       attn::parse_trace_json(R"({"tool": "attn-trace", "schema_version": 1, "steps": [{}]})",
                              "x.json"),
-      doctest::Contains("x.json is not a valid trace: step 1: "), attn::Error);
+      "x.json is not a valid trace: step 1: it has no \"id\"", attn::Error);
+}
+
+TEST_CASE("a trace's steps are read field by field: each wrong one is named") {
+  // One step, its fields given as JSON text after "id".
+  const auto step = [](const std::string& fields) {
+    return R"({"tool": "attn-trace", "schema_version": 1, "steps": [)" + fields + "]}";
+  };
+  const std::string ok = R"("head": null, "batch": null, "shape": [1, 2], "values": [[1, 2]])";
+  CHECK(attn::parse_trace_json(step(R"({"id": "a", )" + ok + "}"), "x.json").steps.size() == 1);
+  const std::pair<std::string, std::string> cases[] = {
+      {"5", "it is 5, not an object"},
+      {R"({"id": 3, "head": null})", "\"id\" is 3: it must be a string"},
+      {R"({"id": "a", "batch": null})", "it has no \"head\""},
+      {R"({"id": "a", "head": -1, "batch": null})",
+       "\"head\" is -1: it must be null or a whole number from 0"},
+      {R"({"id": "a", "head": 0, "batch": 0})",
+       "\"batch\" is 0: it must be null or a whole number from 1"},
+      {R"({"id": "a", "head": null, "batch": null, "row_labels": [1]})",
+       "\"row_labels\" is an array: it must be an array of strings"},
+      {R"({"id": "a", "head": null, "batch": null, "col_labels": "b"})",
+       "\"col_labels\" is \"b\": it must be an array of strings"},
+      {R"({"id": "a", "head": null, "batch": null})", "it has no \"values\""},
+      {R"({"id": "a", "head": null, "batch": null, "values": {}})",
+       "\"values\" is an object: it must be an array of rows"},
+      {R"({"id": "a", "head": null, "batch": null, "values": [5]})",
+       "row 1 is 5: a row is an array of values"},
+      {R"({"id": "a", "head": null, "batch": null, "shape": [1, 3], "values": [[1, 2]]})",
+       "\"shape\" is [1,3] but its values are 1 row of 2: they must agree"},
+      {R"({"id": "a", "head": null, "batch": null, "shape": [-1, 2], "values": [[1, 2]]})",
+       "\"shape\" is an array but its values are 1 row of 2: they must agree"},
+  };
+  for (const auto& [fields, message] : cases) {
+    CAPTURE(fields);
+    CHECK_THROWS_WITH_AS(attn::parse_trace_json(step(fields), "x.json"),
+                         ("x.json is not a valid trace: step 1: " + message).c_str(), attn::Error);
+  }
+}
+
+TEST_CASE("a JSON file with a NUL byte is refused: nlohmann would stop reading at it") {
+  const std::string text =
+      std::string(R"({"tool": "attn-trace",)") + std::string("\n\0 garbage", 10);
+  CHECK_THROWS_WITH_AS(attn::parse_trace_json(text, "x.json"),
+                       "x.json is not JSON: line 2, column 1: a NUL byte, which JSON text never "
+                       "holds",
+                       attn::Error);
 }
 
 namespace {

@@ -925,6 +925,14 @@ case_error_json_duplicate_key() {
   expect_error 'tests/golden/inputs/duplicate_key.json: line 3: the key "values" appears twice in one object: each key may be given once' \
     --x tests/golden/inputs/duplicate_key.json
 }
+case_error_json_nul_byte() {
+  # JSON's parser would stop at a NUL byte and read [[0.1, 0.2, 0.3]] alone.
+  printf '[[0.1, 0.2, 0.3]]\0garbage' >"$work/nul.json" &&
+    expect_error "$work/nul.json is not valid JSON (byte 18): a NUL byte, which JSON text never holds" \
+      --x "$work/nul.json" --d-v 2 &&
+    expect_error "$work/nul.json is not JSON: line 1, column 18: a NUL byte, which JSON text never holds" \
+      diff data/traces/walkthrough.json "$work/nul.json"
+}
 case_error_csv_utf16() {
   expect_error "tests/golden/inputs/utf16.csv: line 1: the file starts with a UTF-16 byte order mark (FF FE): CSV files must be UTF-8 text" \
     --x tests/golden/inputs/utf16.csv

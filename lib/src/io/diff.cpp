@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -57,17 +58,84 @@ float cell_value(const json& v, Eigen::Index r, Eigen::Index c) {
   throw Error(fmt::format("{} is not a number", brief(v)));
 }
 
-// A step's "head" or "batch": null, or a whole number (get<int> would convert any double, which
-// is undefined behaviour out of int's range).
-std::optional<int> index_of(const json& s, const char* key) {
-  const json& v = s.at(key);
-  if (v.is_null()) return std::nullopt;
+// A step's key, which it must have.
+const json& field(const json& s, const char* key) {
+  const auto it = s.find(key);
+  if (it == s.end()) throw Error(fmt::format("it has no \"{}\"", key));
+  return *it;
+}
+
+// A whole number from `least` to int's largest (get<int> would convert any double, which is
+// undefined behaviour out of int's range), or nullopt if it is not one.
+std::optional<int> whole_number(const json& v, int least) {
   const double d = v.is_number() ? v.get<double>() : std::nan("");
-  if (!(d >= std::numeric_limits<int>::min() && d <= std::numeric_limits<int>::max()) ||
-      d != std::floor(d)) {
-    throw Error(fmt::format("\"{}\" is {}: it must be null or a whole number", key, brief(v)));
+  if (!(d >= least && d <= std::numeric_limits<int>::max()) || d != std::floor(d)) {
+    return std::nullopt;
   }
   return static_cast<int>(d);
+}
+
+// A step's "head" (numbered from 1, or from 0 in a model's trace) or "batch" (from 1): null, or
+// a whole number.
+std::optional<int> index_of(const json& s, const char* key, int least) {
+  const json& v = field(s, key);
+  if (v.is_null()) return std::nullopt;
+  const std::optional<int> n = whole_number(v, least);
+  if (!n) {
+    throw Error(fmt::format("\"{}\" is {}: it must be null or a whole number from {}", key,
+                            brief(v), least));
+  }
+  return n;
+}
+
+// A step's row or column labels: an array of strings (none if the key is absent).
+std::vector<std::string> labels_of(const json& s, const char* key) {
+  const auto it = s.find(key);
+  if (it == s.end()) return {};
+  if (!it->is_array() ||
+      !std::all_of(it->begin(), it->end(), [](const json& l) { return l.is_string(); })) {
+    throw Error(fmt::format("\"{}\" is {}: it must be an array of strings", key, brief(*it)));
+  }
+  return it->get<std::vector<std::string>>();
+}
+
+// A step's values, (rows, cols), and its "shape", which must say the same.
+Matrix values_of(const json& s) {
+  const json& values = field(s, "values");
+  if (!values.is_array()) {
+    throw Error(fmt::format("\"values\" is {}: it must be an array of rows", brief(values)));
+  }
+  const auto rows = static_cast<Eigen::Index>(values.size());
+  Eigen::Index cols = 0;
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    const json& row = values[static_cast<std::size_t>(r)];
+    if (!row.is_array()) {
+      throw Error(fmt::format("row {} is {}: a row is an array of values", r + 1, brief(row)));
+    }
+    if (r == 0) cols = static_cast<Eigen::Index>(row.size());
+    if (static_cast<Eigen::Index>(row.size()) != cols) {
+      throw Error(
+          fmt::format("row {} has {} value{} where row 1 has {}: the rows of a "
+                      "step have one length",
+                      r + 1, row.size(), row.size() == 1 ? "" : "s", cols));
+    }
+  }
+  if (const auto shape = s.find("shape"); shape != s.end()) {
+    const bool pair = shape->is_array() && shape->size() == 2 && whole_number((*shape)[0], 0) &&
+                      whole_number((*shape)[1], 0);
+    if (!pair || (*shape)[0] != rows || (rows > 0 && (*shape)[1] != cols)) {
+      throw Error(fmt::format("\"shape\" is {} but its values are {} row{} of {}: they must agree",
+                              pair ? shape->dump() : brief(*shape), rows, rows == 1 ? "" : "s",
+                              cols));
+    }
+  }
+  Matrix m(rows, cols);
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    const json& row = values[static_cast<std::size_t>(r)];
+    for (Eigen::Index c = 0; c < cols; ++c)
+      m(r, c) = cell_value(row[static_cast<std::size_t>(c)], r, c);
+  }
+  return m;
 }
 
 // Text from a trace, as the report shows it: control characters escaped (escape_controls).
@@ -150,10 +218,15 @@ TraceDocument parse_trace_json(std::string_view text, const std::string& source)
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const json& s = steps[i];
     try {
+      if (!s.is_object()) throw Error(fmt::format("it is {}, not an object", brief(s)));
       DocumentStep step;
-      step.id = s.at("id").get<std::string>();
-      step.head = index_of(s, "head");
-      step.batch = index_of(s, "batch");
+      const json& id = field(s, "id");
+      if (!id.is_string()) {
+        throw Error(fmt::format("\"id\" is {}: it must be a string", brief(id)));
+      }
+      step.id = id.get<std::string>();
+      step.head = index_of(s, "head", 0);
+      step.batch = index_of(s, "batch", 1);
       // diff matches steps by (id, head, batch): a second one would be compared with the first.
       for (const DocumentStep& seen : out.steps) {
         if (seen.id == step.id && seen.head == step.head && seen.batch == step.batch) {
@@ -163,24 +236,9 @@ TraceDocument parse_trace_json(std::string_view text, const std::string& source)
                           where(step)));
         }
       }
-      step.row_labels = s.value("row_labels", std::vector<std::string>{});
-      step.col_labels = s.value("col_labels", std::vector<std::string>{});
-      const json& values = s.at("values");
-      const auto rows = static_cast<Eigen::Index>(values.size());
-      const auto cols = rows ? static_cast<Eigen::Index>(values.at(0).size()) : 0;
-      step.values.resize(rows, cols);
-      for (Eigen::Index r = 0; r < rows; ++r) {
-        const json& row = values.at(static_cast<std::size_t>(r));
-        if (!row.is_array() || static_cast<Eigen::Index>(row.size()) != cols) {
-          throw Error(
-              fmt::format("row {} has {} value{} where row 1 has {}: the rows of a "
-                          "step have one length",
-                          r + 1, row.size(), row.size() == 1 ? "" : "s", cols));
-        }
-        for (Eigen::Index c = 0; c < cols; ++c) {
-          step.values(r, c) = cell_value(row.at(static_cast<std::size_t>(c)), r, c);
-        }
-      }
+      step.row_labels = labels_of(s, "row_labels");
+      step.col_labels = labels_of(s, "col_labels");
+      step.values = values_of(s);
       out.steps.push_back(std::move(step));
     } catch (const json::exception& e) {
       // "[json.exception.type_error.302] type must be string, but is number": the part after

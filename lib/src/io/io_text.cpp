@@ -366,6 +366,20 @@ class Float32Builder final : public nlohmann::json_sax<json> {
 namespace io_detail {
 
 JsonDocument parse_json_float32(std::string_view text, const std::string& source, json& out) {
+  // nlohmann's lexer takes a NUL byte for the end of the input, and would ignore what follows it;
+  // JSON text never holds one (in a string it is written \u0000).
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    const std::size_t line_start = text.rfind('\n', nul);
+    const std::size_t column = line_start == std::string_view::npos ? nul + 1 : nul - line_start;
+    const auto line =
+        std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n') + 1;
+    JsonDocument result;
+    result.error_byte = nul + 1;
+    result.error_text = "a NUL byte, which JSON text never holds";
+    result.error_what =
+        fmt::format("parse error at line {}, column {}: {}", line, column, result.error_text);
+    return result;
+  }
   Float32Builder builder(out, text, source);
   const TrackingIterator first(text.data(), &builder.last_read),
       last(text.data() + text.size(), &builder.last_read);
