@@ -134,10 +134,10 @@ TEST_CASE("a trace's steps are read field by field: each wrong one is named") {
       {R"({"id": "a", "head": null, "batch": null, "shape": [-1, 2], "values": [[1, 2]]})",
        "\"shape\" is an array but its values are 1 row of 2: they must agree"},
   };
-  for (const auto& [fields, message] : cases) {
-    CAPTURE(fields);
-    CHECK_THROWS_WITH_AS(attn::parse_trace_json(step(fields), "x.json"),
-                         ("x.json is not a valid trace: step 1: " + message).c_str(), attn::Error);
+  for (const auto& c : cases) {
+    CAPTURE(c.first);
+    CHECK_THROWS_WITH_AS(attn::parse_trace_json(step(c.first), "x.json"),
+                         ("x.json is not a valid trace: step 1: " + c.second).c_str(), attn::Error);
   }
 }
 
