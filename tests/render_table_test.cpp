@@ -72,6 +72,19 @@ TEST_CASE("Markdown shows labels from a file escaped; CSV keeps them as they are
         std::string::npos);
 }
 
+TEST_CASE("Markdown shows a token as written: its markup characters after a backslash") {
+  // <pad> would be read as an HTML tag and hidden, *a* set in italics, `c` as code.
+  attn::TraceConfig c;
+  c.sentences = {"*a* _b_ `c` x|y [d](e) &amp; $f$ ~~g~~", "h"};
+  attn::Trace trace = attn::run_trace(c);
+  attn::select_steps(trace, {"attention_weights"});
+  const std::string md = attn::render_markdown(trace, {});
+  CHECK(md.find("| | \\*a\\* | \\_b\\_ | \\`c\\` | x\\|y | \\[d\\](e) | \\&amp; | \\$f\\$ | "
+                "\\~\\~g\\~\\~ |\n") != std::string::npos);
+  CHECK(md.find("| | h | \\<pad\\> |") != std::string::npos);
+  CHECK(md.find("| **\\<pad\\>** |") != std::string::npos);
+}
+
 TEST_CASE("Markdown with --describe: each step's description in italics, under its equation") {
   attn::Trace trace = attn::run_trace({});
   attn::select_steps(trace, {"omega"});

@@ -34,15 +34,24 @@ std::string label_or_index(const std::vector<std::string>& labels, Eigen::Index 
 }
 
 // Markdown table cells: a '|' would end the cell, so it is escaped.
-std::string md_cell(const std::string& s) {
+// Text as Markdown shows it as written: each character that Markdown would read as markup (a
+// table's '|', emphasis, code, an HTML tag such as <pad>, an entity, a link, math) after a
+// backslash, which CommonMark allows before any ASCII punctuation. `backslash`: whether a
+// backslash is escaped too (not in a label, where escape_controls already wrote it as "\\").
+std::string md_text(std::string_view s, bool backslash = true) {
+  constexpr std::string_view kMarkup = "`*_<>[]~&|$";
   std::string out;
-  for (const char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  out.reserve(s.size());
+  for (const char c : s) {
+    if (kMarkup.find(c) != std::string_view::npos || (backslash && c == '\\')) out += '\\';
+    out += c;
+  }
   return out;
 }
 
 // A label in a Markdown cell: control characters escaped (escape_controls; its "\\" for a
-// backslash is also Markdown's), then '|'.
-std::string md_label(const std::string& s) { return md_cell(escape_controls(s)); }
+// backslash is also Markdown's), then Markdown's markup.
+std::string md_label(const std::string& s) { return md_text(escape_controls(s), false); }
 
 }  // namespace
 
@@ -109,12 +118,11 @@ std::string render_markdown(const Trace& trace, const TextOptions& options) {
                        fmt::join(sizes, ", "));
     if (options.describe && !describe_step(s.kind).empty()) {
       // A paragraph, wrapped as prose is in the text views.
-      const std::string paragraph =
-          fmt::format("*{}*", md_cell(std::string(describe_step(s.kind))));
+      const std::string paragraph = fmt::format("*{}*", md_text(describe_step(s.kind)));
       out += render_detail::wrapped_line(paragraph, "");
       out += '\n';
     }
-    if (!s.note.empty()) out += md_cell(s.note) + "\n\n";
+    if (!s.note.empty()) out += md_text(s.note) + "\n\n";
     const TensorFormatter f(s.values.data(), s.values.size(), precision);
     out += "| |";
     for (Eigen::Index c = 0; c < s.values.cols(); ++c) {
