@@ -39,7 +39,8 @@ MemoryEstimate check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t
                 Setting::kMaxMemory);
   }
   if (need < kMachineCheckBytes) return e;
-  const std::optional<MachineMemory> machine = machine_memory();
+  // Read once a process: a run is checked before it stores its tokens and again for its plan.
+  static const std::optional<MachineMemory> machine = machine_memory();
   if (machine && need > static_cast<double>(machine->bytes)) {
     throw Error(machine->cgroup
                     ? fmt::format("{}, more than the {} that this process's cgroup allows (its "
