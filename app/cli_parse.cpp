@@ -106,14 +106,25 @@ std::string closest_option(const CLI::App& app, std::string_view name) {
 
 // What the user gave, checked in their terms before CLI11 reads it: an unknown option (with the
 // closest spelling), and an argument that begins with '-' but is no option (a sentence such as
-// "-hello world", which CLI11 would read as -h).
-void check_arguments(const CLI::App& app, const CLI::App& diff, int argc, const char* const* argv) {
+// "-hello world", which CLI11 would read as -h). Returns the sentence's arguments (the main
+// command's positional ones) as given: CLI11 reads a vector's value in brackets as a list, so
+// that "[x]" would become the word x, "[a,b]" two arguments and "[]" none.
+std::vector<std::string> check_arguments(const CLI::App& app, const CLI::App& diff, int argc,
+                                         const char* const* argv) {
   const CLI::App* current = &app;
+  std::vector<std::string> words;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (arg == "--") return;
+    if (arg == "--") {
+      if (current == &app) words.insert(words.end(), argv + i + 1, argv + argc);
+      return words;
+    }
     if (arg == "-" || arg.empty() || arg[0] != '-') {
-      if (current == &app && arg == diff.get_name()) current = &diff;
+      if (current == &app && arg == diff.get_name()) {
+        current = &diff;
+      } else if (current == &app) {
+        words.emplace_back(arg);
+      }
       continue;
     }
     const bool long_form = arg.size() > 2 && arg[1] == '-';
@@ -155,6 +166,7 @@ void check_arguments(const CLI::App& app, const CLI::App& diff, int argc, const 
         long_form ? arg.find('=') != std::string_view::npos : arg.size() > 2;
     if (opt->get_expected_min() > 0 && !value_attached) ++i;
   }
+  return words;
 }
 
 // CLI11's messages in the user's terms.
@@ -193,7 +205,7 @@ void check_arguments(const CLI::App& app, const CLI::App& diff, int argc, const 
 void parse(CLI::App& app, Options& options, DiffCommand& diff_command, int argc,
            const char* const* argv) {
   CLI::App* diff = app.get_subcommand("diff");
-  check_arguments(app, *diff, argc, argv);
+  std::vector<std::string> words = check_arguments(app, *diff, argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -205,6 +217,7 @@ void parse(CLI::App& app, Options& options, DiffCommand& diff_command, int argc,
   }
   check_repeats(app);
   check_repeats(*diff);
+  if (!words.empty()) options.words = std::move(words);
   for (const CLI::Option* opt : app.get_options()) {
     if (opt->count() > 0) options.given.push_back(opt->get_name());
   }

@@ -831,6 +831,21 @@ case_sentence_beginning_with_a_dash_after_double_dash() {
   run -- "-hello world" --d-kq 1
   [ "$(cat "$work/status")" = 0 ] && head -n 1 "$work/stdout" | grep -qx "sentence: '-hello world --d-kq 1'"
 }
+case_sentence_in_brackets_read_as_given() {
+  # CLI11 reads a list's value in brackets as a list: "[x]" was the word x, "[a,b]" two words and
+  # "[]" no sentence at all (the walkthrough's, without a word).
+  local sentence expected
+  for sentence in "[x]" "[x], hello! [x]" "[]" "[a,b]"; do
+    expected="sentence: '$sentence'"
+    run "$sentence" --steps embeddings
+    [ "$(cat "$work/status")" = 0 ] && head -n 1 "$work/stdout" | grep -qxF "$expected" ||
+      { echo "FAIL: $sentence:"; head -n 3 "$work/stdout" "$work/stderr"; return 1; }
+  done
+  run --seed 3 "[a]" "[b,c]" --steps embeddings
+  head -n 1 "$work/stdout" | grep -qxF "sentence: '[a] [b,c]'" &&
+    run --tokenizer gpt2 "[x]" --format json --steps embeddings &&
+    grep -qF '"inputs": [{"ids":[58,87,60],' "$work/stdout"
+}
 case_numbers_are_decimal() {
   run --seed 0123 && cmp -s "$golden_dir/default.txt" "$work/stdout" || { echo "FAIL: --seed 0123 is not seed 123"; return 1; }
   "$binary" --seed 09 --d-in 010 >"$work/a" && "$binary" --seed 9 --d-in 10 >"$work/b" && cmp "$work/a" "$work/b"
