@@ -45,7 +45,8 @@ Trace model_trace(const json& ref, const std::string& name) {
 }  // namespace
 
 TEST_CASE("every step of a GPT-2 checkpoint's layer is PyTorch's within 1e-5") {
-  for (const char* name : {"f32_l2_h2_d32", "f16_l3_h4_d64", "prefix_l2_h4_d32", "bf16_l1_h2_d16"}) {
+  for (const char* name :
+       {"f32_l2_h2_d32", "f16_l3_h4_d64", "prefix_l2_h4_d32", "bf16_l1_h2_d16"}) {
     CAPTURE(name);
     const json ref = expected(name);
     const Trace trace = model_trace(ref, name);
@@ -112,8 +113,7 @@ TEST_CASE("a model refuses a layer, a head or a prompt it does not have") {
   c.rope = true;
   CHECK_THROWS_WITH_AS(
       run_trace(c),
-      "a model's trace is GPT-2's: learned positions, a K/V head per query head, no window",
-      Error);
+      "a model's trace is GPT-2's: learned positions, a K/V head per query head, no window", Error);
 }
 
 // --- the file format ------------------------------------------------------------------------
@@ -155,7 +155,8 @@ std::string safetensors(std::vector<Entry> entries, const std::string& header = 
   }
   const std::string text = header.empty() ? h.dump() : header;
   std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>(text.size() >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    out[static_cast<std::size_t>(i)] = static_cast<char>(text.size() >> (8 * i));
   return out + text + data;
 }
 
@@ -239,8 +240,8 @@ TEST_CASE("a tiny checkpoint opens, with its hyperparameters from the shapes") {
 TEST_CASE("F16 and BF16 are converted exactly") {
   // 1.5, −0, 65504 (the largest half), 2^−24 (the smallest subnormal), inf, 3·2^−16 (subnormal)
   const std::vector<std::uint16_t> half = {0x3e00, 0x8000, 0x7bff, 0x0001, 0x7c00, 0x0003};
-  const std::vector<float> want = {1.5f, -0.0f, 65504.0f, std::ldexp(1.0f, -24),
-                                   INFINITY, 3 * std::ldexp(1.0f, -24)};
+  const std::vector<float> want = {
+      1.5f, -0.0f, 65504.0f, std::ldexp(1.0f, -24), INFINITY, 3 * std::ldexp(1.0f, -24)};
   std::vector<unsigned char> bytes;
   for (std::uint16_t h : half) {
     bytes.push_back(static_cast<unsigned char>(h & 0xff));
@@ -248,17 +249,20 @@ TEST_CASE("F16 and BF16 are converted exactly") {
   }
   auto e = replaced(tiny_gpt2(), "wpe.weight", {"wpe.weight", "F16", {1, 4}, {}});
   e = replaced(e, "wte.weight", {"wte.weight", "F16", {1, 4}, {}});
-  e[0].bytes.assign(bytes.begin(), bytes.begin() + 8);   // 1.5, −0, 65504, 2^−24
-  e[1].bytes.assign(bytes.begin() + 8, bytes.end());     // inf, 3·2^−24,
+  e[0].bytes.assign(bytes.begin(), bytes.begin() + 8);  // 1.5, −0, 65504, 2^−24
+  e[1].bytes.assign(bytes.begin() + 8, bytes.end());    // inf, 3·2^−24,
   e[1].bytes.insert(e[1].bytes.end(), bytes.begin(), bytes.begin() + 4);  // 1.5, −0
   test::TempDir dir;
   write(dir / "model.safetensors", safetensors(e));
   const auto m = Gpt2Checkpoint::open((dir / "model.safetensors").string(), 2);
   const Matrix row = m->token_rows({0});
-  for (int i = 0; i < 4; ++i) CHECK(std::bit_cast<std::uint32_t>(row(0, i)) == std::bit_cast<std::uint32_t>(want[static_cast<std::size_t>(i)]));
+  for (int i = 0; i < 4; ++i)
+    CHECK(std::bit_cast<std::uint32_t>(row(0, i)) ==
+          std::bit_cast<std::uint32_t>(want[static_cast<std::size_t>(i)]));
   const Matrix pos = m->position_rows(1);
   CHECK(pos(0, 0) == INFINITY);
-  CHECK(std::bit_cast<std::uint32_t>(pos(0, 1)) == std::bit_cast<std::uint32_t>(3 * std::ldexp(1.0f, -24)));
+  CHECK(std::bit_cast<std::uint32_t>(pos(0, 1)) ==
+        std::bit_cast<std::uint32_t>(3 * std::ldexp(1.0f, -24)));
   // And a BF16 tensor.
   auto b = replaced(tiny_gpt2(), "wpe.weight", {"wpe.weight", "BF16", {4, 4}, {}});
   write(dir / "model.safetensors", safetensors(b));
@@ -285,18 +289,22 @@ TEST_CASE("every malformed checkpoint gets one clear error") {
         "FILE: tensor 'x' is not an object with dtype, shape and data_offsets");
   CHECK(open_error(safetensors(replaced(ok, "wte.weight", {"wte.weight", "Q4", {8, 4}, {0, 0}}))) ==
         "FILE: tensor 'wte.weight' has dtype 'Q4', which is not a safetensors dtype");
-  CHECK(open_error(safetensors({}, R"({"x": {"dtype": "F32", "shape": [2, -1], "data_offsets": [0, 0]}})")) ==
+  CHECK(open_error(safetensors(
+            {}, R"({"x": {"dtype": "F32", "shape": [2, -1], "data_offsets": [0, 0]}})")) ==
         "FILE: tensor 'x' has shape [2,-1]: each size must be an integer from 0 to 2^40");
-  CHECK(open_error(safetensors({}, R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0]}})")) ==
+  CHECK(open_error(
+            safetensors({}, R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0]}})")) ==
         "FILE: tensor 'x' has data_offsets [0]: they must be two byte offsets [begin, end]");
-  CHECK(open_error(safetensors({}, R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})")) ==
+  CHECK(open_error(
+            safetensors({}, R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})")) ==
         "FILE: tensor 'x' has data_offsets [0, 8], outside the file's 0 bytes of data");
   CHECK(open_error(safetensors({{"x", "F32", {3}, std::vector<unsigned char>(8)}})) ==
         "FILE: tensor 'x' has data_offsets [0, 8]: 8 bytes, but F32 [3] needs 12");
-  CHECK(open_error(safetensors({{"a", "F32", {2}, std::vector<unsigned char>(8)}},
-                               R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, )"
-                               R"("b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})")) ==
-        "FILE: tensors 'a' and 'b' overlap: bytes [0, 8) and [4, 8)");
+  CHECK(
+      open_error(safetensors({{"a", "F32", {2}, std::vector<unsigned char>(8)}},
+                             R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, )"
+                             R"("b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})")) ==
+      "FILE: tensors 'a' and 'b' overlap: bytes [0, 8) and [4, 8)");
   CHECK(open_error(safetensors({{"x", "F32", {1}}})) ==
         "FILE: has no tensor 'wte.weight' (nor 'transformer.wte.weight'): it is not a GPT-2 "
         "checkpoint");
@@ -304,14 +312,15 @@ TEST_CASE("every malformed checkpoint gets one clear error") {
   std::erase_if(missing, [](const Entry& e) { return e.name == "h.0.attn.c_proj.bias"; });
   CHECK(open_error(safetensors(missing)) ==
         "FILE: has no tensor 'h.0.attn.c_proj.bias': a GPT-2 checkpoint has it");
-  CHECK(open_error(safetensors(replaced(ok, "h.0.attn.c_attn.weight",
-                                        {"h.0.attn.c_attn.weight", "F32", {4, 11}}))) ==
+  CHECK(open_error(safetensors(
+            replaced(ok, "h.0.attn.c_attn.weight", {"h.0.attn.c_attn.weight", "F32", {4, 11}}))) ==
         "FILE: tensor 'h.0.attn.c_attn.weight' has shape [4, 11]: GPT-2 needs [4, 12]");
   CHECK(open_error(safetensors(replaced(ok, "wpe.weight", {"wpe.weight", "I64", {4, 4}}))) ==
         "FILE: tensor 'wpe.weight' is I64: a model's weights must be F32, F16 or BF16");
   CHECK(open_error(safetensors(ok), "", 0) ==
         "FILE: has no config.json beside it: give the number of heads");
-  CHECK(open_error(safetensors(ok), "", 3) == "FILE: 3 heads do not divide n_embd 4: d_head would not be whole");
+  CHECK(open_error(safetensors(ok), "", 3) ==
+        "FILE: 3 heads do not divide n_embd 4: d_head would not be whole");
   // config.json
   CHECK(open_error(safetensors(ok), "{") == "FILE: is not valid JSON");
   CHECK(open_error(safetensors(ok), R"({"n_head": 2, "activation_function": "relu"})", 0) ==
@@ -320,7 +329,8 @@ TEST_CASE("every malformed checkpoint gets one clear error") {
         "FILE: n_embd is 768, but wte.weight's shape gives 4");
   CHECK(open_error(safetensors(ok), R"({"n_head": 2, "n_inner": null, "n_layer": 1})", 0) ==
         "opened");
-  CHECK(open_error(safetensors(replaced(ok, "h.0.mlp.c_fc.weight", {"h.0.mlp.c_fc.weight", "F32", {4, 8}})),
+  CHECK(open_error(safetensors(
+                       replaced(ok, "h.0.mlp.c_fc.weight", {"h.0.mlp.c_fc.weight", "F32", {4, 8}})),
                    R"({"n_head": 2})", 0) ==
         "FILE: n_inner is null, which means 4 · n_embd = 16, but mlp.c_fc.weight's shape gives 8");
   CHECK(open_error(safetensors(ok), R"({"n_layer": 1})", 0) == "FILE: has no n_head");
@@ -332,11 +342,11 @@ TEST_CASE("every malformed checkpoint gets one clear error") {
         "FILE: layer_norm_epsilon is \"x\": it must be a number in (0, 1)");
   // Not a file.
   test::TempDir dir;
-  CHECK_THROWS_WITH_AS(Gpt2Checkpoint::open(dir.path().string()),
-                       fmt::format("the model {} is not a file: give a model.safetensors",
-                                   dir.path().string())
-                           .c_str(),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      Gpt2Checkpoint::open(dir.path().string()),
+      fmt::format("the model {} is not a file: give a model.safetensors", dir.path().string())
+          .c_str(),
+      Error);
   CHECK_THROWS_WITH_AS(Gpt2Checkpoint::open((dir / "none.safetensors").string()),
                        fmt::format("cannot open the model {}: No such file or directory",
                                    (dir / "none.safetensors").string())
