@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <bit>
 #include <cmath>
@@ -247,11 +248,13 @@ TEST_CASE("F16 and BF16 are converted exactly") {
     bytes.push_back(static_cast<unsigned char>(h & 0xff));
     bytes.push_back(static_cast<unsigned char>(h >> 8));
   }
-  auto e = replaced(tiny_gpt2(), "wpe.weight", {"wpe.weight", "F16", {1, 4}, {}});
+  auto e = replaced(tiny_gpt2(), "wpe.weight", {"wpe.weight", "F16", {2, 4}, {}});
   e = replaced(e, "wte.weight", {"wte.weight", "F16", {1, 4}, {}});
   e[0].bytes.assign(bytes.begin(), bytes.begin() + 8);  // 1.5, −0, 65504, 2^−24
-  e[1].bytes.assign(bytes.begin() + 8, bytes.end());    // inf, 3·2^−24,
-  e[1].bytes.insert(e[1].bytes.end(), bytes.begin(), bytes.begin() + 4);  // 1.5, −0
+  e[1].bytes.assign(bytes.begin() + 10, bytes.end());   // 3·2^−24, then 1.5, −0, 65504
+  e[1].bytes.insert(e[1].bytes.end(), bytes.begin(), bytes.begin() + 6);
+  e[1].bytes.insert(e[1].bytes.end(), bytes.begin() + 8, bytes.begin() + 10);  // inf
+  e[1].bytes.insert(e[1].bytes.end(), bytes.begin(), bytes.begin() + 6);       // 1.5, −0, 65504
   test::TempDir dir;
   write(dir / "model.safetensors", safetensors(e));
   const auto m = Gpt2Checkpoint::open((dir / "model.safetensors").string(), 2);
@@ -259,10 +262,15 @@ TEST_CASE("F16 and BF16 are converted exactly") {
   for (int i = 0; i < 4; ++i)
     CHECK(std::bit_cast<std::uint32_t>(row(0, i)) ==
           std::bit_cast<std::uint32_t>(want[static_cast<std::size_t>(i)]));
-  const Matrix pos = m->position_rows(1);
-  CHECK(pos(0, 0) == INFINITY);
-  CHECK(std::bit_cast<std::uint32_t>(pos(0, 1)) ==
+  CHECK(std::bit_cast<std::uint32_t>(m->position_rows(1)(0, 0)) ==
         std::bit_cast<std::uint32_t>(3 * std::ldexp(1.0f, -24)));
+  // wpe's second row begins with inf: it is refused with its position when it is read.
+  CHECK_THROWS_WITH_AS(m->position_rows(2),
+                       fmt::format("{}: tensor 'wpe.weight' has an inf at row 2, column 1: a "
+                                   "checkpoint's weights must be finite",
+                                   (dir / "model.safetensors").string())
+                           .c_str(),
+                       Error);
   // And a BF16 tensor.
   auto b = replaced(tiny_gpt2(), "wpe.weight", {"wpe.weight", "BF16", {4, 4}, {}});
   write(dir / "model.safetensors", safetensors(b));
@@ -317,6 +325,66 @@ TEST_CASE("every malformed checkpoint gets one clear error") {
         "FILE: tensor 'h.0.attn.c_attn.weight' has shape [4, 11]: GPT-2 needs [4, 12]");
   CHECK(open_error(safetensors(replaced(ok, "wpe.weight", {"wpe.weight", "I64", {4, 4}}))) ==
         "FILE: tensor 'wpe.weight' is I64: a model's weights must be F32, F16 or BF16");
+  // A key given twice, in the header or in config.json, is refused rather than the last one kept.
+  CHECK(open_error(
+            safetensors({}, R"({"x": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]},)"
+                            "\n"
+                            R"("x": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}})")) ==
+        "FILE: line 2: the key \"x\" appears twice in one object: each key may be given once");
+  CHECK(open_error(safetensors(ok), R"({"n_head": 2, "n_head": 4})", 0) ==
+        "FILE: line 1: the key \"n_head\" appears twice in one object: each key may be given once");
+  // The size is a checked product: [2^40, 2^40] of F32 would wrap around to 0 bytes.
+  CHECK(
+      open_error(safetensors(
+          {},
+          R"({"x": {"dtype": "F32", "shape": [1099511627776, 1099511627776], "data_offsets": [0, 0]}})")) ==
+      "FILE: tensor 'x' has shape [1099511627776, 1099511627776]: too large: F32 of that shape is "
+      "more than 2^64 bytes");
+  CHECK(
+      open_error(
+          safetensors(
+              {},
+              R"({"x": {"dtype": "F32", "shape": [1099511627776, 1099511627776, 0], "data_offsets": [0, 0]}})"))
+          .starts_with("FILE: has no tensor 'wte.weight'"));
+  // An empty tensor shares no byte, wherever its empty range lies, whatever its name.
+  std::vector<Entry> empty;
+  for (const Entry& e : ok) {  // before each tensor, two empty ones at its first byte
+    empty.push_back({"a." + e.name, "F32", {0}});
+    empty.push_back({e.name + ".z", "F32", {2, 0}});
+    empty.push_back(e);
+  }
+  CHECK(open_error(safetensors(empty)) == "opened");
+  // Blocks after a missing one, with or without n_layer in config.json.
+  auto gap = tiny_gpt2(3);
+  std::erase_if(gap, [](const Entry& e) { return e.name.starts_with("h.1."); });
+  CHECK(open_error(safetensors(gap)) ==
+        "FILE: has tensor 'h.2.attn.c_attn.bias' but no tensor 'h.1.ln_1.weight': the blocks h.0, "
+        "h.1, … must have no gap");
+  CHECK(open_error(safetensors(gap), R"({"n_head": 2, "n_layer": 3})", 0) ==
+        "FILE: has tensor 'h.2.attn.c_attn.bias' but no tensor 'h.1.ln_1.weight': the blocks h.0, "
+        "h.1, … must have no gap");
+  auto extra = tiny_gpt2(1, "transformer.");
+  extra.push_back({"transformer.h.1.attn.bias", "F32", {1}});
+  CHECK(open_error(safetensors(extra)) ==
+        "FILE: has tensor 'transformer.h.1.attn.bias' but no tensor 'transformer.h.1.ln_1.weight': "
+        "the blocks h.0, h.1, … must have no gap");
+  // A tensor of the wrong rank is named as such.
+  CHECK(open_error(safetensors(replaced(ok, "wte.weight", {"wte.weight", "F32", {2}}))) ==
+        "FILE: tensor 'wte.weight' has shape [2]: GPT-2 needs a matrix [vocab_size, n_embd]");
+  CHECK(open_error(safetensors(replaced(ok, "wte.weight", {"wte.weight", "F32", {}}))) ==
+        "FILE: tensor 'wte.weight' has shape []: GPT-2 needs a matrix [vocab_size, n_embd]");
+  CHECK(open_error(safetensors(replaced(ok, "wte.weight", {"wte.weight", "F32", {1, 1, 2}}))) ==
+        "FILE: tensor 'wte.weight' has shape [1, 1, 2]: GPT-2 needs a matrix [vocab_size, n_embd]");
+  CHECK(open_error(safetensors(replaced(ok, "wpe.weight", {"wpe.weight", "F32", {4}}))) ==
+        "FILE: tensor 'wpe.weight' has shape [4]: GPT-2 needs a matrix [n_positions, 4]");
+  CHECK(open_error(safetensors(replaced(ok, "h.0.ln_2.bias", {"h.0.ln_2.bias", "F32", {1, 4}}))) ==
+        "FILE: tensor 'h.0.ln_2.bias' has shape [1, 4]: GPT-2 needs a vector [4]");
+  // A tensor named both with and without transformer. is ambiguous.
+  auto both = ok;
+  both.push_back({"transformer.wte.weight", "F32", {8, 4}});
+  CHECK(open_error(safetensors(both)) ==
+        "FILE: has both 'wte.weight' and 'transformer.wte.weight': which one GPT-2 reads is "
+        "ambiguous");
   CHECK(open_error(safetensors(ok), "", 0) ==
         "FILE: has no config.json beside it: give the number of heads");
   CHECK(open_error(safetensors(ok), "", 3) ==
@@ -352,6 +420,101 @@ TEST_CASE("every malformed checkpoint gets one clear error") {
                                    (dir / "none.safetensors").string())
                            .c_str(),
                        Error);
+}
+
+TEST_CASE("a model or a config.json that is not a file is refused at once, without blocking") {
+  test::TempDir dir;
+  const std::string model = (dir / "model.safetensors").string(),
+                    config = (dir / "config.json").string();
+  // A FIFO with no writer would block open() for ever.
+  REQUIRE(::mkfifo(model.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH_AS(
+      Gpt2Checkpoint::open(model),
+      fmt::format("the model {} is not a file: give a model.safetensors", model).c_str(), Error);
+  std::filesystem::remove(model);
+  write(model, safetensors(tiny_gpt2()));
+  const std::string not_a_file =
+      fmt::format("{}: is not a file: a model's config.json must be a file of JSON", config);
+  REQUIRE(::mkfifo(config.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH_AS(Gpt2Checkpoint::open(model), not_a_file.c_str(), Error);
+  std::filesystem::remove(config);
+  std::filesystem::create_directory(config);
+  CHECK_THROWS_WITH_AS(Gpt2Checkpoint::open(model), not_a_file.c_str(), Error);
+  std::filesystem::remove(config);
+  // /dev/zero never ends; a large file is not read.
+  std::filesystem::create_symlink("/dev/zero", config);
+  CHECK_THROWS_WITH_AS(Gpt2Checkpoint::open(model), not_a_file.c_str(), Error);
+  std::filesystem::remove(config);
+  write(config, "{}");
+  std::filesystem::resize_file(config, (std::uintmax_t{1} << 20) + 1);
+  CHECK_THROWS_WITH_AS(
+      Gpt2Checkpoint::open(model),
+      fmt::format("{}: is larger than 1 MiB: a GPT-2 config.json is about 1 KB", config).c_str(),
+      Error);
+  std::filesystem::resize_file(config, 0);
+  write(config, R"({"n_head": 2})");
+  CHECK(Gpt2Checkpoint::open(model)->config().n_head == 2);
+}
+
+TEST_CASE("a nan or an infinity in a tensor the trace reads is refused with its position") {
+  // The tiny checkpoint with `bits` (F32, F16 or BF16) at element `at` of the tensor `name`, the
+  // others zero; the error of a trace of "!" (token 0) through block 0, or "traced".
+  auto trace_error = [](const std::string& name, std::size_t at, const std::string& dtype,
+                        std::uint32_t bits) {
+    auto e = tiny_gpt2(2);
+    std::string path;
+    for (Entry& x : e) {
+      std::size_t n = 1;
+      for (std::int64_t d : x.shape) n *= static_cast<std::size_t>(d);
+      const std::string type = x.name == name ? dtype : "F32";
+      const std::size_t size = element_bytes(type);
+      x.dtype = type;
+      x.bytes.assign(n * size, 0);
+      if (x.name != name) continue;
+      for (std::size_t b = 0; b < size; ++b)
+        x.bytes[at * size + b] = static_cast<unsigned char>(bits >> (8 * b));
+    }
+    test::TempDir dir;
+    write(dir / "model.safetensors", safetensors(e));
+    TraceConfig c;
+    c.model = Gpt2Checkpoint::open((dir / "model.safetensors").string(), 2);
+    c.sentences = {"!"};
+    c.layer = 1;
+    try {
+      run_trace(c);
+    } catch (const Error& error) {
+      const std::string what = error.what(), prefix = (dir / "model.safetensors").string();
+      return what.starts_with(prefix) ? "FILE" + what.substr(prefix.size()) : what;
+    }
+    return std::string("traced");
+  };
+  const std::uint32_t nan = 0x7fc00000u, inf = 0x7f800000u, minus_inf = 0xff800000u;
+  CHECK(trace_error("h.0.attn.c_proj.weight", 5, "F32", nan) ==
+        "FILE: tensor 'h.0.attn.c_proj.weight' has a nan at row 2, column 2: a checkpoint's "
+        "weights must be finite");
+  CHECK(trace_error("h.0.ln_2.bias", 3, "F32", inf) ==
+        "FILE: tensor 'h.0.ln_2.bias' has an inf at element 4: a checkpoint's weights must be "
+        "finite");
+  CHECK(trace_error("h.0.mlp.c_proj.weight", 63, "F32", minus_inf) ==
+        "FILE: tensor 'h.0.mlp.c_proj.weight' has a -inf at row 16, column 4: a checkpoint's "
+        "weights must be finite");
+  CHECK(trace_error("h.1.attn.c_attn.weight", 0, "F16", 0x7e00u) ==
+        "FILE: tensor 'h.1.attn.c_attn.weight' has a nan at row 1, column 1: a checkpoint's "
+        "weights must be finite");
+  CHECK(trace_error("h.1.ln_1.weight", 1, "BF16", 0xff80u) ==
+        "FILE: tensor 'h.1.ln_1.weight' has a -inf at element 2: a checkpoint's weights must be "
+        "finite");
+  // wte's row of the token read, wpe's rows of the positions read.
+  CHECK(trace_error("wte.weight", 2, "F32", nan) ==
+        "FILE: tensor 'wte.weight' has a nan at row 1, column 3: a checkpoint's weights must be "
+        "finite");
+  CHECK(trace_error("wpe.weight", 1, "F32", inf) ==
+        "FILE: tensor 'wpe.weight' has an inf at row 1, column 2: a checkpoint's weights must be "
+        "finite");
+  // Rows and tensors the trace does not read are not scanned.
+  CHECK(trace_error("wte.weight", 4, "F32", nan) == "traced");
+  CHECK(trace_error("wpe.weight", 4, "F32", nan) == "traced");
+  CHECK(trace_error("ln_f.weight", 0, "F32", nan) == "traced");
 }
 
 }  // namespace attn
