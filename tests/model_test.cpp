@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <bit>
 #include <cmath>
@@ -45,7 +46,8 @@ Trace model_trace(const json& ref, const std::string& name) {
 }  // namespace
 
 TEST_CASE("every step of a GPT-2 checkpoint's layer is PyTorch's within 1e-5") {
-  for (const char* name : {"f32_l2_h2_d32", "f16_l3_h4_d64", "prefix_l2_h4_d32", "bf16_l1_h2_d16"}) {
+  for (const char* name :
+       {"f32_l2_h2_d32", "f16_l3_h4_d64", "prefix_l2_h4_d32", "bf16_l1_h2_d16"}) {
     CAPTURE(name);
     const json ref = expected(name);
     const Trace trace = model_trace(ref, name);
@@ -112,8 +114,7 @@ TEST_CASE("a model refuses a layer, a head or a prompt it does not have") {
   c.rope = true;
   CHECK_THROWS_WITH_AS(
       run_trace(c),
-      "a model's trace is GPT-2's: learned positions, a K/V head per query head, no window",
-      Error);
+      "a model's trace is GPT-2's: learned positions, a K/V head per query head, no window", Error);
 }
 
 // --- the file format ------------------------------------------------------------------------
@@ -155,7 +156,8 @@ std::string safetensors(std::vector<Entry> entries, const std::string& header = 
   }
   const std::string text = header.empty() ? h.dump() : header;
   std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>(text.size() >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    out[static_cast<std::size_t>(i)] = static_cast<char>(text.size() >> (8 * i));
   return out + text + data;
 }
 
@@ -239,26 +241,36 @@ TEST_CASE("a tiny checkpoint opens, with its hyperparameters from the shapes") {
 TEST_CASE("F16 and BF16 are converted exactly") {
   // 1.5, −0, 65504 (the largest half), 2^−24 (the smallest subnormal), inf, 3·2^−16 (subnormal)
   const std::vector<std::uint16_t> half = {0x3e00, 0x8000, 0x7bff, 0x0001, 0x7c00, 0x0003};
-  const std::vector<float> want = {1.5f, -0.0f, 65504.0f, std::ldexp(1.0f, -24),
-                                   INFINITY, 3 * std::ldexp(1.0f, -24)};
+  const std::vector<float> want = {
+      1.5f, -0.0f, 65504.0f, std::ldexp(1.0f, -24), INFINITY, 3 * std::ldexp(1.0f, -24)};
   std::vector<unsigned char> bytes;
   for (std::uint16_t h : half) {
     bytes.push_back(static_cast<unsigned char>(h & 0xff));
     bytes.push_back(static_cast<unsigned char>(h >> 8));
   }
-  auto e = replaced(tiny_gpt2(), "wpe.weight", {"wpe.weight", "F16", {1, 4}, {}});
+  auto e = replaced(tiny_gpt2(), "wpe.weight", {"wpe.weight", "F16", {2, 4}, {}});
   e = replaced(e, "wte.weight", {"wte.weight", "F16", {1, 4}, {}});
-  e[0].bytes.assign(bytes.begin(), bytes.begin() + 8);   // 1.5, −0, 65504, 2^−24
-  e[1].bytes.assign(bytes.begin() + 8, bytes.end());     // inf, 3·2^−24,
-  e[1].bytes.insert(e[1].bytes.end(), bytes.begin(), bytes.begin() + 4);  // 1.5, −0
+  e[0].bytes.assign(bytes.begin(), bytes.begin() + 8);  // 1.5, −0, 65504, 2^−24
+  e[1].bytes.assign(bytes.begin() + 10, bytes.end());   // 3·2^−24, then 1.5, −0, 65504
+  e[1].bytes.insert(e[1].bytes.end(), bytes.begin(), bytes.begin() + 6);
+  e[1].bytes.insert(e[1].bytes.end(), bytes.begin() + 8, bytes.begin() + 10);  // inf
+  e[1].bytes.insert(e[1].bytes.end(), bytes.begin(), bytes.begin() + 6);       // 1.5, −0, 65504
   test::TempDir dir;
   write(dir / "model.safetensors", safetensors(e));
   const auto m = Gpt2Checkpoint::open((dir / "model.safetensors").string(), 2);
   const Matrix row = m->token_rows({0});
-  for (int i = 0; i < 4; ++i) CHECK(std::bit_cast<std::uint32_t>(row(0, i)) == std::bit_cast<std::uint32_t>(want[static_cast<std::size_t>(i)]));
-  const Matrix pos = m->position_rows(1);
-  CHECK(pos(0, 0) == INFINITY);
-  CHECK(std::bit_cast<std::uint32_t>(pos(0, 1)) == std::bit_cast<std::uint32_t>(3 * std::ldexp(1.0f, -24)));
+  for (int i = 0; i < 4; ++i)
+    CHECK(std::bit_cast<std::uint32_t>(row(0, i)) ==
+          std::bit_cast<std::uint32_t>(want[static_cast<std::size_t>(i)]));
+  CHECK(std::bit_cast<std::uint32_t>(m->position_rows(1)(0, 0)) ==
+        std::bit_cast<std::uint32_t>(3 * std::ldexp(1.0f, -24)));
+  // wpe's second row begins with inf: it is refused with its position when it is read.
+  CHECK_THROWS_WITH_AS(m->position_rows(2),
+                       fmt::format("{}: tensor 'wpe.weight' has an inf at row 2, column 1: a "
+                                   "checkpoint's weights must be finite",
+                                   (dir / "model.safetensors").string())
+                           .c_str(),
+                       Error);
   // And a BF16 tensor.
   auto b = replaced(tiny_gpt2(), "wpe.weight", {"wpe.weight", "BF16", {4, 4}, {}});
   write(dir / "model.safetensors", safetensors(b));
@@ -285,18 +297,22 @@ TEST_CASE("every malformed checkpoint gets one clear error") {
         "FILE: tensor 'x' is not an object with dtype, shape and data_offsets");
   CHECK(open_error(safetensors(replaced(ok, "wte.weight", {"wte.weight", "Q4", {8, 4}, {0, 0}}))) ==
         "FILE: tensor 'wte.weight' has dtype 'Q4', which is not a safetensors dtype");
-  CHECK(open_error(safetensors({}, R"({"x": {"dtype": "F32", "shape": [2, -1], "data_offsets": [0, 0]}})")) ==
+  CHECK(open_error(safetensors(
+            {}, R"({"x": {"dtype": "F32", "shape": [2, -1], "data_offsets": [0, 0]}})")) ==
         "FILE: tensor 'x' has shape [2,-1]: each size must be an integer from 0 to 2^40");
-  CHECK(open_error(safetensors({}, R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0]}})")) ==
+  CHECK(open_error(
+            safetensors({}, R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0]}})")) ==
         "FILE: tensor 'x' has data_offsets [0]: they must be two byte offsets [begin, end]");
-  CHECK(open_error(safetensors({}, R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})")) ==
+  CHECK(open_error(
+            safetensors({}, R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})")) ==
         "FILE: tensor 'x' has data_offsets [0, 8], outside the file's 0 bytes of data");
   CHECK(open_error(safetensors({{"x", "F32", {3}, std::vector<unsigned char>(8)}})) ==
         "FILE: tensor 'x' has data_offsets [0, 8]: 8 bytes, but F32 [3] needs 12");
-  CHECK(open_error(safetensors({{"a", "F32", {2}, std::vector<unsigned char>(8)}},
-                               R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, )"
-                               R"("b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})")) ==
-        "FILE: tensors 'a' and 'b' overlap: bytes [0, 8) and [4, 8)");
+  CHECK(
+      open_error(safetensors({{"a", "F32", {2}, std::vector<unsigned char>(8)}},
+                             R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, )"
+                             R"("b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})")) ==
+      "FILE: tensors 'a' and 'b' overlap: bytes [0, 8) and [4, 8)");
   CHECK(open_error(safetensors({{"x", "F32", {1}}})) ==
         "FILE: has no tensor 'wte.weight' (nor 'transformer.wte.weight'): it is not a GPT-2 "
         "checkpoint");
@@ -304,14 +320,75 @@ TEST_CASE("every malformed checkpoint gets one clear error") {
   std::erase_if(missing, [](const Entry& e) { return e.name == "h.0.attn.c_proj.bias"; });
   CHECK(open_error(safetensors(missing)) ==
         "FILE: has no tensor 'h.0.attn.c_proj.bias': a GPT-2 checkpoint has it");
-  CHECK(open_error(safetensors(replaced(ok, "h.0.attn.c_attn.weight",
-                                        {"h.0.attn.c_attn.weight", "F32", {4, 11}}))) ==
+  CHECK(open_error(safetensors(
+            replaced(ok, "h.0.attn.c_attn.weight", {"h.0.attn.c_attn.weight", "F32", {4, 11}}))) ==
         "FILE: tensor 'h.0.attn.c_attn.weight' has shape [4, 11]: GPT-2 needs [4, 12]");
   CHECK(open_error(safetensors(replaced(ok, "wpe.weight", {"wpe.weight", "I64", {4, 4}}))) ==
         "FILE: tensor 'wpe.weight' is I64: a model's weights must be F32, F16 or BF16");
+  // A key given twice, in the header or in config.json, is refused rather than the last one kept.
+  CHECK(open_error(
+            safetensors({}, R"({"x": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]},)"
+                            "\n"
+                            R"("x": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}})")) ==
+        "FILE: line 2: the key \"x\" appears twice in one object: each key may be given once");
+  CHECK(open_error(safetensors(ok), R"({"n_head": 2, "n_head": 4})", 0) ==
+        "FILE: line 1: the key \"n_head\" appears twice in one object: each key may be given once");
+  // The size is a checked product: [2^40, 2^40] of F32 would wrap around to 0 bytes.
+  CHECK(
+      open_error(safetensors(
+          {},
+          R"({"x": {"dtype": "F32", "shape": [1099511627776, 1099511627776], "data_offsets": [0, 0]}})")) ==
+      "FILE: tensor 'x' has shape [1099511627776, 1099511627776]: too large: F32 of that shape is "
+      "more than 2^64 bytes");
+  CHECK(
+      open_error(
+          safetensors(
+              {},
+              R"({"x": {"dtype": "F32", "shape": [1099511627776, 1099511627776, 0], "data_offsets": [0, 0]}})"))
+          .starts_with("FILE: has no tensor 'wte.weight'"));
+  // An empty tensor shares no byte, wherever its empty range lies, whatever its name.
+  std::vector<Entry> empty;
+  for (const Entry& e : ok) {  // before each tensor, two empty ones at its first byte
+    empty.push_back({"a." + e.name, "F32", {0}});
+    empty.push_back({e.name + ".z", "F32", {2, 0}});
+    empty.push_back(e);
+  }
+  CHECK(open_error(safetensors(empty)) == "opened");
+  // Blocks after a missing one, with or without n_layer in config.json.
+  auto gap = tiny_gpt2(3);
+  std::erase_if(gap, [](const Entry& e) { return e.name.starts_with("h.1."); });
+  CHECK(open_error(safetensors(gap)) ==
+        "FILE: has tensor 'h.2.attn.c_attn.bias' but no tensor 'h.1.ln_1.weight': the blocks h.0, "
+        "h.1, … must have no gap");
+  CHECK(open_error(safetensors(gap), R"({"n_head": 2, "n_layer": 3})", 0) ==
+        "FILE: has tensor 'h.2.attn.c_attn.bias' but no tensor 'h.1.ln_1.weight': the blocks h.0, "
+        "h.1, … must have no gap");
+  auto extra = tiny_gpt2(1, "transformer.");
+  extra.push_back({"transformer.h.1.attn.bias", "F32", {1}});
+  CHECK(open_error(safetensors(extra)) ==
+        "FILE: has tensor 'transformer.h.1.attn.bias' but no tensor 'transformer.h.1.ln_1.weight': "
+        "the blocks h.0, h.1, … must have no gap");
+  // A tensor of the wrong rank is named as such.
+  CHECK(open_error(safetensors(replaced(ok, "wte.weight", {"wte.weight", "F32", {2}}))) ==
+        "FILE: tensor 'wte.weight' has shape [2]: GPT-2 needs a matrix [vocab_size, n_embd]");
+  CHECK(open_error(safetensors(replaced(ok, "wte.weight", {"wte.weight", "F32", {}}))) ==
+        "FILE: tensor 'wte.weight' has shape []: GPT-2 needs a matrix [vocab_size, n_embd]");
+  CHECK(open_error(safetensors(replaced(ok, "wte.weight", {"wte.weight", "F32", {1, 1, 2}}))) ==
+        "FILE: tensor 'wte.weight' has shape [1, 1, 2]: GPT-2 needs a matrix [vocab_size, n_embd]");
+  CHECK(open_error(safetensors(replaced(ok, "wpe.weight", {"wpe.weight", "F32", {4}}))) ==
+        "FILE: tensor 'wpe.weight' has shape [4]: GPT-2 needs a matrix [n_positions, 4]");
+  CHECK(open_error(safetensors(replaced(ok, "h.0.ln_2.bias", {"h.0.ln_2.bias", "F32", {1, 4}}))) ==
+        "FILE: tensor 'h.0.ln_2.bias' has shape [1, 4]: GPT-2 needs a vector [4]");
+  // A tensor named both with and without transformer. is ambiguous.
+  auto both = ok;
+  both.push_back({"transformer.wte.weight", "F32", {8, 4}});
+  CHECK(open_error(safetensors(both)) ==
+        "FILE: has both 'wte.weight' and 'transformer.wte.weight': which one GPT-2 reads is "
+        "ambiguous");
   CHECK(open_error(safetensors(ok), "", 0) ==
         "FILE: has no config.json beside it: give the number of heads");
-  CHECK(open_error(safetensors(ok), "", 3) == "FILE: 3 heads do not divide n_embd 4: d_head would not be whole");
+  CHECK(open_error(safetensors(ok), "", 3) ==
+        "FILE: 3 heads do not divide n_embd 4: d_head would not be whole");
   // config.json
   CHECK(open_error(safetensors(ok), "{") == "FILE: is not valid JSON");
   CHECK(open_error(safetensors(ok), R"({"n_head": 2, "activation_function": "relu"})", 0) ==
@@ -320,7 +397,8 @@ TEST_CASE("every malformed checkpoint gets one clear error") {
         "FILE: n_embd is 768, but wte.weight's shape gives 4");
   CHECK(open_error(safetensors(ok), R"({"n_head": 2, "n_inner": null, "n_layer": 1})", 0) ==
         "opened");
-  CHECK(open_error(safetensors(replaced(ok, "h.0.mlp.c_fc.weight", {"h.0.mlp.c_fc.weight", "F32", {4, 8}})),
+  CHECK(open_error(safetensors(
+                       replaced(ok, "h.0.mlp.c_fc.weight", {"h.0.mlp.c_fc.weight", "F32", {4, 8}})),
                    R"({"n_head": 2})", 0) ==
         "FILE: n_inner is null, which means 4 · n_embd = 16, but mlp.c_fc.weight's shape gives 8");
   CHECK(open_error(safetensors(ok), R"({"n_layer": 1})", 0) == "FILE: has no n_head");
@@ -332,16 +410,111 @@ TEST_CASE("every malformed checkpoint gets one clear error") {
         "FILE: layer_norm_epsilon is \"x\": it must be a number in (0, 1)");
   // Not a file.
   test::TempDir dir;
-  CHECK_THROWS_WITH_AS(Gpt2Checkpoint::open(dir.path().string()),
-                       fmt::format("the model {} is not a file: give a model.safetensors",
-                                   dir.path().string())
-                           .c_str(),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      Gpt2Checkpoint::open(dir.path().string()),
+      fmt::format("the model {} is not a file: give a model.safetensors", dir.path().string())
+          .c_str(),
+      Error);
   CHECK_THROWS_WITH_AS(Gpt2Checkpoint::open((dir / "none.safetensors").string()),
                        fmt::format("cannot open the model {}: No such file or directory",
                                    (dir / "none.safetensors").string())
                            .c_str(),
                        Error);
+}
+
+TEST_CASE("a model or a config.json that is not a file is refused at once, without blocking") {
+  test::TempDir dir;
+  const std::string model = (dir / "model.safetensors").string(),
+                    config = (dir / "config.json").string();
+  // A FIFO with no writer would block open() for ever.
+  REQUIRE(::mkfifo(model.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH_AS(
+      Gpt2Checkpoint::open(model),
+      fmt::format("the model {} is not a file: give a model.safetensors", model).c_str(), Error);
+  std::filesystem::remove(model);
+  write(model, safetensors(tiny_gpt2()));
+  const std::string not_a_file =
+      fmt::format("{}: is not a file: a model's config.json must be a file of JSON", config);
+  REQUIRE(::mkfifo(config.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH_AS(Gpt2Checkpoint::open(model), not_a_file.c_str(), Error);
+  std::filesystem::remove(config);
+  std::filesystem::create_directory(config);
+  CHECK_THROWS_WITH_AS(Gpt2Checkpoint::open(model), not_a_file.c_str(), Error);
+  std::filesystem::remove(config);
+  // /dev/zero never ends; a large file is not read.
+  std::filesystem::create_symlink("/dev/zero", config);
+  CHECK_THROWS_WITH_AS(Gpt2Checkpoint::open(model), not_a_file.c_str(), Error);
+  std::filesystem::remove(config);
+  write(config, "{}");
+  std::filesystem::resize_file(config, (std::uintmax_t{1} << 20) + 1);
+  CHECK_THROWS_WITH_AS(
+      Gpt2Checkpoint::open(model),
+      fmt::format("{}: is larger than 1 MiB: a GPT-2 config.json is about 1 KB", config).c_str(),
+      Error);
+  std::filesystem::resize_file(config, 0);
+  write(config, R"({"n_head": 2})");
+  CHECK(Gpt2Checkpoint::open(model)->config().n_head == 2);
+}
+
+TEST_CASE("a nan or an infinity in a tensor the trace reads is refused with its position") {
+  // The tiny checkpoint with `bits` (F32, F16 or BF16) at element `at` of the tensor `name`, the
+  // others zero; the error of a trace of "!" (token 0) through block 0, or "traced".
+  auto trace_error = [](const std::string& name, std::size_t at, const std::string& dtype,
+                        std::uint32_t bits) {
+    auto e = tiny_gpt2(2);
+    std::string path;
+    for (Entry& x : e) {
+      std::size_t n = 1;
+      for (std::int64_t d : x.shape) n *= static_cast<std::size_t>(d);
+      const std::string type = x.name == name ? dtype : "F32";
+      const std::size_t size = element_bytes(type);
+      x.dtype = type;
+      x.bytes.assign(n * size, 0);
+      if (x.name != name) continue;
+      for (std::size_t b = 0; b < size; ++b)
+        x.bytes[at * size + b] = static_cast<unsigned char>(bits >> (8 * b));
+    }
+    test::TempDir dir;
+    write(dir / "model.safetensors", safetensors(e));
+    TraceConfig c;
+    c.model = Gpt2Checkpoint::open((dir / "model.safetensors").string(), 2);
+    c.sentences = {"!"};
+    c.layer = 1;
+    try {
+      run_trace(c);
+    } catch (const Error& error) {
+      const std::string what = error.what(), prefix = (dir / "model.safetensors").string();
+      return what.starts_with(prefix) ? "FILE" + what.substr(prefix.size()) : what;
+    }
+    return std::string("traced");
+  };
+  const std::uint32_t nan = 0x7fc00000u, inf = 0x7f800000u, minus_inf = 0xff800000u;
+  CHECK(trace_error("h.0.attn.c_proj.weight", 5, "F32", nan) ==
+        "FILE: tensor 'h.0.attn.c_proj.weight' has a nan at row 2, column 2: a checkpoint's "
+        "weights must be finite");
+  CHECK(trace_error("h.0.ln_2.bias", 3, "F32", inf) ==
+        "FILE: tensor 'h.0.ln_2.bias' has an inf at element 4: a checkpoint's weights must be "
+        "finite");
+  CHECK(trace_error("h.0.mlp.c_proj.weight", 63, "F32", minus_inf) ==
+        "FILE: tensor 'h.0.mlp.c_proj.weight' has a -inf at row 16, column 4: a checkpoint's "
+        "weights must be finite");
+  CHECK(trace_error("h.1.attn.c_attn.weight", 0, "F16", 0x7e00u) ==
+        "FILE: tensor 'h.1.attn.c_attn.weight' has a nan at row 1, column 1: a checkpoint's "
+        "weights must be finite");
+  CHECK(trace_error("h.1.ln_1.weight", 1, "BF16", 0xff80u) ==
+        "FILE: tensor 'h.1.ln_1.weight' has a -inf at element 2: a checkpoint's weights must be "
+        "finite");
+  // wte's row of the token read, wpe's rows of the positions read.
+  CHECK(trace_error("wte.weight", 2, "F32", nan) ==
+        "FILE: tensor 'wte.weight' has a nan at row 1, column 3: a checkpoint's weights must be "
+        "finite");
+  CHECK(trace_error("wpe.weight", 1, "F32", inf) ==
+        "FILE: tensor 'wpe.weight' has an inf at row 1, column 2: a checkpoint's weights must be "
+        "finite");
+  // Rows and tensors the trace does not read are not scanned.
+  CHECK(trace_error("wte.weight", 4, "F32", nan) == "traced");
+  CHECK(trace_error("wpe.weight", 4, "F32", nan) == "traced");
+  CHECK(trace_error("ln_f.weight", 0, "F32", nan) == "traced");
 }
 
 }  // namespace attn

@@ -1564,6 +1564,29 @@ case_model_errors() {
   expect_error "the text has 40 tokens, more than the model's 32 positions (n_positions): give a shorter text" \
     --model $gpt2_models/bf16_l1_h2_d16/model.safetensors "$(printf ' word%.0s' {1..40})"
 }
+case_model_hostile_files() {
+  # Not a file: refused at once (a FIFO with no writer would block open() for ever); a config.json
+  # too large, or with a key given twice; a nan in a weight the trace reads.
+  local m=$work/m/model.safetensors c=$work/m/config.json
+  mkdir -p "$work/m" && mkfifo "$work/fifo" && mkfifo "$c" || return 1
+  cp $gpt2_models/bf16_l1_h2_d16/model.safetensors "$m" || return 1
+  expect_error "the model $work/fifo is not a file: give a model.safetensors" --model "$work/fifo" ||
+    return 1
+  expect_error "$c: is not a file: a model's config.json must be a file of JSON" --model "$m" ||
+    return 1
+  rm "$c" && mkdir "$c" || return 1
+  expect_error "$c: is not a file: a model's config.json must be a file of JSON" --model "$m" ||
+    return 1
+  rmdir "$c" && truncate -s 2M "$c" || return 1
+  expect_error "$c: is larger than 1 MiB: a GPT-2 config.json is about 1 KB" --model "$m" || return 1
+  printf '{"n_head": 2, "n_head": 4}' >"$c"
+  expect_error "$c: line 1: the key \"n_head\" appears twice in one object: each key may be given once" \
+    --model "$m" || return 1
+  cp $gpt2_models/bf16_l1_h2_d16/config.json "$c" &&  # h.0.attn.c_proj.weight's first value: nan
+    printf '\xc0\x7f' | dd of="$m" bs=1 seek=1612312 conv=notrunc status=none || return 1
+  expect_error "$m: tensor 'h.0.attn.c_proj.weight' has a nan at row 1, column 1: a checkpoint's weights must be finite" \
+    --model "$m" "Hello world"
+}
 
 # --- the KV cache (--decode) and the online softmax (--online-softmax) ---------------------------
 case_decode() { expect_output decode --decode; }

@@ -44,13 +44,15 @@ struct Gpt2Layer {
 
 class Gpt2Checkpoint {
  public:
-  // Maps `path` and checks its header: a header length within the file, a JSON object whose
-  // entries have a known dtype, a shape and data_offsets within the data, of the size that dtype
-  // and shape need and overlapping no other's; then GPT-2's tensors by name and shape. The
-  // hyperparameters come from config.json in the same folder; without it, they are inferred from
-  // the shapes and `n_head` (> 0) gives the head count. Other tensors (h.N.attn.bias,
-  // h.N.attn.masked_bias, lm_head.weight) are not read. Throws Error naming the file, the tensor
-  // or the key, and what is wrong, for anything else.
+  // Maps `path` (a regular file) and checks its header: a header length within the file, a JSON
+  // object with no key given twice whose entries have a known dtype, a shape and data_offsets
+  // within the data, of the size that dtype and shape need and overlapping no other's; then
+  // GPT-2's tensors by name (with or without transformer., not both), rank and shape, and the
+  // blocks h.0 … with no gap. The hyperparameters come from config.json in the same folder (a
+  // regular file of at most 1 MiB); without it, they are inferred from the shapes and `n_head`
+  // (> 0) gives the head count. Other tensors (h.N.attn.bias, h.N.attn.masked_bias,
+  // lm_head.weight) are not read. Throws Error naming the file, the tensor or the key, and what is
+  // wrong, for anything else; the tensors' values are checked finite as they are read.
   static std::shared_ptr<const Gpt2Checkpoint> open(const std::string& path,
                                                     std::int64_t n_head = 0);
   ~Gpt2Checkpoint();
@@ -65,6 +67,7 @@ class Gpt2Checkpoint {
   // wpe's first t rows (t <= n_positions): (t, n_embd).
   Matrix position_rows(std::int64_t t) const;
   // Block `layer`'s weights (layer < n_layer), converted to float32.
+  // Each of these throws Error naming the tensor and the position of a nan or an infinity read.
   Gpt2Layer layer(std::int64_t layer) const;
 
   struct Tensor {

@@ -115,6 +115,10 @@ struct JsonDocument {
 // be given once".
 JsonDocument parse_json_float32(std::string_view text, const std::string& source,
                                 nlohmann::json& out);
+// The same with the numbers as nlohmann's parser reads them (a fraction or an exponent as a
+// double): for JSON that is not a matrix, such as a checkpoint's header and its config.json.
+JsonDocument parse_json_unique_keys(std::string_view text, const std::string& source,
+                                    nlohmann::json& out);
 
 // Checks that every value is finite; `where` names a cell the way the format counts.
 template <class Where>

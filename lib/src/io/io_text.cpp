@@ -260,14 +260,14 @@ class TrackingIterator {
   const char** last_read_;
 };
 
-// Builds the document like nlohmann's own parser, except that each number with a fraction or an
-// exponent is rounded from its text straight to float32: through a double it could be rounded
-// twice. A value too large for float32 keeps its double value, for the message. A key given
-// twice in one object is refused with its line.
+// Builds the document like nlohmann's own parser, except that, when `float32`, each number with a
+// fraction or an exponent is rounded from its text straight to float32: through a double it could
+// be rounded twice. A value too large for float32 keeps its double value, for the message. A key
+// given twice in one object is refused with its line.
 class Float32Builder final : public nlohmann::json_sax<json> {
  public:
-  Float32Builder(json& root, std::string_view text, const std::string& source)
-      : root_(root), text_(text), source_(source) {}
+  Float32Builder(json& root, std::string_view text, const std::string& source, bool float32)
+      : root_(root), text_(text), source_(source), float32_(float32) {}
 
   JsonDocument result;
   const char* last_read = nullptr;  // set by TrackingIterator
@@ -277,6 +277,7 @@ class Float32Builder final : public nlohmann::json_sax<json> {
   bool number_integer(number_integer_t v) override { return add(v); }
   bool number_unsigned(number_unsigned_t v) override { return add(v); }
   bool number_float(number_float_t v, const string_t& s) override {
+    if (!float32_) return add(v);
     // nlohmann writes the locale's decimal point into `s`; from_chars wants '.'.
     std::string text = s;
     for (char& c : text) {
@@ -357,6 +358,7 @@ class Float32Builder final : public nlohmann::json_sax<json> {
   json& root_;
   std::string_view text_;
   const std::string& source_;
+  bool float32_;
   std::vector<json*> stack_;  // the open arrays and objects, innermost last
   json* member_ = nullptr;    // the object member the next value goes into
 };
@@ -365,7 +367,9 @@ class Float32Builder final : public nlohmann::json_sax<json> {
 
 namespace io_detail {
 
-JsonDocument parse_json_float32(std::string_view text, const std::string& source, json& out) {
+namespace {
+
+JsonDocument parse_json(std::string_view text, const std::string& source, json& out, bool float32) {
   // nlohmann's lexer takes a NUL byte for the end of the input, and would ignore what follows it;
   // JSON text never holds one (in a string it is written \u0000).
   if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
@@ -380,11 +384,21 @@ JsonDocument parse_json_float32(std::string_view text, const std::string& source
         fmt::format("parse error at line {}, column {}: {}", line, column, result.error_text);
     return result;
   }
-  Float32Builder builder(out, text, source);
+  Float32Builder builder(out, text, source, float32);
   const TrackingIterator first(text.data(), &builder.last_read),
       last(text.data() + text.size(), &builder.last_read);
   builder.result.ok = json::sax_parse(first, last, &builder);
   return builder.result;
+}
+
+}  // namespace
+
+JsonDocument parse_json_float32(std::string_view text, const std::string& source, json& out) {
+  return parse_json(text, source, out, true);
+}
+
+JsonDocument parse_json_unique_keys(std::string_view text, const std::string& source, json& out) {
+  return parse_json(text, source, out, false);
 }
 
 }  // namespace io_detail

@@ -10,15 +10,17 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "attn/error.hpp"
 #include "attn/gpt2_model.hpp"
+#include "attn/statistics.hpp"
+#include "io_internal.hpp"
 
 namespace attn {
 
@@ -69,15 +71,48 @@ std::uint16_t load16(const unsigned char* p) {
   return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
 }
 
-// The file's text, or nullopt when there is no such file.
-std::optional<std::string> read_text(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot read it", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+// Closes a file descriptor when it goes out of scope.
+struct Fd {
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  int fd;
+};
+
+// config.json's text, or nullopt when there is no such file. It must be a regular file, opened
+// without blocking (a FIFO with no writer would block open() for ever), of at most 1 MiB: a
+// GPT-2 config.json is about 1 KB, and a file that grows while it is read is stopped there.
+std::optional<std::string> read_config_text(const std::string& path) {
+  constexpr std::size_t kMaxBytes = std::size_t{1} << 20;
+  const Fd file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+  if (file.fd < 0 && errno == ENOENT) return std::nullopt;
+  auto cannot_read = [&path] {
+    return Error(fmt::format("{}: cannot read it: {}", path, std::strerror(errno)));
+  };
+  if (file.fd < 0) throw cannot_read();
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) throw cannot_read();
+  if (!S_ISREG(st.st_mode)) {
+    throw Error(
+        fmt::format("{}: is not a file: a model's config.json must be a file of JSON", path));
+  }
+  auto too_large = [&path] {
+    return Error(fmt::format("{}: is larger than 1 MiB: a GPT-2 config.json is about 1 KB", path));
+  };
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxBytes) throw too_large();
+  std::string text;
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(file.fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw cannot_read();
+    if (n == 0) return text;
+    if (static_cast<std::size_t>(n) > kMaxBytes - text.size()) throw too_large();
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
 }
 
 // An integer hyperparameter of config.json, when present and not null.
@@ -94,8 +129,9 @@ std::optional<std::int64_t> config_int(const json& config, const char* key,
 using Tensors = std::vector<std::pair<std::string, Gpt2Checkpoint::Tensor>>;
 
 // The file at `path` mapped whole, read-only, and its size: at least the header's 8-byte length.
+// Opened without blocking: a FIFO with no writer would block open() for ever; it is no file.
 std::pair<const unsigned char*, std::size_t> map_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     throw Error(fmt::format("cannot open the model {}: {}", path, std::strerror(errno)));
   }
@@ -120,7 +156,7 @@ std::pair<const unsigned char*, std::size_t> map_file(const std::string& path) {
 }
 
 // The header's tensors: each entry a known dtype, a shape, and data_offsets of the right size
-// within the `data_size` bytes of data; no two sharing a byte.
+// within the `data_size` bytes of data; no two sharing a byte (an empty tensor shares none).
 Tensors read_tensors(const std::string& path, const json& doc, std::size_t data_size) {
   Tensors tensors;
   for (const auto& item : doc.items()) {
@@ -144,16 +180,24 @@ Tensors read_tensors(const std::string& path, const json& doc, std::size_t data_
     }
     const json& shape = entry["shape"];
     if (!shape.is_array()) throw bad("has a shape that is not a list");
-    std::uint64_t count = 1;
     for (const json& d : shape) {
       if (!d.is_number_unsigned() || d.get<std::uint64_t>() > (std::uint64_t{1} << 40)) {
         throw bad(
             fmt::format("has shape {}: each size must be an integer from 0 to 2^40", shape.dump()));
       }
       t.shape.push_back(d.get<std::int64_t>());
-      count = count > 0 && d.get<std::uint64_t>() > (std::uint64_t{1} << 62) / count
-                  ? std::uint64_t{1} << 62
-                  : count * d.get<std::uint64_t>();
+    }
+    // The size in bytes, its product checked: [2^40, 2^40] of F32 is 2^82 bytes, which an
+    // unchecked product would wrap around to 0.
+    std::uint64_t size = 0;
+    if (std::find(t.shape.begin(), t.shape.end(), 0) == t.shape.end()) {
+      size = bytes;
+      for (const std::int64_t d : t.shape) {
+        if (__builtin_mul_overflow(size, static_cast<std::uint64_t>(d), &size)) {
+          throw bad(fmt::format("has shape {}: too large: {} of that shape is more than 2^64 bytes",
+                                shape_text(t.shape), t.dtype));
+        }
+      }
     }
     const json& offsets = entry["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
@@ -166,15 +210,17 @@ Tensors read_tensors(const std::string& path, const json& doc, std::size_t data_
       throw bad(fmt::format("has data_offsets [{}, {}], outside the file's {} bytes of data", begin,
                             end, data_size));
     }
-    if (end - begin != count * bytes) {
+    if (end - begin != size) {
       throw bad(fmt::format("has data_offsets [{}, {}]: {} bytes, but {} {} needs {}", begin, end,
-                            end - begin, t.dtype, shape_text(t.shape), count * bytes));
+                            end - begin, t.dtype, shape_text(t.shape), size));
     }
     t.begin = begin;
     t.end = end;
     tensors.emplace_back(name, std::move(t));
   }
-  Tensors sorted = tensors;
+  Tensors sorted;
+  std::copy_if(tensors.begin(), tensors.end(), std::back_inserter(sorted),
+               [](const auto& t) { return t.second.begin < t.second.end; });
   std::sort(sorted.begin(), sorted.end(),
             [](const auto& a, const auto& b) { return a.second.begin < b.second.begin; });
   for (std::size_t i = 1; i < sorted.size(); ++i) {
@@ -199,10 +245,10 @@ struct TensorCheck {
     return std::any_of(tensors.begin(), tensors.end(),
                        [&full](const auto& t) { return t.first == full; });
   }
-  // The tensor `name`: present, in a float dtype, with this shape (0: any size, inferred); its
-  // shape.
-  const std::vector<std::int64_t>& need(const std::string& name,
-                                        std::vector<std::int64_t> want) const {
+  // The tensor `name`: present, in a float dtype, with this shape (0: any size, inferred, named
+  // by `unknown` in order when the rank is wrong); its shape.
+  const std::vector<std::int64_t>& need(const std::string& name, std::vector<std::int64_t> want,
+                                        std::vector<const char*> unknown = {}) const {
     const std::string full = prefix + name;
     const auto it = std::find_if(tensors.begin(), tensors.end(),
                                  [&full](const auto& t) { return t.first == full; });
@@ -214,7 +260,17 @@ struct TensorCheck {
       throw Error(fmt::format("{}: tensor '{}' is {}: a model's weights must be F32, F16 or BF16",
                               path, full, t.dtype));
     }
-    bool same = t.shape.size() == want.size();
+    if (t.shape.size() != want.size()) {
+      std::vector<std::string> dims;
+      auto names = unknown.begin();
+      for (const std::int64_t d : want) {
+        dims.push_back(d == 0 && names != unknown.end() ? *names++ : fmt::format("{}", d));
+      }
+      throw Error(fmt::format("{}: tensor '{}' has shape {}: GPT-2 needs a {} [{}]", path, full,
+                              shape_text(t.shape), want.size() == 2 ? "matrix" : "vector",
+                              fmt::join(dims, ", ")));
+    }
+    bool same = true;
     for (std::size_t i = 0; same && i < want.size(); ++i) {
       if (want[i] == 0) want[i] = t.shape[i];
       same = want[i] == t.shape[i];
@@ -227,14 +283,26 @@ struct TensorCheck {
   }
 };
 
+// The number N of a tensor named `prefix`h.N.…, or nullopt for another name; a number too large
+// for 64 bits is the largest.
+std::optional<std::uint64_t> block_of(const std::string& name, const std::string& prefix) {
+  const std::string start = prefix + "h.";
+  if (!name.starts_with(start)) return std::nullopt;
+  const char* first = name.data() + start.size();
+  const char* last = name.data() + name.size();
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(first, last, n);
+  if (end == first || end == last || *end != '.') return std::nullopt;
+  return ec == std::errc::result_out_of_range ? UINT64_MAX : n;
+}
+
 // config.json's hyperparameters (`text`, read from `where`), which must agree with those the
-// shapes gave `c`; its n_head, which must be `n_head` where that is given (> 0).
+// shapes gave `c`; its n_head, which must be `n_head` where that is given (> 0). A key given
+// twice is refused.
 void read_config(const std::string& where, const std::string& text, std::int64_t n_head,
                  Gpt2Config& c) {
   json cfg;
-  try {
-    cfg = json::parse(text);
-  } catch (const json::exception&) {
+  if (!io_detail::parse_json_unique_keys(text, where, cfg).ok) {
     throw Error(fmt::format("{}: is not valid JSON", where));
   }
   if (!cfg.is_object()) throw Error(fmt::format("{}: is not a JSON object", where));
@@ -310,6 +378,7 @@ Matrix Gpt2Checkpoint::read(const std::string& name, Eigen::Index first_row,
       data_ + t.begin +
       static_cast<std::size_t>(first_row) * static_cast<std::size_t>(cols) * bytes;
   const auto n = static_cast<std::size_t>(rows * cols);
+  float* const v = m.data();
   if (t.dtype == "F32") {
     std::memcpy(m.data(), p, n * 4);  // little-endian, as x86 is
   } else if (t.dtype == "F16") {
@@ -318,6 +387,16 @@ Matrix Gpt2Checkpoint::read(const std::string& name, Eigen::Index first_row,
     for (std::size_t i = 0; i < n; ++i) {
       m.data()[i] = std::bit_cast<float>(static_cast<std::uint32_t>(load16(p + 2 * i)) << 16);
     }
+  }
+  // A nan or an infinity would reach the trace's numbers, or be taken there for an overflow.
+  if (!all_finite(v, n)) {
+    const auto at = std::find_if(v, v + n, [](float x) { return !std::isfinite(x); }) - v;
+    const std::string value = io_detail::not_finite_name(v[at]);
+    throw Error(
+        fmt::format("{}: tensor '{}' has {} {} at {}: a checkpoint's weights must be finite", path_,
+                    config_.prefix + name, value == "inf" ? "an" : "a", value,
+                    t.shape.size() == 2 ? io_detail::cell(first_row + at / cols, at % cols)
+                                        : fmt::format("element {}", at + 1)));
   }
   return m;
 }
@@ -386,10 +465,9 @@ std::shared_ptr<const Gpt2Checkpoint> Gpt2Checkpoint::open(const std::string& pa
         "({} bytes)",
         path, header, size));
   }
-  json doc;
-  try {
-    doc = json::parse(map + 8, map + 8 + header);
-  } catch (const json::exception&) {
+  json doc;  // a tensor named twice is refused, with its line
+  const std::string_view header_text(reinterpret_cast<const char*>(map + 8), header);
+  if (!io_detail::parse_json_unique_keys(header_text, path, doc).ok) {
     throw Error(
         fmt::format("{}: is not a safetensors file: its {}-byte header is not JSON", path, header));
   }
@@ -401,6 +479,12 @@ std::shared_ptr<const Gpt2Checkpoint> Gpt2Checkpoint::open(const std::string& pa
   m->tensors_ = read_tensors(path, doc, size - 8 - header);
 
   const TensorCheck check{path, m->tensors_, ""};
+  for (const auto& [name, t] : m->tensors_) {
+    if (name.starts_with("transformer.") && check.has(name.substr(12))) {
+      throw Error(fmt::format("{}: has both '{}' and '{}': which one GPT-2 reads is ambiguous",
+                              path, name.substr(12), name));
+    }
+  }
   Gpt2Config& c = m->config_;
   if (check.has("wte.weight")) {
     c.prefix = "";
@@ -413,22 +497,32 @@ std::shared_ptr<const Gpt2Checkpoint> Gpt2Checkpoint::open(const std::string& pa
         path));
   }
   const TensorCheck gpt2{path, m->tensors_, c.prefix};
-  const auto& wte = gpt2.need("wte.weight", {0, 0});
+  const auto& wte = gpt2.need("wte.weight", {0, 0}, {"vocab_size", "n_embd"});
   c.vocab_size = wte[0];
   c.n_embd = wte[1];
-  c.n_positions = gpt2.need("wpe.weight", {0, c.n_embd})[0];
+  c.n_positions = gpt2.need("wpe.weight", {0, c.n_embd}, {"n_positions"})[0];
   while (gpt2.has(fmt::format("{}h.{}.ln_1.weight", c.prefix, c.n_layer))) ++c.n_layer;
   if (c.n_layer == 0) {
     throw Error(fmt::format("{}: has no tensor '{}h.0.ln_1.weight': a GPT-2 checkpoint has it",
                             path, c.prefix));
   }
-  c.n_inner = gpt2.need("h.0.mlp.c_fc.weight", {c.n_embd, 0})[1];
+  // The blocks are h.0 … h.{n_layer − 1}: a block after a missing one would not be read.
+  for (const auto& [name, t] : m->tensors_) {
+    const auto block = block_of(name, c.prefix);
+    if (block && *block >= static_cast<std::uint64_t>(c.n_layer)) {
+      throw Error(fmt::format(
+          "{}: has tensor '{}' but no tensor '{}h.{}.ln_1.weight': the blocks h.0, h.1, … must "
+          "have no gap",
+          path, name, c.prefix, c.n_layer));
+    }
+  }
+  c.n_inner = gpt2.need("h.0.mlp.c_fc.weight", {c.n_embd, 0}, {"n_inner"})[1];
   c.dtype = m->tensor("h.0.attn.c_attn.weight").dtype;
 
   // config.json beside the file: its hyperparameters, which the shapes must agree with.
   const std::filesystem::path config_path =
       std::filesystem::path(path).parent_path() / "config.json";
-  if (const auto text = read_text(config_path)) {
+  if (const auto text = read_config_text(config_path.string())) {
     read_config(config_path.string(), *text, n_head, c);
   } else {
     if (n_head <= 0) {
