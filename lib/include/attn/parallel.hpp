@@ -38,6 +38,10 @@ void parallel_chunks(std::int64_t n, std::int64_t grain, int threads, double wor
 int pool_thread();
 // The pool's threads so far: its workers and the calling thread (at least 1).
 int pool_threads();
+// The CPU that the pool's worker `worker` (1 .. pool_threads() - 1) was moved to as it started,
+// away from the CPU of the thread that made it (read while it could run there only; the system
+// may move it later), or -1 when it was not moved (one allowed CPU) or there is no such worker.
+int pool_start_cpu(int worker);
 
 // The cores this process may use: the physical cores (physical_cores) of the CPUs of its
 // affinity mask, so that `taskset` and a container's CPU set are honoured

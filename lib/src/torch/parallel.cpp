@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -139,18 +140,21 @@ std::vector<int> start_cpus() {
 }
 
 // Moves the calling thread to `cpu` (from start_cpus), then lets it run on any allowed CPU again:
-// the scheduler leaves a running thread where it is while that CPU is allowed.
-void move_to(int cpu) {
+// the scheduler leaves a running thread where it is while that CPU is allowed. Returns the CPU
+// the thread ran on while `cpu` was its only one, or -1 if it was not moved.
+int move_to(int cpu) {
 #if defined(__linux__)
   cpu_set_t allowed, one;
-  if (cpu < 0 || !allowed_cpus(allowed)) return;
+  if (cpu < 0 || !allowed_cpus(allowed)) return -1;
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);
-  if (sched_setaffinity(0, sizeof one, &one) == 0) {
-    (void)sched_setaffinity(0, sizeof allowed, &allowed);
-  }
+  if (sched_setaffinity(0, sizeof one, &one) != 0) return -1;
+  const int moved_to = sched_getcpu();
+  (void)sched_setaffinity(0, sizeof allowed, &allowed);
+  return moved_to;
 #else
   (void)cpu;
+  return -1;
 #endif
 }
 
@@ -181,9 +185,10 @@ class Pool {
         const int index = static_cast<int>(workers_.size()) + 1;
         const int cpu =
             starts.empty() ? -1 : starts[static_cast<std::size_t>(index - 1) % starts.size()];
-        workers_.emplace_back([this, index, cpu] {
+        std::atomic<int>& started_on = started_on_.emplace_back(-1);
+        workers_.emplace_back([this, index, cpu, &started_on] {
           this_pool_thread = index;
-          move_to(cpu);
+          started_on.store(move_to(cpu), std::memory_order_release);
           work();
         });
       }
@@ -215,6 +220,12 @@ class Pool {
   int size() {
     std::lock_guard<std::mutex> lock(mutex_);
     return static_cast<int>(workers_.size()) + 1;
+  }
+
+  int started_on(int worker) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (worker < 1 || static_cast<std::size_t>(worker) > started_on_.size()) return -1;
+    return started_on_[static_cast<std::size_t>(worker) - 1].load(std::memory_order_acquire);
   }
 
   ~Pool() {
@@ -255,6 +266,7 @@ class Pool {
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   std::vector<std::thread> workers_;
+  std::deque<std::atomic<int>> started_on_;  // worker i + 1's move_to; a deque keeps each in place
   Job* job_ = nullptr;
   int wanted_ = 0;
   std::atomic<int> active_{0};  // workers on the job; changed under the mutex, watched without it
@@ -267,6 +279,8 @@ class Pool {
 int pool_thread() { return this_pool_thread; }
 
 int pool_threads() { return Pool::instance().size(); }
+
+int pool_start_cpu(int worker) { return Pool::instance().started_on(worker); }
 
 int affinity_cpus() {
 #if defined(__linux__)
