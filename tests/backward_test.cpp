@@ -112,6 +112,8 @@ TEST_CASE("every gradient equals torch.autograd's, in both kernel flavours") {
                          "gqa_4_2_linear",
                          "mqa_4_1_rand_causal",
                          "gqa_6_3_rand_transposed_cross",
+                         "split_rand_transposed_w2",
+                         "split_rand_transposed_batch_mse",
                          "gqa_rope_window_t12",
                          "mqa_rope_batch_online"};
   for (const TorchKernel kernel : attn::test::kKernels) {

@@ -167,6 +167,18 @@ def draw(case):
     return embed, W
 
 
+def batched(case, outs):
+    """The items' final outputs as one tensor: one sentence's as forward made it, a batch's as
+    (B, T, d_out). The split form's (W_o Zᵀ)ᵀ with rand_transposed is a transposed view, and a
+    batch of them keeps that layout (each item's columns in turn in memory), as the batched
+    product's transpose would: a sum reads a tensor in the order of its memory."""
+    if len(outs) == 1:
+        return outs[0]
+    if case.get("multihead") == "split" and case["init"] == "rand_transposed":
+        return torch.stack([o.transpose(-2, -1) for o in outs]).transpose(-2, -1)
+    return torch.stack(outs)
+
+
 def run(case):
     """The references' steps of one case."""
     sentences = case["sentences"]
@@ -208,7 +220,7 @@ def run(case):
         out, t = forward(case, X, X2, W, mask, tables)
         outs.append(out)
         traces.append(t)
-    out = torch.stack(outs)
+    out = batched(case, outs)
     target = torch.tensor(case["target"]).reshape(out.shape) if case["loss"] == "mse" else None
     loss = out.sum() if target is None else ((out - target) ** 2).mean()
     loss.backward()
@@ -314,7 +326,7 @@ def sgd(case, W, items, target, tables):
         out.append(step("step_b_out", new["b_out"]))
     with torch.no_grad():
         outs = [forward(case, X.detach(), X2.detach(), new, m, tables)[0] for X, X2, m in items]
-        o = torch.stack(outs)
+        o = batched(case, outs)
         loss = o.sum() if target is None else ((o - target) ** 2).mean()
     out.append(step("loss_after_step", loss.reshape(1, 1)))
     return out
@@ -455,6 +467,19 @@ CASES = {
                                       "kv_heads": 3, "multihead": "split",
                                       "init": "rand_transposed", "causal": False,
                                       "loss": "sum"},
+    # The split form's output with rand_transposed, (W_o Zᵀ)ᵀ, is a transposed view: its sum
+    # (and the mse's) reads the product's memory, column by column of out.
+    "split_rand_transposed_w2": {"sentences": ["w0 w1"], "seed": 123, "vocab_size": 50000,
+                                 "d_in": 3, "d_out": 8, "heads": 1, "multihead": "split",
+                                 "init": "rand_transposed", "causal": False, "loss": "sum",
+                                 "lr": 0.05},
+    "split_rand_transposed_batch_mse": {"sentences": [NINE, "eat dessert", "short life is sweet"],
+                                        "seed": 17, "vocab_size": 30, "d_in": 5, "d_out": 12,
+                                        "heads": 3, "multihead": "split",
+                                        "init": "rand_transposed", "causal": True,
+                                        "masked_rows": "zero", "loss": "mse", "lr": 0.05,
+                                        "target": [[((i * 5 + j * 7) % 9 - 4) / 3
+                                                    for j in range(12)] for i in range(27)]},
     "gqa_rope_window_t12": {"sentences": [TWELVE], "seed": 3, "vocab_size": 20, "d_in": 6,
                             "d_out": 8, "heads": 4, "kv_heads": 2, "multihead": "split",
                             "init": "linear", "causal": True, "window": 3, "rope": True,

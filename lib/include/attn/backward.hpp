@@ -23,8 +23,11 @@ enum class Loss {
 
 // L of `out` (all items' final outputs, rows one after another): out.sum() in the order of
 // ATen's sum kernel, or ((out − target)**2).mean(), the squares summed so and divided by their
-// number. Requires: target of out's shape for kMse.
-float loss_value(const Matrix& out, Loss loss, const Matrix& target);
+// number. ATen reads a tensor in the order of its memory: with `transposed_items` > 0, `out` is
+// that many items' transposed views, (W_o Zᵀ)ᵀ, whose memory holds each item's columns in turn
+// (and out − target, made in out's layout, the same). Requires: target of out's shape for kMse.
+float loss_value(const Matrix& out, Loss loss, const Matrix& target,
+                 std::int64_t transposed_items = 0);
 
 // dL/d out: ones for kSum; (1 / N) · (2 · (out − target)) for kMse, as MeanBackward and
 // PowBackward compute it.

@@ -25,9 +25,29 @@ Matrix squared_errors(const Matrix& out, const Matrix& target) {
   return sq;
 }
 
+// The values of `m` (`items` items' rows one after another) in the order of a transposed view's
+// memory: each item's columns in turn, each column's rows in turn.
+Matrix transposed_memory_order(const Matrix& m, std::int64_t items) {
+  const Eigen::Index rows = m.rows() / static_cast<Eigen::Index>(items);
+  Matrix out(1, m.size());
+  Eigen::Index k = 0;
+  for (std::int64_t b = 0; b < items; ++b) {
+    for (Eigen::Index j = 0; j < m.cols(); ++j) {
+      for (Eigen::Index t = 0; t < rows; ++t) out(0, k++) = m(b * rows + t, j);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-float loss_value(const Matrix& out, Loss loss, const Matrix& target) {
+float loss_value(const Matrix& out, Loss loss, const Matrix& target,
+                 std::int64_t transposed_items) {
+  if (transposed_items > 0) {
+    return loss_value(
+        transposed_memory_order(out, transposed_items), loss,
+        loss == Loss::kMse ? transposed_memory_order(target, transposed_items) : target);
+  }
   if (loss == Loss::kSum) return torch_sum(out.data(), out.size());
   const Matrix sq = squared_errors(out, target);
   return torch_sum(sq.data(), sq.size()) / static_cast<float>(sq.size());

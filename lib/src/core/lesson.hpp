@@ -270,6 +270,12 @@ Matrix stacked(const std::vector<Matrix>& parts);
 // output projection.
 const Matrix& final_output(const Trace& trace, std::optional<int> batch);
 
+// L of the items' final outputs (`outs`: their rows one after another, `items` items), read as
+// PyTorch holds them: the split form's (W_o Zᵀ)ᵀ with --init rand-transposed is a transposed view
+// (loss_value). target: for the mse loss.
+float lesson_loss(const TraceConfig& c, const Matrix& outs, const Matrix& target,
+                  std::int64_t items);
+
 // The forward pass again for other weights, without recording: one item's final output.
 // mask: the item's (T, T_k) mask as its mask step holds it, or null for none. The shapes of its
 // matrix products are added to `products` (for Recorder::mark_products).

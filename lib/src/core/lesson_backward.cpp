@@ -48,6 +48,12 @@ const Matrix& final_output(const Trace& trace, std::optional<int> batch) {
   return trace.step(StepKind::kContextVectors, std::nullopt, batch).values;
 }
 
+float lesson_loss(const TraceConfig& c, const Matrix& outs, const Matrix& target,
+                  std::int64_t items) {
+  const bool transposed = split_form(c) && !c.model && c.init == WeightInit::kRandTransposed;
+  return loss_value(outs, c.loss, target, transposed ? items : 0);
+}
+
 namespace {
 
 // What the loss step says: the mse loss's target; why a loss is nan.
@@ -85,7 +91,7 @@ std::vector<Matrix> record_loss(Recorder& rec, const Trace& trace, std::int64_t 
   const std::string equation = c.loss == Loss::kSum ? fmt::format("L = {}.sum()", y)
                                                     : fmt::format("L = (({} − target)²).mean()", y);
   Matrix l(1, 1);
-  l(0, 0) = loss_value(out, c.loss, target);
+  l(0, 0) = lesson_loss(c, out, target, batch);
   rec.add(StepKind::kLoss, equation, {"1"}, l, std::nullopt, std::nullopt,
           {.cols = {"L"}, .note = loss_note(c, l(0, 0))});
   const Matrix grad = loss_gradient(out, c.loss, target);

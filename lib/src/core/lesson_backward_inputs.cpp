@@ -268,7 +268,8 @@ void sgd(Recorder& rec, const Trace& trace, const Inputs& inputs, const Weights&
                                   items[b].mask, stepped, products));
   }
   Matrix l(1, 1);
-  l(0, 0) = loss_value(stacked(outs), c.loss, c.target ? c.target->values : Matrix());
+  l(0, 0) = lesson_loss(c, stacked(outs), c.target ? c.target->values : Matrix(),
+                        static_cast<std::int64_t>(outs.size()));
   const float before = trace.step(StepKind::kLoss).values(0, 0);
   rec.add(StepKind::kLossAfterStep, "L with W − η dL/dW", {"1"}, l, std::nullopt, std::nullopt,
           {.cols = {"L"},
