@@ -593,13 +593,25 @@ namespace {
 // The large case's config: 256 distinct words, d_in 512, d_kq = d_v = 64, nn.Linear weights.
 attn::TraceConfig large_config(const test::json& ref, TorchKernel kernel) {
   attn::TraceConfig c = config_of(ref, kernel);
-  c.init = attn::WeightInit::kLinear;
+  c.init = ref.at("settings").at("init") == "linear" ? attn::WeightInit::kLinear
+                                                     : attn::WeightInit::kRand;
   return c;
 }
 
+// The reference's step `id`.
+const test::json& step_of(const test::json& ref, const std::string& id) {
+  for (const test::json& step : ref.at("steps")) {
+    if (step.at("id") == id) return step;
+  }
+  throw std::runtime_error("no step " + id);
+}
+
 // The sampled rows of a reference step {"rows": {"index", "bits"}}, against the same rows of m:
-// the largest |difference| relative to the largest |value| of the reference rows.
-double relative_difference(const Matrix& m, const test::json& step) {
+// the largest |difference| and the largest |value| of the reference rows.
+struct Difference {
+  double worst = 0.0, scale = 0.0;
+};
+Difference sampled_difference(const Matrix& m, const test::json& step) {
   const test::json& rows = step.at("rows");
   double worst = 0.0, scale = 0.0;
   for (std::size_t r = 0; r < rows.at("index").size(); ++r) {
@@ -613,16 +625,26 @@ double relative_difference(const Matrix& m, const test::json& step) {
       worst = std::max(worst, std::fabs(double{m(i, static_cast<Eigen::Index>(j))} - want));
     }
   }
-  return scale > 0.0 ? worst / scale : worst;
+  return {worst, scale};
+}
+
+// The largest |difference| relative to the largest |value| of the reference rows.
+double relative_difference(const Matrix& m, const test::json& step) {
+  const Difference d = sampled_difference(m, step);
+  return d.scale > 0.0 ? d.worst / d.scale : d.worst;
 }
 
 }  // namespace
 
 TEST_CASE(
-    "large shapes: the blocked kernel stays within 1e-5 of PyTorch, the reference order is exact") {
-  for (const TorchKernel kernel : test::kKernels) {
-    const test::json ref = test::load_reference(kernel, "large_linear_t256.json");
-    const std::string flavour(attn::kernel_name(kernel));
+    "large shapes: the blocked kernel stays within the stated tolerance, the reference order is "
+    "exact") {
+  for (const auto& [kernel, file] : {std::pair{TorchKernel::kAvx2, "large_linear_t256.json"},
+                                     std::pair{TorchKernel::kDefault, "large_linear_t256.json"},
+                                     std::pair{TorchKernel::kAvx2, "large_rand_t256.json"},
+                                     std::pair{TorchKernel::kDefault, "large_rand_t256.json"}}) {
+    const test::json ref = test::load_reference(kernel, file);
+    const std::string flavour = std::string(attn::kernel_name(kernel)) + " " + file;
     CAPTURE(flavour);
     attn::TraceConfig c = large_config(ref, kernel);
     c.threads = 2;
@@ -635,11 +657,25 @@ TEST_CASE(
       const attn::Step& f = fast.step(id);
       const attn::Step& e = exact.step(id);
       REQUIRE(f.shape == step.at("shape").get<std::vector<std::int64_t>>());
-      // The stated tolerance: 1e-5 of the step's largest value (float32's epsilon is 1.2e-7;
-      // a sum of 512 products may round differently at each of them).
-      const double rel = relative_difference(f.values, step);
-      MESSAGE(flavour, " ", id, ": blocked vs PyTorch, largest difference / largest value = ", rel);
-      CHECK(rel <= 1e-5);
+      // The stated tolerance (design.md, Large products): each product, and the scaling, within
+      // 1e-5 of the step's largest value (float32's epsilon is 1.2e-7; a sum of 512 products
+      // may round differently at each of them). The softmax turns a difference δ of a row's
+      // scaled scores into one of at most 2δ of its weights, whatever the scores' size (with
+      // torch.rand's weights here, several hundred), 1e-6 more for its own rounding; and A V
+      // adds the weights' difference times the largest |value| to its own 1e-5.
+      const Difference d = sampled_difference(f.values, step);
+      double allowed = 1e-5 * d.scale;
+      if (id == "attention_weights" || id == "context_vectors") {
+        const Difference scaled =
+            sampled_difference(fast.step("scaled_scores").values, step_of(ref, "scaled_scores"));
+        const double weights = 2.0 * scaled.worst + 1e-6;
+        allowed = id == "attention_weights"
+                      ? weights
+                      : allowed + weights * fast.step("values").values.cwiseAbs().maxCoeff();
+      }
+      MESSAGE(flavour, " ", id, ": blocked vs PyTorch, largest difference ", d.worst,
+              ", largest value ", d.scale, ", allowed ", allowed);
+      CHECK(d.worst <= allowed);
       CHECK(relative_difference(e.values, step) == 0.0);
       const bool product = id == "queries" || id == "keys" || id == "values" || id == "omega" ||
                            id == "context_vectors";

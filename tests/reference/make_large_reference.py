@@ -2,7 +2,8 @@
 
 Writes data/reference/<flavour>/large_linear_t256.json: one head of attention over a sentence of
 256 distinct words ("w0 w1 ... w255"), seed 123, vocab_size 256, d_in 512, d_kq = d_v = 64,
-nn.Linear weights (init linear). Every matrix product is at least 2^20 multiply-adds, so
+nn.Linear weights (init linear); and large_rand_t256.json, the same with the walkthrough's
+torch.rand weights (init rand). Every matrix product is at least 2^20 multiply-adds, so
 attn-trace's default (--matmul auto) computes it with the blocked kernel; the tests check that it
 stays within a stated tolerance of these values, and that --matmul reference gives their bits.
 Each step stores its shape, math.fsum of its values, and rows 0, 1, T/2 and T-1 in full
@@ -61,34 +62,45 @@ def sampled(step_id, t):
             "rows": {"index": rows, "values": picked.tolist(), "bits": bits(picked)}}
 
 
-def large_case(env):
+def large_case(env, init):
+    """init "linear": nn.Linear's weights (kaiming uniform), scores of order 1; "rand": the
+    walkthrough's torch.rand(d_in, d_out), all positive, whose scores grow with d_in (into the
+    hundreds here), so that the softmax magnifies the products' last bits."""
     sentence = " ".join(f"w{i}" for i in range(T))
     (words,), dictionary = tokenize(sentence)
     ids = [dictionary[w] for w in words]
     X = embedding(SEED, T, D_IN, ids)
     torch.manual_seed(SEED)
-    W_query = torch.nn.Linear(D_IN, D_KQ, bias=False)
-    W_key = torch.nn.Linear(D_IN, D_KQ, bias=False)
-    W_value = torch.nn.Linear(D_IN, D_V, bias=False)
+    if init == "linear":
+        W_query = torch.nn.Linear(D_IN, D_KQ, bias=False).weight.detach()
+        W_key = torch.nn.Linear(D_IN, D_KQ, bias=False).weight.detach()
+        W_value = torch.nn.Linear(D_IN, D_V, bias=False).weight.detach()
+        project = torch.nn.functional.linear
+    else:
+        W_query, W_key, W_value = (torch.rand(D_IN, d) for d in (D_KQ, D_KQ, D_V))
+        project = torch.matmul
     with torch.no_grad():
-        queries, keys, values = W_query(X), W_key(X), W_value(X)
+        queries, keys, values = (project(X, w) for w in (W_query, W_key, W_value))
         omega = queries @ keys.T
         scaled = omega / D_KQ**0.5
         weights = torch.softmax(scaled, dim=-1)
         context = weights @ values
-    named = [("embeddings", X), ("w_query", W_query.weight), ("w_key", W_key.weight),
-             ("w_value", W_value.weight), ("queries", queries), ("keys", keys),
+    named = [("embeddings", X), ("w_query", W_query), ("w_key", W_key),
+             ("w_value", W_value), ("queries", queries), ("keys", keys),
              ("values", values), ("omega", omega), ("scaled_scores", scaled),
              ("attention_weights", weights), ("context_vectors", context)]
+    weights_text = ("W_query, W_key, W_value = nn.Linear(512, 64, bias=False) x 3\n"
+                    "queries = W_query(X) ...") if init == "linear" else (
+                    "W_query, W_key, W_value = torch.rand(512, 64) x 3\nqueries = X @ W_query ...")
     recipe = ("sentence = ' '.join(f'w{i}' for i in range(256)); dictionary and ids as the "
               "walkthrough\ntorch.manual_seed(123); X = nn.Embedding(256, 512)(ids)\n"
-              "torch.manual_seed(123); W_query, W_key, W_value = nn.Linear(512, 64, bias=False) x 3\n"
-              "queries = W_query(X) ...; omega = queries @ keys.T; scaled_scores = omega / 64**0.5\n"
+              f"torch.manual_seed(123); {weights_text}; omega = queries @ keys.T; "
+              "scaled_scores = omega / 64**0.5\n"
               "attention_weights = torch.softmax(scaled_scores, dim=-1); "
               "context_vectors = attention_weights @ values")
     settings = {"sentence": sentence, "seed": SEED, "vocab_size": T, "d_in": D_IN, "d_kq": D_KQ,
-                "d_v": D_V, "heads": 1, "causal": False, "init": "linear"}
-    return {"case": "large_linear_t256", "env": env, "recipe": {"text": recipe},
+                "d_v": D_V, "heads": 1, "causal": False, "init": init}
+    return {"case": f"large_{init}_t256", "env": env, "recipe": {"text": recipe},
             "settings": settings, "steps": [sampled(n, t) for n, t in named]}
 
 
@@ -120,7 +132,8 @@ def main():
     if not all(lib.startswith(REFERENCE_BLAS + "/") for lib in env["libblas"]):
         sys.exit(f"expected the reference BLAS from {REFERENCE_BLAS}, loaded {env['libblas']}")
     out = ROOT / "data" / "reference" / flavour
-    for name, doc in (("large_linear_t256", large_case(env)), ("checksums", checksums(env))):
+    for name, doc in (("large_linear_t256", large_case(env, "linear")),
+                      ("large_rand_t256", large_case(env, "rand")), ("checksums", checksums(env))):
         path = out / f"{name}.json"
         path.write_text(to_json(doc) + "\n", encoding="utf-8")
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size} bytes")
