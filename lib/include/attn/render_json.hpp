@@ -34,8 +34,9 @@ std::string render_json(const Trace& trace, bool describe = false);
 // "shape" or labels. Requires: every entry's steps are steps of `trace` (export_plan).
 std::string render_manifest(const Trace& trace, const std::vector<ExportEntry>& files);
 
-// A float32 as the shortest decimal that reads back as the same float ("0.33737019", "-0",
-// "1e-05"); non-finite values as "nan", "inf", "-inf".
+// A float32 as the shortest decimal that reads back as the same float ("0.33737019", "0",
+// "1e-05"), a negative zero as "-0.0" (which a reader that tells integers from decimals keeps
+// negative); non-finite values as "nan", "inf", "-inf".
 std::string float_text(float value);
 
 }  // namespace attn

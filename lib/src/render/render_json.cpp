@@ -190,6 +190,8 @@ std::string render_manifest(const Trace& trace, const std::vector<ExportEntry>& 
 std::string float_text(float value) {
   if (std::isnan(value)) return "\"nan\"";
   if (std::isinf(value)) return value > 0 ? "\"inf\"" : "\"-inf\"";
+  // "-0" would be the integer 0 to a reader that tells integers from decimals (Python's json).
+  if (value == 0.0f && std::signbit(value)) return "-0.0";
   return fmt::format("{}", value);
 }
 
@@ -211,7 +213,7 @@ std::string render_json(const Trace& trace, bool describe) {
       for (Eigen::Index c = 0; c < s.values.cols(); ++c) {
         if (c) out += ", ";
         const float v = s.values(r, c);
-        if (std::isfinite(v)) {
+        if (std::isfinite(v) && !(v == 0.0f && std::signbit(v))) {
           // float_text's shortest text, without a temporary string: a model's layer is millions.
           fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), v);
         } else {
