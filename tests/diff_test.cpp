@@ -130,9 +130,9 @@ TEST_CASE("a trace's steps are read field by field: each wrong one is named") {
       {R"({"id": "a", "head": null, "batch": null, "values": [5]})",
        "row 1 is 5: a row is an array of values"},
       {R"({"id": "a", "head": null, "batch": null, "shape": [1, 3], "values": [[1, 2]]})",
-       "\"shape\" is [1,3] but its values are 1 row of 2: they must agree"},
+       "\"shape\" is [1, 3] but its values are 1 row of 2: they must agree"},
       {R"({"id": "a", "head": null, "batch": null, "shape": [-1, 2], "values": [[1, 2]]})",
-       "\"shape\" is an array but its values are 1 row of 2: they must agree"},
+       "\"shape\" is [-1, 2] but its values are 1 row of 2: they must agree"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.first);

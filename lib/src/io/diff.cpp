@@ -124,9 +124,18 @@ Matrix values_of(const json& s) {
     const bool pair = shape->is_array() && shape->size() == 2 && whole_number((*shape)[0], 0) &&
                       whole_number((*shape)[1], 0);
     if (!pair || (*shape)[0] != rows || (rows > 0 && (*shape)[1] != cols)) {
+      // A short array of numbers as the trace writes a shape, "[6, 7]"; anything else by kind.
+      const bool flat =
+          shape->is_array() && shape->size() <= 8 &&
+          std::all_of(shape->begin(), shape->end(), [](const json& d) { return d.is_number(); });
+      std::string shown = brief(*shape);
+      if (flat) {
+        std::vector<std::string> sizes;
+        for (const json& d : *shape) sizes.push_back(d.dump());
+        shown = fmt::format("[{}]", fmt::join(sizes, ", "));
+      }
       throw Error(fmt::format("\"shape\" is {} but its values are {} row{} of {}: they must agree",
-                              pair ? shape->dump() : brief(*shape), rows, rows == 1 ? "" : "s",
-                              cols));
+                              shown, rows, rows == 1 ? "" : "s", cols));
     }
   }
   Matrix m(rows, cols);
