@@ -184,10 +184,11 @@ Inputs embed_model(Trace& trace, Recorder& rec);
 // b_o, its c_proj.
 Weights model_weights(Recorder& rec);
 
-// The stream entering the traced layer (blocks 0 … layer − 1 run on h₀), then ln_1 of it: the
-// attention's X, which it returns (the step's values).
-const Matrix& enter_layer(Recorder& rec, const Matrix& h0, int item,
-                          const std::vector<std::string>& words);
+// Each item's stream entering the traced layer (blocks 0 … layer − 1 run on its h₀, each block
+// converted from the checkpoint once for all the items), then ln_1 of it: the attention's X,
+// which it returns (the steps' values), item by item.
+std::vector<const Matrix*> enter_layer(Recorder& rec, const std::vector<const Matrix*>& h0,
+                                       const std::vector<TokenizedSentence>& inputs);
 
 // --- attention, one batch item at a time (lesson_attend.cpp) ----------------------------------
 

@@ -73,33 +73,40 @@ Weights model_weights(Recorder& rec) {
   return w;
 }
 
-const Matrix& enter_layer(Recorder& rec, const Matrix& h0, int item,
-                          const std::vector<std::string>& words) {
+std::vector<const Matrix*> enter_layer(Recorder& rec, const std::vector<const Matrix*>& h0,
+                                       const std::vector<TokenizedSentence>& inputs) {
   const TraceConfig& c = rec.config();
   const Gpt2Checkpoint& model = *c.model;
-  Matrix h = h0;
+  std::vector<Matrix> h;
+  for (const Matrix* x : h0) h.push_back(*x);
   for (std::int64_t l = 0; l < c.layer; ++l) {
-    h = gpt2_block(h, model.layer(l), model.config(), c.threads);
+    const Gpt2Layer block = model.layer(l);  // a block's weights are tens of MB: read once
+    for (Matrix& stream : h) stream = gpt2_block(stream, block, model.config(), c.threads);
   }
-  std::string stream = "h₀";
-  if (c.layer > 0) {
-    stream = fmt::format("h_{}", c.layer);
-    rec.add(StepKind::kResidualStream,
-            c.layer == 1 ? "h_1 = block_0(h₀)"
-                         : fmt::format("h_{} = block_{}(… block_0(h₀))", c.layer, c.layer - 1),
-            {"T", "d_model"}, require_finite(h, "the residual stream"), item, std::nullopt,
-            {.rows = words,
-             .note = fmt::format("after {} whole block{}: each adds attn(ln_1(h)) and then "
-                                 "mlp(ln_2(h)) ({}) to the stream",
-                                 c.layer, c.layer > 1 ? "s" : "",
-                                 activation_name(model.config().activation)),
-             .title = fmt::format("the residual stream entering layer {}", c.layer)});
+  const Gpt2Layer norm = model.ln_1(c.layer);
+  const std::string stream = c.layer > 0 ? fmt::format("h_{}", c.layer) : "h₀";
+  std::vector<const Matrix*> x;
+  for (std::size_t b = 0; b < h.size(); ++b) {
+    const int item = static_cast<int>(b);
+    const std::vector<std::string>& words = inputs[b].words;
+    if (c.layer > 0) {
+      rec.add(StepKind::kResidualStream,
+              c.layer == 1 ? "h_1 = block_0(h₀)"
+                           : fmt::format("h_{} = block_{}(… block_0(h₀))", c.layer, c.layer - 1),
+              {"T", "d_model"}, require_finite(h[b], "the residual stream"), item, std::nullopt,
+              {.rows = words,
+               .note = fmt::format("after {} whole block{}: each adds attn(ln_1(h)) and then "
+                                   "mlp(ln_2(h)) ({}) to the stream",
+                                   c.layer, c.layer > 1 ? "s" : "",
+                                   activation_name(model.config().activation)),
+               .title = fmt::format("the residual stream entering layer {}", c.layer)});
+    }
+    x.push_back(&rec.add(
+        StepKind::kLayerNorm, fmt::format("X = h.{}.ln_1({})", c.layer, stream), {"T", "d_model"},
+        layer_norm(h[b], norm.ln_1_weight, norm.ln_1_bias, model.config().layer_norm_epsilon), item,
+        std::nullopt, {.rows = words}));
   }
-  const Gpt2Layer layer = model.layer(c.layer);
-  return rec.add(
-      StepKind::kLayerNorm, fmt::format("X = h.{}.ln_1({})", c.layer, stream), {"T", "d_model"},
-      layer_norm(h, layer.ln_1_weight, layer.ln_1_bias, model.config().layer_norm_epsilon), item,
-      std::nullopt, {.rows = words});
+  return x;
 }
 
 Qkv model_project(Recorder& rec, const Item& item, const Weights& w) {

@@ -187,10 +187,8 @@ Trace run_trace(const TraceConfig& config) {
   const lesson::Inputs inputs = lesson::tokenize_and_embed(trace, rec);
   // A model's attention reads ln_1 of the stream entering its layer: each item's, before the
   // layer's weights.
-  std::vector<const Matrix*> x = inputs.x;
-  for (std::size_t b = 0; trace.config.model && b < x.size(); ++b) {
-    x[b] = &lesson::enter_layer(rec, *inputs.x[b], static_cast<int>(b), trace.inputs[b].words);
-  }
+  const std::vector<const Matrix*> x =
+      trace.config.model ? lesson::enter_layer(rec, inputs.x, trace.inputs) : inputs.x;
   lesson::Weights weights = lesson::draw_weights(rec);
   weights.rope = lesson::record_rope_tables(rec, inputs.x[0]->rows());
   for (std::size_t b = 0; b < inputs.x.size(); ++b) {

@@ -426,7 +426,7 @@ Matrix Gpt2Checkpoint::position_rows(std::int64_t t) const {
   return read("wpe.weight", 0, t);
 }
 
-Gpt2Layer Gpt2Checkpoint::layer(std::int64_t l) const {
+Gpt2Layer Gpt2Checkpoint::ln_1(std::int64_t l) const {
   if (l < 0 || l >= config_.n_layer) {
     throw Error(
         fmt::format("layer {} is not in the model: its layers are 0 … {}", l, config_.n_layer - 1));
@@ -435,6 +435,12 @@ Gpt2Layer Gpt2Checkpoint::layer(std::int64_t l) const {
   Gpt2Layer w;
   w.ln_1_weight = read(h + "ln_1.weight");
   w.ln_1_bias = read(h + "ln_1.bias");
+  return w;
+}
+
+Gpt2Layer Gpt2Checkpoint::layer(std::int64_t l) const {
+  Gpt2Layer w = ln_1(l);
+  const std::string h = fmt::format("h.{}.", l);
   w.c_attn_weight = read(h + "attn.c_attn.weight");
   w.c_attn_bias = read(h + "attn.c_attn.bias");
   w.attn_proj_weight = read(h + "attn.c_proj.weight");
