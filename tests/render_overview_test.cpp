@@ -188,7 +188,7 @@ TEST_CASE("every line of the overview fits the width, whatever the sentence") {
     CHECK(widest(overview(wide_words, width)) <= width);
   }
   CHECK(has(overview(wide_words), "…"));
-  CHECK_THROWS_AS(overview({}, 39), std::invalid_argument);
+  CHECK_THROWS_AS(overview({}, 39), attn::Error);
 }
 
 TEST_CASE("the overview refuses what run_trace refuses, with its message") {

@@ -846,6 +846,27 @@ case_sentence_in_brackets_read_as_given() {
     run --tokenizer gpt2 "[x]" --format json --steps embeddings &&
     grep -qF '"inputs": [{"ids":[58,87,60],' "$work/stdout"
 }
+case_overview_narrower_than_40_columns() {
+  # COLUMNS from 20 (a heatmap's least) to 39 once ended the overview by an uncaught exception.
+  COLUMNS=30 expect_error "the overview needs a width of at least 40 columns, not 30: widen the terminal or set COLUMNS" \
+    --format overview &&
+    COLUMNS=40 "$binary" --format overview >/dev/null
+}
+case_error_overflow_after_the_attention() {
+  # The output projection, the loss and a step of gradient descent overflow float32 where they
+  # happen: refused, not printed as inf or nan with exit 0.
+  printf '3e38,3e38,3e38,3e38\n3e38,3e38,3e38,3e38\n3e38,3e38,3e38,3e38\n3e38,3e38,3e38,3e38\n' >"$work/wo.csv" &&
+    expect_error "the output projection's values out overflow float32 at row 2, column 1 (inf): the given numbers are too large; scale them down" \
+      --heads 2 --multihead split --d-out 4 --w-out "$work/wo.csv" &&
+    for _ in 1 2 3 4 5 6; do echo 1e20,1e20,1e20,1e20; done >"$work/target.csv" &&
+    expect_error "the loss L overflows float32 (inf): the output's and the target's numbers are too large; scale them down" \
+      --backward --loss mse --target "$work/target.csv" &&
+    expect_error "W_q − 3e+38 dL/dW_q overflows float32: --lr 3e+38 is too large a step for these gradients; give a smaller one" \
+      --backward --lr 3e38 &&
+    printf '1e30,1e30,1e30,1e30\n1e30,1e30,1e30,1e30\n1e30,1e30,1e30,1e30\n' >"$work/wv.csv" &&
+    expect_error "the loss after the step overflows float32 (nan): --lr 1 is too large a step for these numbers; give a smaller one" \
+      --backward --lr 1 --w-value "$work/wv.csv"
+}
 case_numbers_are_decimal() {
   run --seed 0123 && cmp -s "$golden_dir/default.txt" "$work/stdout" || { echo "FAIL: --seed 0123 is not seed 123"; return 1; }
   "$binary" --seed 09 --d-in 010 >"$work/a" && "$binary" --seed 9 --d-in 10 >"$work/b" && cmp "$work/a" "$work/b"

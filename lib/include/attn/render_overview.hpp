@@ -17,7 +17,7 @@ namespace attn {
 // them, per-head stages indented under "2 heads, each:", and, last, the values a full trace
 // holds against the memory limit. Every line is at most `width` display columns: long lines are
 // wrapped at spaces, and a word wider than a line is cut with "…".
-// Requires: width >= 40.
+// Throws Error for a width under 40.
 std::string render_overview(const Trace& trace, std::size_t width = 80);
 
 }  // namespace attn

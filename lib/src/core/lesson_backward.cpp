@@ -12,6 +12,7 @@
 #include "attn/backward.hpp"
 #include "attn/error.hpp"
 #include "attn/grouping.hpp"
+#include "attn/statistics.hpp"
 #include "attn/weights.hpp"
 #include "lesson.hpp"
 
@@ -92,6 +93,15 @@ std::vector<Matrix> record_loss(Recorder& rec, const Trace& trace, std::int64_t 
                                                     : fmt::format("L = (({} − target)²).mean()", y);
   Matrix l(1, 1);
   l(0, 0) = lesson_loss(c, out, target, batch);
+  // An output with nan rows (a padded batch's, --masked-rows nan) has a nan loss, as PyTorch's;
+  // a loss that is not finite from finite outputs overflowed.
+  if (!std::isfinite(l(0, 0)) && all_finite(out.data(), static_cast<std::size_t>(out.size()))) {
+    throw Error(
+        fmt::format("the loss L overflows float32 ({}): the {} numbers are too large; "
+                    "scale them down",
+                    std::isnan(l(0, 0)) ? "nan" : "inf",
+                    c.loss == Loss::kMse ? "output's and the target's" : "output's"));
+  }
   rec.add(StepKind::kLoss, equation, {"1"}, l, std::nullopt, std::nullopt,
           {.cols = {"L"}, .note = loss_note(c, l(0, 0))});
   const Matrix grad = loss_gradient(out, c.loss, target);

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "attn/backward.hpp"
+#include "attn/error.hpp"
 #include "attn/grouping.hpp"
 #include "attn/weights.hpp"
 #include "lesson.hpp"
@@ -237,8 +238,22 @@ void sgd(Recorder& rec, const Trace& trace, const Inputs& inputs, const Weights&
   const std::string kk = grouped ? "d_kv" : kq, vv = grouped ? "d_kv" : dv;
   auto step = [&](StepKind kind, const char* name, std::vector<std::string> dims, const Matrix& v,
                   const Matrix& g, std::optional<int> head) -> const Matrix& {
-    return rec.add(kind, fmt::format("{0} − {1} dL/d{0}", name, lr), std::move(dims),
-                   sgd_step(v, g, lr), std::nullopt, head);
+    const Matrix& stepped = rec.add(kind, fmt::format("{0} − {1} dL/d{0}", name, lr),
+                                    std::move(dims), sgd_step(v, g, lr), std::nullopt, head);
+    // A nan gradient (of a padded batch's nan rows) steps to nan, as in PyTorch; a value that is
+    // not finite from a finite weight and gradient overflowed.
+    bool overflowed = false;
+    for (Eigen::Index i = 0; i < stepped.size() && !overflowed; ++i) {
+      overflowed = !std::isfinite(stepped.data()[i]) && std::isfinite(v.data()[i]) &&
+                   std::isfinite(g.data()[i]);
+    }
+    if (overflowed) {
+      throw Error(
+          fmt::format("{} − {} dL/d{} overflows float32: --lr {} is too large a step for "
+                      "these gradients; give a smaller one",
+                      name, lr, name, lr));
+    }
+    return stepped;
   };
   Weights stepped;
   stepped.rope = w.rope;  // the rotation's tables are buffers, not weights
@@ -271,6 +286,12 @@ void sgd(Recorder& rec, const Trace& trace, const Inputs& inputs, const Weights&
   l(0, 0) = lesson_loss(c, stacked(outs), c.target ? c.target->values : Matrix(),
                         static_cast<std::int64_t>(outs.size()));
   const float before = trace.step(StepKind::kLoss).values(0, 0);
+  if (!std::isfinite(l(0, 0)) && std::isfinite(before)) {
+    throw Error(
+        fmt::format("the loss after the step overflows float32 ({}): --lr {} is too large "
+                    "a step for these numbers; give a smaller one",
+                    std::isnan(l(0, 0)) ? "nan" : "inf", lr));
+  }
   rec.add(StepKind::kLossAfterStep, "L with W − η dL/dW", {"1"}, l, std::nullopt, std::nullopt,
           {.cols = {"L"},
            .note = fmt::format("η = {}: the loss went from {} to {} ({})", lr, loss_text(before),

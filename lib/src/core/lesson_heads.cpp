@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "attn/attention.hpp"
+#include "attn/statistics.hpp"
 #include "attn/weights.hpp"
 #include "lesson.hpp"
 #include "modern.hpp"
@@ -115,8 +116,13 @@ void combine_heads(Recorder& rec, const Item& item, const Weights& w, Matrix z) 
     equation += " + b_o";
   }
   if (c.model) equation += fmt::format(" (h.{}.attn.c_proj)", c.layer);
-  rec.add(StepKind::kOutput, equation, {"T", d_out}, std::move(out), item.index, std::nullopt,
-          {.rows = item.queries.words});
+  const Matrix& recorded = rec.add(StepKind::kOutput, equation, {"T", d_out}, std::move(out),
+                                   item.index, std::nullopt, {.rows = item.queries.words});
+  // A padded batch's nan rows (--masked-rows nan) stay nan, as in PyTorch; from finite heads, a
+  // value that is not finite overflowed.
+  if (all_finite(concat->data(), static_cast<std::size_t>(concat->size()))) {
+    require_finite(recorded, "the output projection's values out");
+  }
   rec.mark_product(concat->rows(), w.w_o.rows(), concat->cols());
 }
 

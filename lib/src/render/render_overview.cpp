@@ -288,7 +288,12 @@ std::string variant_lines(const Trace& trace, std::int64_t t_q, std::int64_t t_k
 }  // namespace
 
 std::string render_overview(const Trace& trace, std::size_t width) {
-  if (width < 40) throw std::invalid_argument("render_overview: width must be at least 40");
+  if (width < 40) {
+    throw Error(fmt::format(
+        "the overview needs a width of at least 40 columns, not {}: widen the terminal or set "
+        "COLUMNS",
+        width));
+  }
   const TraceConfig& c = trace.config;
   const auto batch = static_cast<std::int64_t>(trace.inputs.size());
   const auto t_q = static_cast<std::int64_t>(trace.inputs.at(0).words.size());
