@@ -296,6 +296,45 @@ std::optional<std::uint64_t> block_of(const std::string& name, const std::string
   return ec == std::errc::result_out_of_range ? UINT64_MAX : n;
 }
 
+// The prefix of GPT-2's names in the file: "" (wte.weight) or "transformer."; a tensor named
+// both ways is refused as ambiguous.
+std::string name_prefix(const std::string& path, const Tensors& tensors) {
+  const TensorCheck check{path, tensors, ""};
+  for (const auto& [name, t] : tensors) {
+    if (name.starts_with("transformer.") && check.has(name.substr(12))) {
+      throw Error(fmt::format("{}: has both '{}' and '{}': which one GPT-2 reads is ambiguous",
+                              path, name.substr(12), name));
+    }
+  }
+  if (check.has("wte.weight")) return "";
+  if (check.has("transformer.wte.weight")) return "transformer.";
+  throw Error(fmt::format(
+      "{}: has no tensor 'wte.weight' (nor 'transformer.wte.weight'): it is not a GPT-2 "
+      "checkpoint",
+      path));
+}
+
+// n_layer: the blocks h.0 … h.{n_layer − 1} by their ln_1.weight, with no tensor of a block
+// after a missing one (it would not be read).
+std::int64_t block_count(const TensorCheck& gpt2) {
+  std::int64_t n = 0;
+  while (gpt2.has(fmt::format("{}h.{}.ln_1.weight", gpt2.prefix, n))) ++n;
+  if (n == 0) {
+    throw Error(fmt::format("{}: has no tensor '{}h.0.ln_1.weight': a GPT-2 checkpoint has it",
+                            gpt2.path, gpt2.prefix));
+  }
+  for (const auto& [name, t] : gpt2.tensors) {
+    const auto block = block_of(name, gpt2.prefix);
+    if (block && *block >= static_cast<std::uint64_t>(n)) {
+      throw Error(fmt::format(
+          "{}: has tensor '{}' but no tensor '{}h.{}.ln_1.weight': the blocks h.0, h.1, … must "
+          "have no gap",
+          gpt2.path, name, gpt2.prefix, n));
+    }
+  }
+  return n;
+}
+
 // config.json's hyperparameters (`text`, read from `where`), which must agree with those the
 // shapes gave `c`; its n_head, which must be `n_head` where that is given (> 0). A key given
 // twice is refused.
@@ -484,44 +523,14 @@ std::shared_ptr<const Gpt2Checkpoint> Gpt2Checkpoint::open(const std::string& pa
   m->data_ = map + 8 + header;
   m->tensors_ = read_tensors(path, doc, size - 8 - header);
 
-  const TensorCheck check{path, m->tensors_, ""};
-  for (const auto& [name, t] : m->tensors_) {
-    if (name.starts_with("transformer.") && check.has(name.substr(12))) {
-      throw Error(fmt::format("{}: has both '{}' and '{}': which one GPT-2 reads is ambiguous",
-                              path, name.substr(12), name));
-    }
-  }
   Gpt2Config& c = m->config_;
-  if (check.has("wte.weight")) {
-    c.prefix = "";
-  } else if (check.has("transformer.wte.weight")) {
-    c.prefix = "transformer.";
-  } else {
-    throw Error(fmt::format(
-        "{}: has no tensor 'wte.weight' (nor 'transformer.wte.weight'): it is not a GPT-2 "
-        "checkpoint",
-        path));
-  }
+  c.prefix = name_prefix(path, m->tensors_);
   const TensorCheck gpt2{path, m->tensors_, c.prefix};
   const auto& wte = gpt2.need("wte.weight", {0, 0}, {"vocab_size", "n_embd"});
   c.vocab_size = wte[0];
   c.n_embd = wte[1];
   c.n_positions = gpt2.need("wpe.weight", {0, c.n_embd}, {"n_positions"})[0];
-  while (gpt2.has(fmt::format("{}h.{}.ln_1.weight", c.prefix, c.n_layer))) ++c.n_layer;
-  if (c.n_layer == 0) {
-    throw Error(fmt::format("{}: has no tensor '{}h.0.ln_1.weight': a GPT-2 checkpoint has it",
-                            path, c.prefix));
-  }
-  // The blocks are h.0 … h.{n_layer − 1}: a block after a missing one would not be read.
-  for (const auto& [name, t] : m->tensors_) {
-    const auto block = block_of(name, c.prefix);
-    if (block && *block >= static_cast<std::uint64_t>(c.n_layer)) {
-      throw Error(fmt::format(
-          "{}: has tensor '{}' but no tensor '{}h.{}.ln_1.weight': the blocks h.0, h.1, … must "
-          "have no gap",
-          path, name, c.prefix, c.n_layer));
-    }
-  }
+  c.n_layer = block_count(gpt2);
   c.n_inner = gpt2.need("h.0.mlp.c_fc.weight", {c.n_embd, 0}, {"n_inner"})[1];
   c.dtype = m->tensor("h.0.attn.c_attn.weight").dtype;
 
