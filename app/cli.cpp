@@ -212,8 +212,27 @@ Outcome run(Options& o) {
 }
 
 Outcome run_diff(const DiffCommand& command) {
-  const TraceDocument a = parse_trace_json(read_file(command.a), command.a);
-  const TraceDocument b = parse_trace_json(read_file(command.b), command.b);
+  if (command.a == "-" && command.b == "-") {
+    throw Error(
+        "diff reads one trace from standard input ('-'), not both: give a file for the "
+        "other");
+  }
+  // "-" is standard input, as for a sentence; a file named - is ./-. Two arguments that are not
+  // files, neither named .json, are most likely a sentence that begins with the word diff.
+  const bool words = !command.a.ends_with(".json") && !command.b.ends_with(".json");
+  auto read = [&](const std::string& path) {
+    if (path == "-") return parse_trace_json(read_standard_input(), "standard input");
+    std::error_code missing;
+    if (words && !std::filesystem::exists(path, missing)) {
+      throw Error(fmt::format(
+          "diff compares two JSON traces, and there is no file {}: to trace a sentence that "
+          "begins with the word diff, put -- before it: attn-trace -- diff {} {}",
+          path, command.a, command.b));
+    }
+    return parse_trace_json(read_file(path), path);
+  };
+  const TraceDocument a = read(command.a);
+  const TraceDocument b = read(command.b);
   const DiffResult d = diff_traces(a, b, command.tolerance);
   Outcome outcome;
   outcome.out = d.report;

@@ -219,6 +219,9 @@ void check_view_options(const Options& o) {
     refuse("--softmax-steps", "adds the softmax's steps to a trace");
   }
   if (o.explain && !o.steps.empty()) refuse("--steps", "chooses the steps of a trace");
+  if (o.explain_grad && o.config.learning_rate) {
+    refuse("--lr", "takes a step of gradient descent after the gradients");
+  }
   if (plain && o.format == OutputFormat::kOverview) {
     // The overview computes nothing: the options of a computation do not apply.
     if (!o.steps.empty()) refuse("--steps", "chooses the steps of a trace");
@@ -231,6 +234,29 @@ void check_view_options(const Options& o) {
     if (given_option(o, name) && !o.expect) {
       throw Error(fmt::format("{} goes with --expect (or with diff, after it)", name));
     }
+  }
+}
+
+// Refuses the options that only a sentence or a drawn matrix reads, when there is none: the
+// tokenizer of a given X with no sentence, the seed when every matrix is given.
+void check_given_inputs(const Options& o) {
+  const TraceConfig& c = o.config;
+  if (c.x && o.sentences.empty() && given_option(o, "--tokenizer")) {
+    throw Error(fmt::format(
+        "--tokenizer splits a sentence into tokens: X in {} is given with no sentence to split; "
+        "give the sentence that labels its rows, or no --tokenizer",
+        c.x->source));
+  }
+  if (c.model || !given_option(o, "--seed")) return;
+  const bool split = c.multihead == MultiheadForm::kSplit;
+  const bool drawn = !(c.x || c.embedding) || !c.w_query || !c.w_key || !c.w_value ||
+                     (c.heads > 1 && !split) ||
+                     (split && (!c.w_out || (c.init == WeightInit::kLinear && !c.b_out)));
+  if (!drawn) {
+    throw Error(fmt::format(
+        "--seed {} draws nothing here: the input and every weight are given in files; give no "
+        "--seed",
+        c.seed));
   }
 }
 
@@ -319,6 +345,7 @@ TraceConfig make_config(Options& o) {
     o.config.sentences_file = std::move(file);
     o.config.sentence_lines = std::move(lines);
   }
+  check_given_inputs(o);
   if (o.d_out) o.config.d_kq = o.config.d_v = *o.d_out;
   o.config.cross = o.cross;
   if (o.config.decode && o.cross) {

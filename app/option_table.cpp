@@ -54,7 +54,13 @@ CLI::Validator tolerance() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         double v = 0;
-        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        // Below the smallest double (1e-400): no two float32 values differ by so little, so it is
+        // the tolerance 0. std::from_chars says out of range both ways; strtod tells which.
+        if (ec == std::errc::result_out_of_range && ptr == text.data() + text.size() &&
+            !text.starts_with('-') && std::strtod(text.c_str(), nullptr) == 0.0) {
+          return {};
+        }
         if (ec != std::errc() || ptr != text.data() + text.size() || !(v >= 0) ||
             !std::isfinite(v)) {
           return fmt::format("'{}' is not a tolerance; allowed: a number >= 0", text);
@@ -69,8 +75,12 @@ CLI::Validator tolerance() {
 CLI::Validator size_value() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        // No sign: AsSizeValue would read -5G as a number of its own, wrapped around.
-        if (text.find('-') != std::string::npos) {
+        // Digits and at most one suffix, nothing else: AsSizeValue would read -5G as a number
+        // of its own, wrapped around, and take +4G, '4 G', 4GB and 4GiB as 4G (a GB is 10^9).
+        const std::size_t end = text.find_first_not_of("0123456789");
+        if (end == 0 || (end != std::string::npos &&
+                         (end + 1 != text.size() || std::string_view("KMGTkmgt").find(text[end]) ==
+                                                        std::string_view::npos))) {
           return fmt::format(
               "'{}' is not a size: give a number of bytes, or with K, M, G or T, like 4G", text);
         }

@@ -254,7 +254,7 @@ case_exported_weights_read_back_give_the_same_trace() {
   "$binary" --format json >"$work/a.json" &&
     "$binary" --format json "Life is short, eat dessert first" --x "$dir/01_embeddings.npy" \
       --w-query "$dir/02_w_query.npy" --w-key "$dir/03_w_key.npy" --w-value "$dir/04_w_value.npy" \
-      --seed 9 --steps omega,attention_weights,context_vectors >"$work/b.json" &&
+      --steps omega,attention_weights,context_vectors >"$work/b.json" &&
     "$binary" diff "$work/a.json" "$work/b.json" --atol 0 --rtol 0 >"$work/report"
   # b has only three steps: the rest are reported as only in a; those three are equal.
   grep -q "^different: 0 of 96 cells differ, in 0 of 11 steps; 8 steps in only one trace" "$work/report"
@@ -1070,7 +1070,7 @@ case_error_long_batches_and_long_words_refused_for_their_steps_and_labels() {
       some_lines) set -- --batch "$work/some_lines.txt" --max-memory 60M
         printf '%s\n' "attn-trace: error: this run would need about 97.4 MiB (T = 2 tokens x 10000 sentences, 1 head), more than the memory limit of 60.0 MiB: trace fewer tokens, or raise the limit with --max-memory" >"$work/expected_stderr" ;;
       word) set -- --file "$work/word.txt" --max-memory 100M
-        printf '%s\n' "attn-trace: error: this run would need about 467.3 MiB (T = 1 tokens, 1 head), more than the memory limit of 100.0 MiB: trace fewer tokens, or raise the limit with --max-memory" >"$work/expected_stderr" ;;
+        printf '%s\n' "attn-trace: error: this run would need about 467.3 MiB (T = 1 token, 1 head), more than the memory limit of 100.0 MiB: trace fewer tokens, or raise the limit with --max-memory" >"$work/expected_stderr" ;;
     esac
     (ulimit -v $limit && "$binary" "$@" --format summary >"$work/stdout" 2>"$work/stderr")
     status=$?
@@ -1791,6 +1791,94 @@ case_masked_rows_without_a_batch() {
     "$binary" --masked-rows zero -s "a b" -s "c d" >/dev/null &&
     printf 'a b\nc\n' | "$binary" --masked-rows zero --batch - --steps attention_weights |
     grep -q "^        \[0., 0.\]\])   # <pad>$"
+}
+case_embedding_row_labels() {
+  # A table's rows are read by id: labels out of id order are refused, labels in order are read.
+  expect_error "the embedding table in tests/golden/inputs/embedding_labels_swapped.csv labels row 1 'zebra', but that row is token id 0, 'apple': a table's rows follow the token ids from 0; put each token's row at its id, or give the table without labels" \
+    "apple zebra" --embedding tests/golden/inputs/embedding_labels_swapped.csv &&
+    run "zebra apple" --embedding tests/golden/inputs/embedding_labels.csv --steps embeddings &&
+    [ "$(cat "$work/status")" = 0 ] &&
+    grep -q "^tensor(\[\[2., 2., 2.\],    # zebra$" "$work/stdout" ||
+    { echo "FAIL: zebra's row is not the row labelled zebra"; cat "$work/stdout" "$work/stderr"; return 1; }
+}
+case_weight_row_labels() {
+  expect_error "W_q in tests/golden/inputs/w_3x2_labelled.csv labels its rows ('r1' first): a weight's rows are dimensions, not tokens; give it without labels (only X, the embedding table and the target have them)" \
+    "a b" --w-query tests/golden/inputs/w_3x2_labelled.csv &&
+    expect_error "W_o in tests/golden/inputs/w_3x2_labelled.csv labels its rows ('r1' first): a weight's rows are dimensions, not tokens; give it without labels (only X, the embedding table and the target have them)" \
+      "a b" --multihead split --w-out tests/golden/inputs/w_3x2_labelled.csv
+}
+case_target_row_labels() {
+  local swapped="the target in tests/golden/inputs/target_labels_swapped.csv labels row 2 'c', but the output's row 2 is the token 'b': its rows follow the output's tokens; put them in that order, or give the target without labels"
+  expect_error "$swapped" "a b c" --backward --loss mse --target tests/golden/inputs/target_labels_swapped.csv &&
+    expect_error "$swapped" "a b c" --backward --loss mse --target tests/golden/inputs/target_labels_swapped.csv --format overview &&
+    expect_error "$swapped" "a b c" --backward --loss mse --target tests/golden/inputs/target_labels_swapped.csv --explain-grad 1,1 &&
+    run "a b c" --backward --loss mse --target tests/golden/inputs/target_labels.csv --steps loss &&
+    [ "$(cat "$work/status")" = 0 ] || { echo "FAIL: labels in order refused"; cat "$work/stderr"; return 1; }
+}
+case_target_shape_in_the_overview() {
+  # The overview computes nothing, but refuses what the run would.
+  local message="the target in tests/golden/inputs/target_2x2.csv has shape [2, 2], but the output is [3, 4]: give one value per output value"
+  expect_error "$message" "a b c" --backward --loss mse --target tests/golden/inputs/target_2x2.csv --format overview &&
+    expect_error "$message" "a b c" --backward --loss mse --target tests/golden/inputs/target_2x2.csv --format summary &&
+    expect_error "the target in tests/golden/inputs/target_2x2.csv has shape [2, 2], but the output is [4, 8] (the 2 sentences' rows one after another): give one value per output value" \
+      -s "a b" -s "c" --heads 2 --backward --loss mse --target tests/golden/inputs/target_2x2.csv --format overview
+}
+case_lr_with_explain_grad() {
+  expect_error "--lr takes a step of gradient descent after the gradients: it does not go with --explain-grad" \
+    "a b c" --backward --explain-grad 1,1 --lr 0.5
+}
+case_tokenizer_without_a_sentence() {
+  expect_error "--tokenizer splits a sentence into tokens: X in tests/golden/inputs/journey_values.json is given with no sentence to split; give the sentence that labels its rows, or no --tokenizer" \
+    --x tests/golden/inputs/journey_values.json --tokenizer gpt2
+}
+case_seed_that_draws_nothing() {
+  local w=tests/golden/inputs/w_3x4.csv
+  expect_error "--seed 5 draws nothing here: the input and every weight are given in files; give no --seed" \
+    --x tests/golden/inputs/journey_values.json --w-query $w --w-key $w --w-value $w --seed 5 &&
+    # W_o is still drawn in the split form, W_v when it is not given.
+    "$binary" --x tests/golden/inputs/journey_values.json --w-query $w --w-key $w --w-value $w \
+      --multihead split --seed 5 >/dev/null &&
+    "$binary" --x tests/golden/inputs/journey_values.json --w-query $w --w-key $w --seed 5 >/dev/null
+}
+case_split_widths_with_a_given_weight() {
+  # --d-out does not go with a given W: the advice names what does.
+  expect_error "the split multi-head form projects to one width d_out, but d_kq 4 and d_v 2 differ: give --d-v 4 to match W_q" \
+    "a b" --multihead split --w-query tests/golden/inputs/w_3x4.csv --d-v 2 &&
+    expect_error "the split multi-head form projects to one width d_out, but d_kq 2 and d_v 4 differ: give --d-kq 4 to match W_v" \
+      "a b" --multihead split --w-value tests/golden/inputs/w_3x4.csv &&
+    expect_error "the split multi-head form projects to one width d_out, but d_kq 2 and d_v 4 differ: give W_v as wide as W_q" \
+      "a b" --multihead split --w-value tests/golden/inputs/w_3x4.csv --w-query tests/golden/inputs/w_3x2.csv
+}
+case_max_memory_strict_sizes() {
+  local size
+  for size in 4GB 4GiB +4G "4 G" 4g. 0x10; do
+    expect_error "--max-memory: '$size' is not a size: give a number of bytes, or with K, M, G or T, like 4G (see attn-trace --help)" \
+      --max-memory "$size" || return 1
+  done
+  "$binary" --max-memory 4g --steps embeddings a >/dev/null
+}
+case_memory_message_of_one_token() {
+  expect_error "this run would need about 18.2 KiB (T = 1 token, 1 head), more than the memory limit of 4.0 KiB: trace fewer tokens, or raise the limit with --max-memory" \
+    --max-memory 4K a
+}
+case_diff_reads_standard_input() {
+  "$binary" --format json "a b" >"$work/a.json" || return 1
+  run --format json "a b"
+  "$binary" diff - "$work/a.json" <"$work/stdout" >"$work/report" 2>&1 || { cat "$work/report"; return 1; }
+  grep -q "^equal: 11 steps, 66 cells" "$work/report" || { cat "$work/report"; return 1; }
+  expect_error "diff reads one trace from standard input ('-'), not both: give a file for the other" diff - -
+}
+case_diff_as_a_first_word() {
+  expect_error "diff compares two JSON traces, and there is no file is: to trace a sentence that begins with the word diff, put -- before it: attn-trace -- diff is hard" \
+    diff is hard &&
+    "$binary" -- diff is hard | grep -q "^sentence: 'diff is hard'$"
+}
+case_atol_below_the_smallest_double() {
+  "$binary" --format json "a b" >"$work/a.json" || return 1
+  expect_report 0 "equal: 11 steps, 66 cells, all within atol 0, rtol 1e-05
+" "" diff "$work/a.json" "$work/a.json" --atol 1e-400 &&
+    expect_error "--atol: '-1e-400' is not a tolerance; allowed: a number >= 0 (see attn-trace --help)" \
+      diff "$work/a.json" "$work/a.json" --atol -1e-400
 }
 case_rope_theta_without_rope() {
   expect_error "--rope-theta sets the rotary embeddings: it goes with --rope" --rope-theta 500000

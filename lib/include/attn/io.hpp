@@ -59,6 +59,9 @@ LoadedMatrix load_matrix(const std::filesystem::path& path);
 // byte, and never holds more.
 std::string read_file(const std::filesystem::path& path);
 
+// read_file of standard input, named "standard input" in messages.
+std::string read_standard_input();
+
 // ---- Sentences from a file or standard input ----
 
 // The most bytes a sentence read from a file or standard input may have, whatever the memory

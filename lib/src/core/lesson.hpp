@@ -271,6 +271,10 @@ Matrix stacked(const std::vector<Matrix>& parts);
 // output projection.
 const Matrix& final_output(const Trace& trace, std::optional<int> batch);
 
+// Refuses a target (the mse loss's) that is not `cols` wide with a row per output row (every
+// item's tokens, padded), or whose row labels are not those tokens in order.
+void check_target(const Trace& trace, Eigen::Index cols);
+
 // L of the items' final outputs (`outs`: their rows one after another, `items` items), read as
 // PyTorch holds them: the split form's (W_o Zᵀ)ᵀ with --init rand-transposed is a transposed view
 // (loss_value). target: for the mse loss.

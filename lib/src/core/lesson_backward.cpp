@@ -49,6 +49,38 @@ const Matrix& final_output(const Trace& trace, std::optional<int> batch) {
   return trace.step(StepKind::kContextVectors, std::nullopt, batch).values;
 }
 
+void check_target(const Trace& trace, Eigen::Index cols) {
+  const TraceConfig& c = trace.config;
+  if (!c.target) return;
+  const Matrix& target = c.target->values;
+  const auto batch = static_cast<Eigen::Index>(trace.inputs.size());
+  Eigen::Index rows = 0;
+  for (const TokenizedSentence& s : trace.inputs) rows += static_cast<Eigen::Index>(s.words.size());
+  if (target.rows() != rows || target.cols() != cols) {
+    throw Error(fmt::format(
+        "the target in {} has shape [{}, {}], but the output is [{}, {}]{}: give one value per "
+        "output value",
+        c.target->source, target.rows(), target.cols(), rows, cols,
+        batch > 1 ? fmt::format(" (the {} sentences' rows one after another)", batch) : ""));
+  }
+  // Its row labels, when it has them, are the output's tokens in order (an exported output's
+  // are). A given X without labels numbers its rows: there is nothing to check them against.
+  const std::vector<std::string>& labels = c.target->row_labels;
+  if (labels.empty() || (c.x && c.x->row_labels.empty())) return;
+  std::size_t r = 0;
+  for (const TokenizedSentence& s : trace.inputs) {
+    for (std::size_t i = 0; i < s.words.size(); ++i, ++r) {
+      if (labels[r] == s.words[i] || (!s.tokens.empty() && labels[r] == s.tokens[i])) continue;
+      throw Error(fmt::format(
+          "the target in {} labels row {} '{}', but the output's row {} is the token '{}': its "
+          "rows follow the output's tokens{}; put them in that order, or give the target without "
+          "labels",
+          c.target->source, r + 1, labels[r], r + 1, s.words[i],
+          batch > 1 ? " (the sentences' rows one after another)" : ""));
+    }
+  }
+}
+
 float lesson_loss(const TraceConfig& c, const Matrix& outs, const Matrix& target,
                   std::int64_t items) {
   const bool transposed = split_form(c) && !c.model && c.init == WeightInit::kRandTransposed;
@@ -79,14 +111,8 @@ std::vector<Matrix> record_loss(Recorder& rec, const Trace& trace, std::int64_t 
   const Matrix out = stacked(outs);
   Matrix target;
   if (c.loss == Loss::kMse) {
+    check_target(trace, out.cols());
     target = c.target->values;
-    if (target.rows() != out.rows() || target.cols() != out.cols()) {
-      throw Error(fmt::format(
-          "the target in {} has shape [{}, {}], but the output is [{}, {}]{}: give one value per "
-          "output value",
-          c.target->source, target.rows(), target.cols(), out.rows(), out.cols(),
-          batch > 1 ? fmt::format(" (the {} sentences' rows one after another)", batch) : ""));
-    }
   }
   const std::string y = split_form(c) ? "out" : "Z";
   const std::string equation = c.loss == Loss::kSum ? fmt::format("L = {}.sum()", y)

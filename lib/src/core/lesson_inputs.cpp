@@ -28,9 +28,10 @@ MemoryEstimate check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t
   const double need = e.bytes(c, t_q, t_k);
   const auto run = [&] {
     return fmt::format(
-        "this run would need about {} (T = {} tokens{}, {} head{})",
+        "this run would need about {} (T = {} token{}{}, {} head{})",
         size_text(need < 1.8e19 ? static_cast<std::uint64_t>(need) : ~std::uint64_t{0}), t_q,
-        batch > 1 ? fmt::format(" x {} sentences", batch) : "", c.heads, c.heads > 1 ? "s" : "");
+        t_q == 1 ? "" : "s", batch > 1 ? fmt::format(" x {} sentences", batch) : "", c.heads,
+        c.heads > 1 ? "s" : "");
   };
   if (need > static_cast<double>(c.max_memory)) {
     throw Error(fmt::format("{}, more than the memory limit of {}: trace fewer tokens, or raise "
@@ -96,6 +97,29 @@ void check_vocabulary(const Trace& trace) {
   }
   throw Error(fmt::format("{} {} {} distinct words{}: it must be at least {}", what, whose,
                           v.size(), trace.pad_id ? " and the padding token" : "", needed));
+}
+
+// Refuses a given embedding table whose row labels are not the tokens of the ids they hold: its
+// rows are read by id, so a row labelled 'zebra' would silently embed 'apple'. A row no token
+// reads is not checked; a token matches its label as shown or as the tokenizer writes it.
+void check_embedding_labels(const Trace& trace) {
+  const std::optional<GivenMatrix>& e = trace.config.embedding;
+  if (!e || e->row_labels.empty()) return;
+  auto check = [&e](const TokenizedSentence& s) {
+    for (std::size_t i = 0; i < s.ids.size(); ++i) {
+      const auto id = static_cast<std::size_t>(s.ids[i]);
+      if (id >= e->row_labels.size()) continue;
+      const std::string& label = e->row_labels[id];
+      if (label == s.words[i] || (!s.tokens.empty() && label == s.tokens[i])) continue;
+      throw Error(fmt::format(
+          "the embedding table in {} labels row {} '{}', but that row is token id {}, '{}': a "
+          "table's rows follow the token ids from 0; put each token's row at its id, or give the "
+          "table without labels",
+          e->source, id + 1, label, id, s.words[i]));
+    }
+  };
+  for (const TokenizedSentence& s : trace.inputs) check(s);
+  if (trace.cross) check(*trace.cross);
 }
 
 // The ids of a text's tokens; its words are the tokens as the tokenizer shows them (and the
@@ -213,6 +237,7 @@ void tokenize_inputs(Trace& trace, const LengthsKnown& known, const LengthsKnown
   if (c.cross) {
     trace.cross = tokenized(*c.tokenizer, trace.vocabulary, std::move(cross_words), 0, 0);
   }
+  check_embedding_labels(trace);
 }
 
 // The rows of the ids: from the given table, or nn.Embedding's as PyTorch draws them; the
@@ -344,6 +369,10 @@ Trace outline_trace(const TraceConfig& config) {
     lesson::tokenize_inputs(trace,
                             [](std::int64_t, std::int64_t, std::int64_t, bool, std::int64_t) {});
   }
+  // The run's check of the target, on the output's shape as the plan has it.
+  const TraceConfig& c = trace.config;
+  const bool side_by_side = c.heads > 1 && c.multihead == MultiheadForm::kWrapper;
+  if (c.backward) lesson::check_target(trace, side_by_side ? c.heads * c.d_v : c.d_v);
   return trace;
 }
 

@@ -27,8 +27,26 @@ namespace {
 
 std::string shape_of(const Matrix& m) { return fmt::format("[{}, {}]", m.rows(), m.cols()); }
 
+// Refuses row labels on a weight: its rows are input or output dimensions, not tokens, so a
+// label there would be read as nothing.
+void refuse_weight_labels(const TraceConfig& c) {
+  struct Named {
+    const std::optional<GivenMatrix>& w;
+    const char* symbol;
+  };
+  for (const Named n : {Named{c.w_query, "W_q"}, Named{c.w_key, "W_k"}, Named{c.w_value, "W_v"},
+                        Named{c.w_out, "W_o"}, Named{c.b_out, "b_o"}}) {
+    if (!n.w || n.w->row_labels.empty()) continue;
+    throw Error(fmt::format(
+        "{} in {} labels its rows ('{}' first): a weight's rows are dimensions, not tokens; "
+        "give it without labels (only X, the embedding table and the target have them)",
+        n.symbol, n.w->source, n.w->row_labels.front()));
+  }
+}
+
 // Checks the given matrices' shapes against each other and sets the dimensions they imply.
 void apply_given_shapes(TraceConfig& c) {
+  refuse_weight_labels(c);
   if (c.x) {
     if (c.embedding) throw Error("X is given: an embedding table would not be used");
     if (c.cross) throw Error("X is given as one input matrix: cross-attention needs two sentences");
@@ -235,10 +253,16 @@ TraceConfig resolve(const TraceConfig& config) {
   }
   if (c.multihead == MultiheadForm::kSplit) {
     if (c.d_kq != c.d_v) {
-      throw Error(fmt::format("the split multi-head form projects to one width d_out, but d_kq {} "
-                              "and d_v {} differ: give one width",
-                              c.d_kq, c.d_v),
-                  Setting::kWidths);
+      const std::string differ = fmt::format(
+          "the split multi-head form projects to one width d_out, but d_kq {} and d_v {} differ",
+          c.d_kq, c.d_v);
+      // --d-out cannot go with a given weight: the widths are then the files' and the other's.
+      const bool kq_given = c.w_query || c.w_key;
+      if (!kq_given && !c.w_value) throw Error(differ + ": give one width", Setting::kWidths);
+      throw Error(fmt::format("{}: {}", differ,
+                              kq_given && c.w_value ? "give W_v as wide as W_q"
+                              : kq_given ? fmt::format("give --d-v {} to match W_q", c.d_kq)
+                                         : fmt::format("give --d-kq {} to match W_v", c.d_v)));
     }
     if (c.d_kq % c.heads != 0) {
       throw Error(fmt::format("d_out {} does not split into {} heads: it must be a multiple of {}",

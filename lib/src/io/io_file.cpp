@@ -123,18 +123,31 @@ FdCloser open_file(const std::filesystem::path& path) {
 
 }  // namespace
 
-std::string read_file(const std::filesystem::path& path) {
+namespace {
+
+// read_file's reading, of an open descriptor named `source` in messages.
+std::string read_whole(int fd, const std::string& source) {
   constexpr std::uint64_t kMaxFileBytes = std::uint64_t{1} << 30;
-  auto fail = [&](int error) { return read_error(path, error); };
-  const FdCloser file = open_file(path);
+  auto fail = [&](int error) {
+    return Error(fmt::format("{}: cannot read: {}", source, errno_text(error)));
+  };
   std::string out;
   // A device such as /dev/zero never ends: no input of the tool is anywhere near this size.
-  if (read_capped(file.fd, kMaxFileBytes, out, fail) == ReadOutcome::kTooLarge) {
-    throw Error(fmt::format("{} is larger than {} MiB: that is not an input of this tool",
-                            path.string(), kMaxFileBytes >> 20));
+  if (read_capped(fd, kMaxFileBytes, out, fail) == ReadOutcome::kTooLarge) {
+    throw Error(fmt::format("{} is larger than {} MiB: that is not an input of this tool", source,
+                            kMaxFileBytes >> 20));
   }
   return out;
 }
+
+}  // namespace
+
+std::string read_file(const std::filesystem::path& path) {
+  const FdCloser file = open_file(path);
+  return read_whole(file.fd, path.string());
+}
+
+std::string read_standard_input() { return read_whole(STDIN_FILENO, "standard input"); }
 
 std::uint64_t sentence_byte_limit(std::uint64_t max_memory) {
   return std::min(max_memory, kMaxSentenceBytes);
