@@ -252,7 +252,9 @@ CLI::App* add_commands(CLI::App& app, Options& options, DiffCommand& diff_comman
       "(one line on stderr). Documentation: docs/cli.md and docs/tutorial.md.");
   add_options(app, options);
   CLI::App* diff = app.add_subcommand(
-      "diff", "Compare two JSON traces cell by cell: exit 0 if equal within tolerance, 1 if not");
+      "diff",
+      "Compare two JSON traces cell by cell (either may be - for standard input): exit 0 if equal "
+      "within tolerance, 1 if not");
   add_diff_options(*diff, diff_command);
   return diff;
 }

@@ -26,7 +26,8 @@ constexpr std::string_view kExitCodes =
     "Exit codes: 0 success; 1 a difference found (diff, --expect); 2 invalid input or usage, "
     "or output that could not be written, with one line on stderr.";
 constexpr std::string_view kDiffSummary =
-    "Compare two JSON traces cell by cell: exit 0 if equal within tolerance, 1 if not.";
+    "Compare two JSON traces cell by cell (either may be - for standard input): exit 0 if "
+    "equal within tolerance, 1 if not.";
 
 bool positional(const OptionSpec& o) { return o.names.front() != '-'; }
 
@@ -304,7 +305,9 @@ std::string help_text(std::size_t width) {
 }
 
 std::string diff_help_text(std::size_t width) {
-  std::string out = fmt::format("{}\n\nUsage:\n  {}\n\nOptions:\n", kDiffSummary, kUsage[3]);
+  std::string out;
+  add_paragraph(out, kDiffSummary, width);
+  out += fmt::format("\nUsage:\n  {}\n\nOptions:\n", kUsage[3]);
   for (const OptionSpec& o : diff_option_table()) {
     add_entry(out, label(o), o.help + annotation(o), width);
   }
