@@ -515,6 +515,10 @@ TEST_CASE("a nan or an infinity in a tensor the trace reads is refused with its 
   CHECK(trace_error("wte.weight", 4, "F32", nan) == "traced");
   CHECK(trace_error("wpe.weight", 4, "F32", nan) == "traced");
   CHECK(trace_error("ln_f.weight", 0, "F32", nan) == "traced");
+  // The traced layer's ln_2 and MLP come after its attention.
+  CHECK(trace_error("h.1.ln_2.weight", 0, "F32", nan) == "traced");
+  CHECK(trace_error("h.1.mlp.c_fc.weight", 0, "F32", inf) == "traced");
+  CHECK(trace_error("h.1.mlp.c_proj.bias", 0, "F32", nan) == "traced");
 }
 
 }  // namespace attn

@@ -69,8 +69,11 @@ class Gpt2Checkpoint {
   // Block `layer`'s weights (layer < n_layer), converted to float32.
   // Each of these throws Error naming the tensor and the position of a nan or an infinity read.
   Gpt2Layer layer(std::int64_t layer) const;
-  // Only its ln_1's weight and bias (the traced layer's attention reads no more of the block).
+  // Only its ln_1's weight and bias (the traced layer's input X reads no more of the block).
   Gpt2Layer ln_1(std::int64_t layer) const;
+  // Only ln_1 and the attention's c_attn and c_proj: what the traced layer's attention reads (its
+  // ln_2 and MLP come after it).
+  Gpt2Layer attention(std::int64_t layer) const;
 
   struct Tensor {
     std::string dtype;

@@ -41,7 +41,7 @@ Inputs embed_model(Trace& trace, Recorder& rec) {
 
 Weights model_weights(Recorder& rec) {
   const TraceConfig& c = rec.config();
-  const Gpt2Layer layer = c.model->layer(c.layer);
+  const Gpt2Layer layer = c.model->attention(c.layer);
   const Eigen::Index d = c.d_in;
   const std::string h = fmt::format("h.{}.attn.", c.layer);
   auto record = [&](StepKind kind, const std::string& equation, std::vector<std::string> dims,

@@ -477,13 +477,19 @@ Gpt2Layer Gpt2Checkpoint::ln_1(std::int64_t l) const {
   return w;
 }
 
-Gpt2Layer Gpt2Checkpoint::layer(std::int64_t l) const {
+Gpt2Layer Gpt2Checkpoint::attention(std::int64_t l) const {
   Gpt2Layer w = ln_1(l);
   const std::string h = fmt::format("h.{}.", l);
   w.c_attn_weight = read(h + "attn.c_attn.weight");
   w.c_attn_bias = read(h + "attn.c_attn.bias");
   w.attn_proj_weight = read(h + "attn.c_proj.weight");
   w.attn_proj_bias = read(h + "attn.c_proj.bias");
+  return w;
+}
+
+Gpt2Layer Gpt2Checkpoint::layer(std::int64_t l) const {
+  Gpt2Layer w = attention(l);
+  const std::string h = fmt::format("h.{}.", l);
   w.ln_2_weight = read(h + "ln_2.weight");
   w.ln_2_bias = read(h + "ln_2.bias");
   w.c_fc_weight = read(h + "mlp.c_fc.weight");
