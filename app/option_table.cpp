@@ -82,82 +82,12 @@ std::vector<OptionSpec> sentence_options() {
   return input;
 }
 
-std::vector<OptionSpec> model_options() {
-  const TraceConfig defaults;
-  const std::string dim_allowed = fmt::format("1 .. {}", kMaxDimension);
+namespace {
+
+// The model section's options of today's attention: decoding with a KV cache, the online
+// softmax, rotary embeddings, grouped-query heads, a sliding window.
+std::vector<OptionSpec> modern_options() {
   std::vector<OptionSpec> model;
-  model.push_back(number(
-      "--seed", fmt::format("{}", defaults.seed), "0 .. 2^64−1",
-      "torch.manual_seed(N) before the embedding and again before the weights",
-      "`torch.manual_seed(N)` before the embedding and again before the weights; only the low "
-      "32 bits matter, as in PyTorch",
-      [](Options & o) -> auto& { return o.config.seed; },
-      integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(), "0..2^64-1")));
-  model.push_back(number(
-      "--vocab-size", fmt::format("{}", defaults.vocab_size),
-      "1 .. 1,000,000,000, and at least the number of distinct words",
-      "Rows of nn.Embedding(N, d_in): at least the sentence's distinct words",
-      "rows of `nn.Embedding(N, d_in)`", [](Options & o) -> auto& { return o.config.vocab_size; },
-      integer_in<std::int64_t>(1, kMaxVocabSize, fmt::format("1..{}", kMaxVocabSize))));
-  model.push_back(number(
-      "--d-in", fmt::format("{}", defaults.d_in), dim_allowed, "Width d_in of the embedding",
-      "width of the embedding", [](Options & o) -> auto& { return o.config.d_in; }, dimension()));
-  model.push_back(number(
-      "--d-kq", fmt::format("{}", defaults.d_kq), dim_allowed,
-      "Width d_q = d_k of queries and keys", "width d_q = d_k of queries and keys",
-      [](Options & o) -> auto& { return o.config.d_kq; }, dimension()));
-  model.push_back(number(
-      "--d-v", fmt::format("{}", defaults.d_v), dim_allowed,
-      "Width d_v of values and context vectors", "width d_v of values and context vectors",
-      [](Options & o) -> auto& { return o.config.d_v; }, dimension()));
-  model.push_back(number(
-      "--d-out", "", dim_allowed + "; not with `--d-kq` or `--d-v`",
-      "Sets d_kq and d_v to one width d_out, as the split multi-head form needs",
-      "sets d_kq and d_v to one width, as the split multi-head form needs",
-      [](Options & o) -> auto& { return o.d_out; }, dimension()));
-  model.push_back(flag("--causal",
-                       "Causal attention: a token attends only to itself and earlier tokens",
-                       "mask every key that comes after its query (`torch.triu(ones(T, T), "
-                       "diagonal=1)`), and show the walkthrough's other way too (softmax, zero, "
-                       "renormalize)",
-                       [](Options& o) -> bool& { return o.config.causal; }));
-  model.push_back(choice("--masked-rows", "R", MaskedRows::kNan,
-                         "With -s or --batch: weights of a row whose every key is masked (a "
-                         "<pad> query): nan (as torch.softmax) or zero (as "
-                         "scaled_dot_product_attention)",
-                         "with `-s` or `--batch`, the weights of a row whose every key is masked "
-                         "(a `<pad>` query): `nan` as `torch.softmax` gives, `zero` as "
-                         "`scaled_dot_product_attention` gives",
-                         [](Options& o) -> MaskedRows& { return o.config.masked_rows; }));
-  model.push_back(number(
-      "--heads", fmt::format("{}", defaults.heads), fmt::format("1 .. {}", kMaxHeads),
-      "Number of attention heads", "number of heads",
-      [](Options & o) -> auto& { return o.config.heads; },
-      integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads))));
-  model.push_back(choice(
-      "--multihead", "F", MultiheadForm::kWrapper,
-      "With --heads: wrapper (the walkthrough's module per head, contexts concatenated) or split "
-      "(course code: one projection split into heads, then W_o)",
-      "`wrapper`: the walkthrough's N single-head modules, each with its own weights, context "
-      "vectors concatenated; `split`: one projection of width d_out split into N heads of d_out / "
-      "N, then the output projection W_o (needs d_kq = d_v, a multiple of N)",
-      [](Options& o) -> MultiheadForm& { return o.config.multihead; }));
-  model.push_back(choice(
-      "--init", "I", WeightInit::kRand,
-      "Weights: rand (torch.rand(d_in, d_out), X W), rand-transposed (torch.rand(d_out, d_in), "
-      "W x) or linear (nn.Linear(d_in, d_out, bias=False))",
-      "the weights: `torch.rand(d_in, d_out)` used as `X @ W`; `torch.rand(d_out, d_in)` used as "
-      "`W.matmul(x)`; `nn.Linear(d_in, d_out, bias=False)` (kaiming uniform, W_o with its bias)",
-      [](Options& o) -> WeightInit& { return o.config.init; }));
-  model.push_back(
-      choice("--torch-kernel", "K", TorchKernel::kAvx2,
-             "PyTorch's CPU kernels to reproduce: avx2 (x86-64) or default (ARM, other builds)",
-             "which of PyTorch's CPU kernels to reproduce: `avx2` for x86-64 with AVX2 (PyTorch's "
-             "default on such machines), `default` for PyTorch's other builds (ARM, Apple silicon, "
-             "`ATEN_CPU_CAPABILITY=default`). Never detected from the host; only `--rope`'s "
-             "tables in `avx2` need SLEEF's AVX2 code (libsleef3), and where it cannot run they "
-             "are the C library's, as their note says",
-             [](Options& o) -> TorchKernel& { return o.config.kernel; }));
   model.push_back(flag(
       "--decode",
       "Also decode token by token with a KV cache (implies --causal): each new token's q, k, v, "
@@ -236,6 +166,88 @@ std::vector<OptionSpec> model_options() {
       "are masked with −inf before the softmax; implies `--causal`, and N ≥ T is the causal trace",
       [](Options & o) -> auto& { return o.config.window; },
       integer_in<std::int64_t>(1, std::numeric_limits<std::int64_t>::max(), "1..2^63-1")));
+  return model;
+}
+
+}  // namespace
+
+std::vector<OptionSpec> model_options() {
+  const TraceConfig defaults;
+  const std::string dim_allowed = fmt::format("1 .. {}", kMaxDimension);
+  std::vector<OptionSpec> model;
+  model.push_back(number(
+      "--seed", fmt::format("{}", defaults.seed), "0 .. 2^64−1",
+      "torch.manual_seed(N) before the embedding and again before the weights",
+      "`torch.manual_seed(N)` before the embedding and again before the weights; only the low "
+      "32 bits matter, as in PyTorch",
+      [](Options & o) -> auto& { return o.config.seed; },
+      integer_in<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max(), "0..2^64-1")));
+  model.push_back(number(
+      "--vocab-size", fmt::format("{}", defaults.vocab_size),
+      "1 .. 1,000,000,000, and at least the number of distinct words",
+      "Rows of nn.Embedding(N, d_in): at least the sentence's distinct words",
+      "rows of `nn.Embedding(N, d_in)`", [](Options & o) -> auto& { return o.config.vocab_size; },
+      integer_in<std::int64_t>(1, kMaxVocabSize, fmt::format("1..{}", kMaxVocabSize))));
+  model.push_back(number(
+      "--d-in", fmt::format("{}", defaults.d_in), dim_allowed, "Width d_in of the embedding",
+      "width of the embedding", [](Options & o) -> auto& { return o.config.d_in; }, dimension()));
+  model.push_back(number(
+      "--d-kq", fmt::format("{}", defaults.d_kq), dim_allowed,
+      "Width d_q = d_k of queries and keys", "width d_q = d_k of queries and keys",
+      [](Options & o) -> auto& { return o.config.d_kq; }, dimension()));
+  model.push_back(number(
+      "--d-v", fmt::format("{}", defaults.d_v), dim_allowed,
+      "Width d_v of values and context vectors", "width d_v of values and context vectors",
+      [](Options & o) -> auto& { return o.config.d_v; }, dimension()));
+  model.push_back(number(
+      "--d-out", "", dim_allowed + "; not with `--d-kq` or `--d-v`",
+      "Sets d_kq and d_v to one width d_out, as the split multi-head form needs",
+      "sets d_kq and d_v to one width, as the split multi-head form needs",
+      [](Options & o) -> auto& { return o.d_out; }, dimension()));
+  model.push_back(flag("--causal",
+                       "Causal attention: a token attends only to itself and earlier tokens",
+                       "mask every key that comes after its query (`torch.triu(ones(T, T), "
+                       "diagonal=1)`), and show the walkthrough's other way too (softmax, zero, "
+                       "renormalize)",
+                       [](Options& o) -> bool& { return o.config.causal; }));
+  model.push_back(choice("--masked-rows", "R", MaskedRows::kNan,
+                         "With -s or --batch: weights of a row whose every key is masked (a "
+                         "<pad> query): nan (as torch.softmax) or zero (as "
+                         "scaled_dot_product_attention)",
+                         "with `-s` or `--batch`, the weights of a row whose every key is masked "
+                         "(a `<pad>` query): `nan` as `torch.softmax` gives, `zero` as "
+                         "`scaled_dot_product_attention` gives",
+                         [](Options& o) -> MaskedRows& { return o.config.masked_rows; }));
+  model.push_back(number(
+      "--heads", fmt::format("{}", defaults.heads), fmt::format("1 .. {}", kMaxHeads),
+      "Number of attention heads", "number of heads",
+      [](Options & o) -> auto& { return o.config.heads; },
+      integer_in<std::int64_t>(1, kMaxHeads, fmt::format("1..{}", kMaxHeads))));
+  model.push_back(choice(
+      "--multihead", "F", MultiheadForm::kWrapper,
+      "With --heads: wrapper (the walkthrough's module per head, contexts concatenated) or split "
+      "(course code: one projection split into heads, then W_o)",
+      "`wrapper`: the walkthrough's N single-head modules, each with its own weights, context "
+      "vectors concatenated; `split`: one projection of width d_out split into N heads of d_out / "
+      "N, then the output projection W_o (needs d_kq = d_v, a multiple of N)",
+      [](Options& o) -> MultiheadForm& { return o.config.multihead; }));
+  model.push_back(choice(
+      "--init", "I", WeightInit::kRand,
+      "Weights: rand (torch.rand(d_in, d_out), X W), rand-transposed (torch.rand(d_out, d_in), "
+      "W x) or linear (nn.Linear(d_in, d_out, bias=False))",
+      "the weights: `torch.rand(d_in, d_out)` used as `X @ W`; `torch.rand(d_out, d_in)` used as "
+      "`W.matmul(x)`; `nn.Linear(d_in, d_out, bias=False)` (kaiming uniform, W_o with its bias)",
+      [](Options& o) -> WeightInit& { return o.config.init; }));
+  model.push_back(
+      choice("--torch-kernel", "K", TorchKernel::kAvx2,
+             "PyTorch's CPU kernels to reproduce: avx2 (x86-64) or default (ARM, other builds)",
+             "which of PyTorch's CPU kernels to reproduce: `avx2` for x86-64 with AVX2 (PyTorch's "
+             "default on such machines), `default` for PyTorch's other builds (ARM, Apple silicon, "
+             "`ATEN_CPU_CAPABILITY=default`). Never detected from the host; only `--rope`'s "
+             "tables in `avx2` need SLEEF's AVX2 code (libsleef3), and where it cannot run they "
+             "are the C library's, as their note says",
+             [](Options& o) -> TorchKernel& { return o.config.kernel; }));
+  for (OptionSpec& spec : modern_options()) model.push_back(std::move(spec));
   return model;
 }
 
