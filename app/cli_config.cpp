@@ -26,7 +26,7 @@ namespace {
 std::optional<GivenMatrix> given(const std::optional<std::string>& path) {
   if (!path) return std::nullopt;
   LoadedMatrix m = load_matrix(*path);
-  return GivenMatrix{std::move(m.values), *path, std::move(m.row_labels)};
+  return GivenMatrix{std::move(m.values), *path, std::move(m.row_labels), m.vector};
 }
 
 }  // namespace

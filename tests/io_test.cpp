@@ -189,9 +189,11 @@ TEST_CASE("parse_npy reads numpy's files: float32, float64, versions 1.0, 2.0 an
   check_same(attn::parse_npy(fixture("f4_2x3_v2.npy"), "f4_2x3_v2.npy").values, nine_digits());
   check_same(attn::parse_npy(fixture("f4_2x3_v3.npy"), "f4_2x3_v3.npy").values, nine_digits());
   check_same(attn::parse_npy(fixture("f4_1x1.npy"), "f4_1x1.npy").values, matrix(1, 1, {42.5f}));
-  // A 1-D array is one row.
-  check_same(attn::parse_npy(fixture("f4_vector5.npy"), "f4_vector5.npy").values,
-             matrix(1, 5, {-0.0f, 1.5f, kTrueMin, -kMax, 0.2f}));
+  // A 1-D array is one row, and known as a vector.
+  const attn::LoadedMatrix v = attn::parse_npy(fixture("f4_vector5.npy"), "f4_vector5.npy");
+  check_same(v.values, matrix(1, 5, {-0.0f, 1.5f, kTrueMin, -kMax, 0.2f}));
+  CHECK(v.vector);
+  CHECK_FALSE(attn::parse_npy(fixture("f4_1x1.npy"), "f4_1x1.npy").vector);
   // float64 is rounded to the nearest float32, as numpy's astype(np.float32) does.
   check_same(attn::parse_npy(fixture("f8_3x2.npy"), "f8_3x2.npy").values,
              matrix(3, 2,
@@ -555,6 +557,11 @@ TEST_CASE("parse_json_matrix: a matrix, one row, or values with labels") {
   const attn::LoadedMatrix v = attn::parse_json_matrix(R"({"values": [5, 6]})", "m.json");
   check_same(v.values, matrix(1, 2, {5, 6}));
   CHECK(v.row_labels.empty());
+  // A flat array is one row, and known as a vector for messages ("[n]").
+  CHECK(v.vector);
+  CHECK(attn::parse_json_matrix("[1, 2, 3]", "m.json").vector);
+  CHECK_FALSE(m.vector);
+  CHECK_FALSE(attn::parse_json_matrix("[[1, 2, 3]]", "m.json").vector);
 }
 
 TEST_CASE("parse_json_matrix rounds each number from its text straight to float32") {

@@ -1880,6 +1880,15 @@ case_atol_below_the_smallest_double() {
     expect_error "--atol: '-1e-400' is not a tolerance; allowed: a number >= 0 (see attn-trace --help)" \
       diff "$work/a.json" "$work/a.json" --atol -1e-400
 }
+case_one_dimensional_files_keep_their_shape() {
+  # A 1-D array is read as one row, and named by the shape it has in the file.
+  expect_error "W_q in tests/golden/npy/f4_vector5.npy has shape [5], but X has d_in 3: with the rand init it must be [d_in, d_kq]" \
+    "a b" --w-query tests/golden/npy/f4_vector5.npy &&
+    expect_error "b_o in tests/golden/npy/f4_vector5.npy has shape [5], but d_out is 4: it must be [4]" \
+      "a b" --multihead split --init linear --b-out tests/golden/npy/f4_vector5.npy &&
+    expect_error "the target in tests/golden/npy/f4_vector5.npy has shape [5], but the output is [2, 4]: give one value per output value" \
+      "a b" --backward --loss mse --target tests/golden/npy/f4_vector5.npy
+}
 case_rope_theta_without_rope() {
   expect_error "--rope-theta sets the rotary embeddings: it goes with --rope" --rope-theta 500000
 }

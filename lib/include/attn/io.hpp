@@ -17,6 +17,7 @@ namespace attn {
 struct LoadedMatrix {
   Matrix values;                        // float32, row-major; a 1-D array is one row
   std::vector<std::string> row_labels;  // empty when the file has none
+  bool vector = false;                  // the file held a 1-D array (shown as [n] in messages)
 };
 
 // NumPy's .npy format (version 1.0): dtype '<f4', C order, shape (rows, cols), or (cols,) when

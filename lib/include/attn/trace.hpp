@@ -67,6 +67,10 @@ struct GivenMatrix {
   Matrix values;
   std::string source;                   // where it came from (a file name), for messages
   std::vector<std::string> row_labels;  // for X: the tokens; empty otherwise or when unknown
+  bool vector = false;                  // the file held a 1-D array: one row, shown as [n]
+
+  // Its shape as the file has it, for messages: "[rows, cols]", or "[n]" for a 1-D array.
+  std::string shape() const;
 };
 
 // One step of a run's plan: what it is and its matrix's shape.

@@ -58,9 +58,9 @@ void check_target(const Trace& trace, Eigen::Index cols) {
   for (const TokenizedSentence& s : trace.inputs) rows += static_cast<Eigen::Index>(s.words.size());
   if (target.rows() != rows || target.cols() != cols) {
     throw Error(fmt::format(
-        "the target in {} has shape [{}, {}], but the output is [{}, {}]{}: give one value per "
+        "the target in {} has shape {}, but the output is [{}, {}]{}: give one value per "
         "output value",
-        c.target->source, target.rows(), target.cols(), rows, cols,
+        c.target->source, c.target->shape(), rows, cols,
         batch > 1 ? fmt::format(" (the {} sentences' rows one after another)", batch) : ""));
   }
   // Its row labels, when it has them, are the output's tokens in order (an exported output's

@@ -13,6 +13,11 @@
 
 namespace attn {
 
+std::string GivenMatrix::shape() const {
+  if (vector) return fmt::format("[{}]", values.cols());
+  return fmt::format("[{}, {}]", values.rows(), values.cols());
+}
+
 namespace {
 
 void check_range(const char* name, std::int64_t value, std::int64_t lo, std::int64_t hi) {
@@ -24,8 +29,6 @@ void check_range(const char* name, std::int64_t value, std::int64_t lo, std::int
 }  // namespace
 
 namespace {
-
-std::string shape_of(const Matrix& m) { return fmt::format("[{}, {}]", m.rows(), m.cols()); }
 
 // Refuses row labels on a weight: its rows are input or output dimensions, not tokens, so a
 // label there would be read as nothing.
@@ -97,7 +100,7 @@ void apply_given_shapes(TraceConfig& c) {
       throw Error(
           fmt::format("{} in {} has shape {}, but X has d_in {}: with the {} init it must be "
                       "{}",
-                      g.symbol, g.w->source, shape_of(m), c.d_in, init_name(c.init), layout));
+                      g.symbol, g.w->source, g.w->shape(), c.d_in, init_name(c.init), layout));
     }
     if (shared) {
       // d_kv = N · d_head: the width of the H query heads' d_out is d_head · H.
@@ -105,7 +108,7 @@ void apply_given_shapes(TraceConfig& c) {
         throw Error(fmt::format(
             "{} in {} has shape {}, but {} key/value heads share it: with the {} init it must be "
             "{}, d_kv = {} · d_head, a multiple of {}",
-            g.symbol, g.w->source, shape_of(m), c.kv_heads, init_name(c.init), layout, c.kv_heads,
+            g.symbol, g.w->source, g.w->shape(), c.kv_heads, init_name(c.init), layout, c.kv_heads,
             c.kv_heads));
       }
       out = out / c.kv_heads * c.heads;
@@ -115,13 +118,13 @@ void apply_given_shapes(TraceConfig& c) {
         throw Error(fmt::format(
             "{} in {} has shape {}, but {} gives d_out {}: {} key/value heads for {} query heads "
             "make W_k {} wide",
-            g.symbol, g.w->source, shape_of(m), *d_kq_from, c.d_kq, c.kv_heads, c.heads,
+            g.symbol, g.w->source, g.w->shape(), *d_kq_from, c.d_kq, c.kv_heads, c.heads,
             c.d_kq / c.heads * c.kv_heads));
       }
       throw Error(
           fmt::format("{} in {} has shape {}, but {} gives d_kq {}: queries and keys "
                       "have one width",
-                      g.symbol, g.w->source, shape_of(m), *d_kq_from, c.d_kq));
+                      g.symbol, g.w->source, g.w->shape(), *d_kq_from, c.d_kq));
     }
     *g.d_out = out;
     if (g.d_out == &c.d_kq) d_kq_from = "W_q in " + g.w->source;
@@ -140,7 +143,7 @@ void apply_given_shapes(TraceConfig& c) {
     if (!ok) {
       throw Error(fmt::format(
           "{} in {} has shape {}, but d_out is {}: it must be {}", symbol, (*g)->source,
-          shape_of(m), d_out,
+          (*g)->shape(), d_out,
           g == &c.w_out ? fmt::format("[{0}, {0}]", d_out) : fmt::format("[{}]", d_out)));
     }
   }

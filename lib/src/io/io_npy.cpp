@@ -327,6 +327,7 @@ LoadedMatrix parse_npy(std::string_view bytes, const std::string& source) {
 
   LoadedMatrix out;
   out.values = npy_values(data, rows, cols, is_f4, source);
+  out.vector = shape.size() == 1;
   check_finite(out.values, source, cell);
   return out;
 }

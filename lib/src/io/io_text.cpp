@@ -474,6 +474,7 @@ LoadedMatrix parse_json_matrix(std::string_view text, const std::string& source)
   LoadedMatrix out;
   if (doc.is_array()) {
     out.values = json_values(doc, source);
+    out.vector = doc.empty() || !doc.front().is_array();
     return out;
   }
   if (!doc.is_object()) {
@@ -495,6 +496,7 @@ LoadedMatrix parse_json_matrix(std::string_view text, const std::string& source)
                             json_kind(values)));
   }
   out.values = json_values(values, source);
+  out.vector = values.empty() || !values.front().is_array();
   if (!doc.contains("labels")) return out;
   const json& labels = doc["labels"];
   if (!labels.is_array()) {
