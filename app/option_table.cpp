@@ -211,12 +211,13 @@ std::vector<OptionSpec> model_options() {
                        "renormalize)",
                        [](Options& o) -> bool& { return o.config.causal; }));
   model.push_back(choice("--masked-rows", "R", MaskedRows::kNan,
-                         "With -s or --batch: weights of a row whose every key is masked (a "
-                         "<pad> query): nan (as torch.softmax) or zero (as "
+                         "With -s or --batch, or --cross and --window: weights of a row whose "
+                         "every key is masked: nan (as torch.softmax) or zero (as "
                          "scaled_dot_product_attention)",
-                         "with `-s` or `--batch`, the weights of a row whose every key is masked "
-                         "(a `<pad>` query): `nan` as `torch.softmax` gives, `zero` as "
-                         "`scaled_dot_product_attention` gives",
+                         "with `-s` or `--batch`, or `--cross` and `--window`, the weights of a "
+                         "row whose every key is masked (a `<pad>` query, or a query whose window "
+                         "ends before the other sentence does): `nan` as `torch.softmax` gives, "
+                         "`zero` as `scaled_dot_product_attention` gives",
                          [](Options& o) -> MaskedRows& { return o.config.masked_rows; }));
   model.push_back(number(
       "--heads", fmt::format("{}", defaults.heads), fmt::format("1 .. {}", kMaxHeads),

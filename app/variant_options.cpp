@@ -20,11 +20,13 @@ void check_variant_options(const Options& o) {
       throw Error(fmt::format("{} sets the rotary embeddings: it goes with --rope", name));
     }
   }
-  if (given(o, "--masked-rows") && o.sentences.empty() && !o.batch) {
+  // Kept whatever the lengths, so that a script's batch of equal lengths is not refused.
+  const bool window_past_the_end = o.cross && o.config.window > 0;
+  if (given(o, "--masked-rows") && o.sentences.empty() && !o.batch && !window_past_the_end) {
     throw Error(
         "--masked-rows sets the weights of a row whose every key is masked, which only a padded "
-        "batch has (the <pad> queries of -s or --batch sentences of different lengths): one "
-        "sentence has none");
+        "batch (the <pad> queries of -s or --batch sentences of different lengths) or a --window "
+        "past the --cross sentence's end has: this run has none");
   }
   if (o.config.rope && o.cross) {
     throw Error(

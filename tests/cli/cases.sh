@@ -1784,13 +1784,26 @@ case_rope_cross() {
 case_masked_rows_without_a_batch() {
   # Only a padded batch has rows whose every key is masked; with -s or --batch it is taken
   # whatever the lengths, so that a script's batch of equal lengths is not refused.
-  local message="--masked-rows sets the weights of a row whose every key is masked, which only a padded batch has (the <pad> queries of -s or --batch sentences of different lengths): one sentence has none"
+  local message="--masked-rows sets the weights of a row whose every key is masked, which only a padded batch (the <pad> queries of -s or --batch sentences of different lengths) or a --window past the --cross sentence's end has: this run has none"
   expect_error "$message" --masked-rows zero &&
     expect_error "$message" --masked-rows nan --causal "Life is short" &&
     expect_error "$message" --masked-rows zero --x tests/golden/inputs/journey_values.json --d-v 2 &&
     "$binary" --masked-rows zero -s "a b" -s "c d" >/dev/null &&
     printf 'a b\nc\n' | "$binary" --masked-rows zero --batch - --steps attention_weights |
-    grep -q "^        \[0., 0.\]\])   # <pad>$"
+    grep -q "^        \[0., 0.\]\])   # <pad>$" &&
+    expect_error "$message" --masked-rows zero --window 2 &&
+    # A window that ends before the other sentence does masks every key of the rows past it.
+    "$binary" --cross "a b" --window 2 --masked-rows zero --steps attention_weights |
+    grep -q "^        \[0.0000, 0.0000\]\])   # first$"
+}
+case_weight_sums_leave_out_rows_that_mask_every_key() {
+  # The rows of <pad> queries are 0 by --masked-rows zero: not a softmax's rounding.
+  run -s "a b c" -s d --masked-rows zero --softmax-steps --steps weight_sums
+  grep -q "the largest |sum − 1| is 0.0e+00" "$work/stdout" &&
+    ! grep -q "is 1.0e+00" "$work/stdout" || { cat "$work/stdout"; return 1; }
+  run -s "a b c" -s d --masked-rows zero --format summary
+  grep -q "^attention_weights s2: largest |row sum − 1| = 0.0e+00$" "$work/stdout" ||
+    { cat "$work/stdout"; return 1; }
 }
 case_embedding_row_labels() {
   # A table's rows are read by id: labels out of id order are refused, labels in order are read.

@@ -31,8 +31,8 @@ bool all_finite(const float* v, std::size_t n);
 // xxhash.xxh3_64_hexdigest(t.numpy().astype('<f4').tobytes()) of the same tensor.
 std::uint64_t xxh3_64(const Matrix& m);
 
-// What an attention_weights step says at a glance: the largest |Σ_j A_ij − 1| of its finite
-// rows, and for the first queries their three most-attended keys (ties: the earlier key), among
+// What an attention_weights step says at a glance: the largest |Σ_j A_ij − 1| of its rows that
+// attend to a key (not a row whose every key is masked: nan, or 0 by the masked-rows rule), and for the first queries their three most-attended keys (ties: the earlier key), among
 // the keys of nonzero weight: a masked key is never listed.
 struct AttentionGlance {
   double largest_residual = 0;

@@ -122,7 +122,10 @@ void record_weight_sums(Recorder& rec, const Item& item, const Matrix& a, std::o
   for (Eigen::Index i = 0; i < sums.rows(); ++i) {
     check(i, 0) = sums(i, 0);
     check(i, 1) = sums(i, 0) - 1.0f;
-    if (std::isfinite(check(i, 1))) worst = std::max(worst, std::fabs(check(i, 1)));
+    // Not a row whose every key is masked: nan, or 0 by the masked-rows rule zero.
+    if (std::isfinite(check(i, 1)) && sums(i, 0) != 0.0f) {
+      worst = std::max(worst, std::fabs(check(i, 1)));
+    }
   }
   rec.add(StepKind::kWeightSums, std::string(step_info(StepKind::kWeightSums).equation), {"T", "2"},
           check, item.index, head,

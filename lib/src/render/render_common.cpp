@@ -249,7 +249,9 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
     if (c.decode) settings.push_back("decode");
     if (c.online_softmax > 0)
       settings.push_back(fmt::format("online-softmax {}", c.online_softmax));
-    if (c.causal || trace.pad_id) {
+    // Where a row may mask every key (a padded batch's <pad> queries, a window past the other
+    // sentence's end), or a rule other than PyTorch's was chosen.
+    if (trace.pad_id || (c.cross && c.window > 0) || c.masked_rows != MaskedRows::kNan) {
       settings.push_back(fmt::format("masked-rows {}", masked_rows_name(c.masked_rows)));
     }
     out += wrap_items("settings: ", settings, ", ", "  ") + "\n";
