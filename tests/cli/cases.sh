@@ -1016,6 +1016,15 @@ case_labels_with_control_characters_escaped() {
     { echo "FAIL: the rows' labels are not aligned and escaped:"; cat -A "$work/stdout"; ok=0; }
   [ $ok = 1 ]
 }
+case_sentence_unicode_white_space_escaped() {
+  # The white space beyond ASCII's that Python's str.split() splits at (U+00A0, U+1680,
+  # U+2000, U+2005, U+200A, U+2028, U+2029, U+202F, U+205F, U+3000, U+0085), and U+180E and
+  # U+FEFF, which are not white space and stay in their word: the sentences and the dictionary
+  # show them as repr() does.
+  expect_output sentence_unicode_white_space \
+    $'Life\xc2\xa0is\xe1\x9a\x80short\xe2\x80\x80eat\xe2\x80\x85dessert\xe2\x80\x8afirst\xe2\x80\xa8a\xe2\x80\xa9b\xe2\x80\xafc\xe2\x81\x9fd\xe3\x80\x80e\xc2\x85f\xe1\xa0\x8eg\xef\xbb\xbf' \
+    --cross $'one\xe3\x80\x80two\xc2\xa0three' --steps w_query
+}
 case_error_diff_value_beyond_float32() {
   # 1e300 is not float32's infinity: it is refused, not found equal to "inf".
   expect_error "tests/golden/inputs/trace_1e300.json is not a valid trace: step 1: row 1, column 2: 1e+300 is beyond float32's range: a trace holds float32 values, and writes an infinity as \"inf\" or \"-inf\"" \

@@ -90,7 +90,8 @@ std::string python_str_repr(std::string_view s) {
   const bool has_double = s.find('"') != std::string_view::npos;
   const char quote = (has_single && !has_double) ? '"' : '\'';
   std::string out(1, quote);
-  for (const char c : escape_controls(s)) {  // backslashes and control characters escaped
+  // Backslashes, control characters and every other character that is not printable escaped.
+  for (const char c : escape_controls(s, EscapeStyle::kStrRepr)) {
     if (c == quote) out += '\\';
     out += c;
   }

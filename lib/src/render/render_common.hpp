@@ -42,7 +42,8 @@ std::string counted(std::size_t n, std::string_view noun);
 std::vector<std::string> escaped(const std::vector<std::string>& labels);
 // One row of a matrix as a 1-D tensor: tensor([...]).
 std::string vector_text(const Matrix& m, Eigen::Index row, int precision);
-// Python's repr of a str: 'Life', "don't", 'a\x1bb' (control characters escaped as Python does).
+// Python's repr of a str: 'Life', "don't", 'a\x1bb', 'a\xa0b', '\ufeffLife' (every character that
+// str.isprintable() rejects escaped as Python does: escape_controls' kStrRepr).
 std::string python_str_repr(std::string_view s);
 // A number in a written-out sum at `precision` decimals; a negative factor in parentheses.
 std::string number(float v, int precision, bool factor = true);
