@@ -231,6 +231,15 @@ case_export_svg_figures() {
 manifest.json" ]
 }
 
+case_export_list_escapes_the_folder_name() {
+  # ESC, a newline and a byte that is not UTF-8 in the folder's name: the list of files shows them
+  # as an error message does, one path a line; the files are in the folder so named.
+  local dir="$work/out"$'\e[31m\nx\\y\xff'
+  local shown="$work/out"'\x1b[31m\x0ax\y\xff'
+  expect_report 0 "$shown/01_omega.npy
+$shown/manifest.json
+" "" "a b" --export "$dir" --steps omega && [ -f "$dir/01_omega.npy" ] && [ -f "$dir/manifest.json" ]
+}
 case_export_refuses_to_overwrite() {
   local dir="$work/export"
   mkdir -p "$dir" && echo "mine" >"$dir/01_omega.npy"
