@@ -349,6 +349,17 @@ case_heatmap_fits_the_terminal() {
 case_explain_2_5() { expect_output explain_2_5 --explain 2,5; }
 case_explain_masked_cell() { expect_output explain_causal_2_5 --explain 2,5 --causal; }
 case_explain_heads_batch() { expect_output explain_heads_batch --explain 1,2 --heads 2 -s "a b" -s "c" --masked-rows zero; }
+case_explain_split_heads_batch() {
+  # PyTorch's index names every dimension of its tensor, [B, H, T, T] here: attention_weights[1,
+  # 0, 2, 0] is sentence 2's head 1's cell (3, 1).
+  expect_output explain_split_heads_batch --explain 3,1 -s "Life is short" -s "eat dessert first" \
+    --heads 2 --multihead split --d-out 4 --init linear
+}
+case_explain_batch_decode_online() {
+  # [B, T, T] and [B, T, d_v]: the KV cache's and the online softmax's indices too.
+  expect_output explain_batch_decode_online --explain 3,1 -s "Life is short" \
+    -s "eat dessert first" --decode --online-softmax 2
+}
 case_softmax_steps() {
   expect_output softmax_steps --softmax-steps --steps scaled_scores,row_max,exponentials,row_sums,attention_weights,weight_sums
 }
@@ -1378,6 +1389,11 @@ case_backward_html() {
 }
 case_explain_grad() { expect_output explain_grad_2_5 --backward --explain-grad 2,5; }
 case_explain_grad_masked() { expect_output explain_grad_causal_2_5 --backward --causal --explain-grad 2,5; }
+case_explain_grad_split_heads_batch() {
+  # omega.grad is [B, H, T, T], as omega is.
+  expect_output explain_grad_split_heads_batch --backward --explain-grad 3,1 -s "Life is short" \
+    -s "eat dessert first" --heads 2 --multihead split --d-out 4 --init linear
+}
 case_backward_mse_lr() {
   printf '0,1,0,1\n1,0,1,0\n0,0,1,1\n1,1,0,0\n0,1,1,0\n1,0,0,1\n' >"$work/target.csv"
   "$binary" --backward --loss mse --target "$work/target.csv" --lr 0.5 --format json \

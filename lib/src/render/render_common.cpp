@@ -322,6 +322,21 @@ std::string where_text(const Trace& trace, const std::optional<int>& head,
   return parts.empty() ? "" : fmt::format(" ({})", fmt::join(parts, ", "));
 }
 
+std::string torch_index(const Step& s, std::initializer_list<Eigen::Index> cell) {
+  std::vector<std::int64_t> index;
+  for (const std::string& name : s.shape_names) {  // the trace puts B and H first
+    if (name == "B") {
+      index.push_back(s.batch.value_or(0));
+    } else if (name == "H") {
+      index.push_back(s.head.value_or(0));
+    } else {
+      break;
+    }
+  }
+  index.insert(index.end(), cell.begin(), cell.end());
+  return fmt::format("[{}]", fmt::join(index, ", "));
+}
+
 std::string counted(std::size_t n, std::string_view noun) {
   return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
 }
