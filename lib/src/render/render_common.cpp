@@ -322,7 +322,7 @@ std::string where_text(const Trace& trace, const std::optional<int>& head,
   return parts.empty() ? "" : fmt::format(" ({})", fmt::join(parts, ", "));
 }
 
-std::string torch_index(const Step& s, std::initializer_list<Eigen::Index> cell) {
+std::vector<std::int64_t> torch_slice_index(const Step& s) {
   std::vector<std::int64_t> index;
   for (const std::string& name : s.shape_names) {  // the trace puts B and H first
     if (name == "B") {
@@ -333,6 +333,11 @@ std::string torch_index(const Step& s, std::initializer_list<Eigen::Index> cell)
       break;
     }
   }
+  return index;
+}
+
+std::string torch_index(const Step& s, std::initializer_list<Eigen::Index> cell) {
+  std::vector<std::int64_t> index = torch_slice_index(s);
   index.insert(index.end(), cell.begin(), cell.end());
   return fmt::format("[{}]", fmt::join(index, ", "));
 }

@@ -62,10 +62,13 @@ std::string head_text(const TraceConfig& config, int head, bool brief = false);
 std::string where_text(const Trace& trace, const std::optional<int>& head,
                        const std::optional<int>& batch);
 
-// PyTorch's index, from 0, of a value of step `s`'s whole tensor: the step's sentence and head
-// for the dimensions its tensor has of them (B, H: none for one sentence, no H in the wrapper
-// form, whose heads are tensors of their own), then `cell` (a matrix's row and column, or a row).
-// "[2, 0]"; a batch's split heads: "[1, 0, 2, 0]".
+// The leading part of PyTorch's index into step `s`'s whole tensor, from 0: the step's sentence
+// and head, for the dimensions its tensor has of them (B, H: none for one sentence, no H in the
+// wrapper form, whose heads are tensors of their own). {} for one sentence and one head; {1, 0}
+// for sentence 2's first head of the split form in a batch.
+std::vector<std::int64_t> torch_slice_index(const Step& s);
+// PyTorch's index, from 0, of a value of step `s`'s whole tensor: torch_slice_index, then `cell`
+// (a matrix's row and column, or a row). "[2, 0]"; a batch's split heads: "[1, 0, 2, 0]".
 std::string torch_index(const Step& s, std::initializer_list<Eigen::Index> cell);
 
 // The lines of a tensor, each row followed by "# label" in one aligned column when labels exist;
