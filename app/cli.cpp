@@ -19,6 +19,7 @@
 #include "attn/render_summary.hpp"
 #include "attn/render_svg.hpp"
 #include "attn/render_table.hpp"
+#include "attn/tokenizer.hpp"
 #include "progress.hpp"
 
 namespace attn::cli {
@@ -49,8 +50,11 @@ Outcome write_export(const Trace& trace, const Options& o) {
   Outcome outcome;
   std::optional<SvgOptions> figures;
   if (o.format == OutputFormat::kSvg) figures = SvgOptions{o.text.precision};
+  // Each path on a line of its own, as an error message shows a path: a control character or a
+  // byte that is not UTF-8 in the folder's name as \xNN, so that it cannot drive the terminal or
+  // split the line; any other path byte for byte.
   for (const std::string& name : attn::write_export(trace, dir, o.force, figures)) {
-    outcome.out += (dir / name).string() + "\n";
+    outcome.out += escape_controls((dir / name).string(), EscapeStyle::kMessage) + "\n";
   }
   outcome.exported = dir.string();
   return outcome;

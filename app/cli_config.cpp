@@ -99,6 +99,9 @@ std::vector<std::string> read_sentences(const Options& o, std::string& file,
       std::string_view line(text.data() + start, end - start);
       ++number;
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      // A byte order mark at a line's start marks where a file began (`cat a.txt b.txt`), as the
+      // first line's does, and is no part of its first word.
+      while (line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
       if (line.find_first_not_of(" \t\v\f") != std::string_view::npos) {
         if (++count <= limit / least) {
           lines.emplace_back(line);

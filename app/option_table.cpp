@@ -48,8 +48,8 @@ std::vector<OptionSpec> sentence_options() {
                               "A batch from a file, one sentence per line; - reads standard input",
                               "a UTF-8 text file, or `-` for standard input", &Options::batch));
   input.back().meaning =
-      "a batch, one sentence per line; blank lines are skipped, a byte-order mark and `\\r` line "
-      "ends are dropped; a message about one sentence names its line";
+      "a batch, one sentence per line; blank lines are skipped, a byte-order mark at a line's "
+      "start and `\\r` line ends are dropped; a message about one sentence names its line";
   input.push_back(
       file_option("--file", "The sentence from a file (the whole file, its final newline dropped)",
                   "a text file; no sentence argument with it", &Options::file));

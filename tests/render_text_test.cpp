@@ -138,3 +138,15 @@ TEST_CASE("a sentence's white space other than spaces is shown escaped, as Pytho
   CHECK_FALSE(attn::test::has_raw_control(text));
   CHECK(text.find("sentence: 'a\\tb\\rc\\x0bd\\x1ce\\x85f\\\\g'\n") != std::string::npos);
 }
+
+TEST_CASE("a sentence's Unicode white space and invisible characters are shown as repr does") {
+  // Python 3.11: repr() of the sentence, and of its dictionary's words; U+180E and U+FEFF are not
+  // white space (the word keeps them), and not printable either.
+  attn::TraceConfig c;
+  c.sentences = {"a\u00a0b\u2028c\u2029d\u3000e\u1680f\u202fg\u205fh\u2000\u200ai\u180ej\ufeff"};
+  const std::string text = attn::render_text(attn::run_trace(c), {});
+  CHECK(text.starts_with(
+      "sentence:\n  'a\\xa0b\\u2028c\\u2029d\\u3000e\\u1680f\\u202fg\\u205fh\\u2000"
+      "\\u200ai\\u180ej\\ufeff'\n"));
+  CHECK(text.find("'h': 7,\n 'i\\u180ej\\ufeff': 8}\n") != std::string::npos);
+}

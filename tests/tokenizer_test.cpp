@@ -151,6 +151,29 @@ TEST_CASE("escape_controls for a message: every escape as \\xNN, backslashes as 
         "2J caf\\xe9.txt");
 }
 
+TEST_CASE("escape_controls for Python's repr of a str: every character that is not printable") {
+  using attn::EscapeStyle;
+  // Python 3.11: repr('a\xa0b\u2028c\u2029d\u3000e\u1680f\u2000g\u200ah\u202fi\u205fj\x85k')
+  CHECK(attn::escape_controls("a\u00a0b\u2028c\u2029d\u3000e\u1680f\u2000g\u200ah\u202fi\u205fj"
+                              "\u0085k",
+                              EscapeStyle::kStrRepr) ==
+        "a\\xa0b\\u2028c\\u2029d\\u3000e\\u1680f\\u2000g\\u200ah\\u202fi\\u205fj\\x85k");
+  // Format characters (a byte order mark, a zero-width joiner, U+180E, a soft hyphen), private
+  // use; printable text, tabs and backslashes as kRepr writes them.
+  CHECK(attn::escape_controls("\ufeffLife\u200d\u180e\u00ad\ue000\U000f0000",
+                              EscapeStyle::kStrRepr) ==
+        "\\ufeffLife\\u200d\\u180e\\xad\\ue000\\U000f0000");
+  CHECK(attn::escape_controls("a\tb\\c é 我 😀 \x1b\xff", EscapeStyle::kStrRepr) ==
+        "a\\tb\\\\c é 我 😀 \\x1b\\xff");
+  // Labels (kRepr) keep the characters that are not controls.
+  CHECK(attn::escape_controls("a\u00a0b\ufeff") == "a\u00a0b\ufeff");
+  CHECK(attn::is_printable(U' '));
+  CHECK(attn::is_printable(U'\u00e9'));
+  CHECK_FALSE(attn::is_printable(U'\u3000'));
+  CHECK_FALSE(attn::is_printable(U'\U000e0001'));  // a language tag, Cf
+  CHECK(attn::python_escape(U'\U0010ffff') == "\\U0010ffff");
+}
+
 TEST_CASE("words are counted as tokenize splits them, before any is stored") {
   // The count lets a run be refused for the memory limit before its words take the memory: it
   // must be tokenize's count for every text tokenize accepts, and nothing where it refuses one.

@@ -231,6 +231,15 @@ case_export_svg_figures() {
 manifest.json" ]
 }
 
+case_export_list_escapes_the_folder_name() {
+  # ESC, a newline and a byte that is not UTF-8 in the folder's name: the list of files shows them
+  # as an error message does, one path a line; the files are in the folder so named.
+  local dir="$work/out"$'\e[31m\nx\\y\xff'
+  local shown="$work/out"'\x1b[31m\x0ax\y\xff'
+  expect_report 0 "$shown/01_omega.npy
+$shown/manifest.json
+" "" "a b" --export "$dir" --steps omega && [ -f "$dir/01_omega.npy" ] && [ -f "$dir/manifest.json" ]
+}
 case_export_refuses_to_overwrite() {
   local dir="$work/export"
   mkdir -p "$dir" && echo "mine" >"$dir/01_omega.npy"
@@ -340,6 +349,17 @@ case_heatmap_fits_the_terminal() {
 case_explain_2_5() { expect_output explain_2_5 --explain 2,5; }
 case_explain_masked_cell() { expect_output explain_causal_2_5 --explain 2,5 --causal; }
 case_explain_heads_batch() { expect_output explain_heads_batch --explain 1,2 --heads 2 -s "a b" -s "c" --masked-rows zero; }
+case_explain_split_heads_batch() {
+  # PyTorch's index names every dimension of its tensor, [B, H, T, T] here: attention_weights[1,
+  # 0, 2, 0] is sentence 2's head 1's cell (3, 1).
+  expect_output explain_split_heads_batch --explain 3,1 -s "Life is short" -s "eat dessert first" \
+    --heads 2 --multihead split --d-out 4 --init linear
+}
+case_explain_batch_decode_online() {
+  # [B, T, T] and [B, T, d_v]: the KV cache's and the online softmax's indices too.
+  expect_output explain_batch_decode_online --explain 3,1 -s "Life is short" \
+    -s "eat dessert first" --decode --online-softmax 2
+}
 case_softmax_steps() {
   expect_output softmax_steps --softmax-steps --steps scaled_scores,row_max,exponentials,row_sums,attention_weights,weight_sums
 }
@@ -807,6 +827,17 @@ case_batch_from_stdin() {
   "$binary" --batch - <tests/golden/inputs/batch_bom_crlf.txt >"$work/stdout" &&
     cmp "$golden_dir/batch_padded.txt" "$work/stdout"
 }
+case_batch_of_joined_files_drops_each_byte_order_mark() {
+  # Files joined with cat: a byte-order mark starts each file's first line, and is dropped like
+  # the first line's (a line of one is blank); elsewhere U+FEFF is part of its word, shown as
+  # repr() shows it. The message about a later sentence names its line.
+  printf '\xef\xbb\xbfLife is short\n\xef\xbb\xbfeat dessert first\r\n\xef\xbb\xbf\n\xef\xbb\xbf\xef\xbb\xbfshort life\xef\xbb\xbf is\n' \
+    >"$work/joined.txt"
+  expect_output batch_joined_files --batch "$work/joined.txt" --steps w_query || return 1
+  printf '\xef\xbb\xbfLife is short\n\xef\xbb\xbf\n\xef\xbb\xbf , \n' >"$work/joined.txt"
+  expect_error "$work/joined.txt: line 3: the sentence has no words: give at least one word (commas and white space do not count)" \
+    --batch "$work/joined.txt"
+}
 case_error_batch_file_without_sentences() {
   printf '\n  \n' >"$work/blank.txt"
   expect_error "$work/blank.txt has no sentences: give one sentence per line" --batch "$work/blank.txt"
@@ -1015,6 +1046,15 @@ case_labels_with_control_characters_escaped() {
     grep -qF '   # two\nlines\r' "$work/stdout" && grep -qF '   # tab\there\x9b' "$work/stdout" ||
     { echo "FAIL: the rows' labels are not aligned and escaped:"; cat -A "$work/stdout"; ok=0; }
   [ $ok = 1 ]
+}
+case_sentence_unicode_white_space_escaped() {
+  # The white space beyond ASCII's that Python's str.split() splits at (U+00A0, U+1680,
+  # U+2000, U+2005, U+200A, U+2028, U+2029, U+202F, U+205F, U+3000, U+0085), and U+180E and
+  # U+FEFF, which are not white space and stay in their word: the sentences and the dictionary
+  # show them as repr() does.
+  expect_output sentence_unicode_white_space \
+    $'Life\xc2\xa0is\xe1\x9a\x80short\xe2\x80\x80eat\xe2\x80\x85dessert\xe2\x80\x8afirst\xe2\x80\xa8a\xe2\x80\xa9b\xe2\x80\xafc\xe2\x81\x9fd\xe3\x80\x80e\xc2\x85f\xe1\xa0\x8eg\xef\xbb\xbf' \
+    --cross $'one\xe3\x80\x80two\xc2\xa0three' --steps w_query
 }
 case_error_diff_value_beyond_float32() {
   # 1e300 is not float32's infinity: it is refused, not found equal to "inf".
@@ -1349,6 +1389,11 @@ case_backward_html() {
 }
 case_explain_grad() { expect_output explain_grad_2_5 --backward --explain-grad 2,5; }
 case_explain_grad_masked() { expect_output explain_grad_causal_2_5 --backward --causal --explain-grad 2,5; }
+case_explain_grad_split_heads_batch() {
+  # omega.grad is [B, H, T, T], as omega is.
+  expect_output explain_grad_split_heads_batch --backward --explain-grad 3,1 -s "Life is short" \
+    -s "eat dessert first" --heads 2 --multihead split --d-out 4 --init linear
+}
 case_backward_mse_lr() {
   printf '0,1,0,1\n1,0,1,0\n0,0,1,1\n1,1,0,0\n0,1,1,0\n1,0,0,1\n' >"$work/target.csv"
   "$binary" --backward --loss mse --target "$work/target.csv" --lr 0.5 --format json \

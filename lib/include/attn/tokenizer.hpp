@@ -115,11 +115,24 @@ std::size_t invalid_utf8_offset(std::string_view text);
 // A control character: U+0000 to U+001F, U+007F (DEL), U+0080 to U+009F (the C1 controls).
 bool is_control(char32_t cp);
 
+// Python's str.isprintable() for one character: false for the control, format (U+FEFF, U+200D),
+// surrogate, private-use and unassigned characters and for the separators other than the space
+// (U+00A0, U+2028, U+2029, U+3000), by libutf8proc's Unicode version.
+bool is_printable(char32_t cp);
+
+// A character as Python's repr() escapes it: \xNN up to U+00FF, \uNNNN up to U+FFFF, else
+// \UNNNNNNNN, in lowercase hex (\xa0, \u2028, \U000f0000).
+std::string python_escape(char32_t cp);
+
 // How escape_controls writes what it escapes.
 enum class EscapeStyle {
   // As Python's repr() writes it inside the quotes: \t, \n, \r, otherwise \x1b, \x7f, \x9b;
   // a backslash as \\, so that the escaped text reads back unambiguously.
   kRepr,
+  // Python's repr() of a str, inside its quotes: as kRepr, and every other character that
+  // str.isprintable() rejects escaped too (python_escape: \xa0, \u3000, \ufeff), so that a
+  // quoted sentence or word shows its white space and its invisible characters.
+  kStrRepr,
   // For an error message that quotes what the user typed: every escaped character or byte as
   // \xNN (a newline as \x0a), and a backslash left as it is (`--steps 'a\b'` is quoted as a\b).
   kMessage,
@@ -127,7 +140,8 @@ enum class EscapeStyle {
 
 // Text as it may be written to a terminal: each control character (is_control) and each byte
 // that is not valid UTF-8 escaped, so that no text from a file or an argument can move the
-// cursor, clear the screen, set the window's title or split a line. Everything else is unchanged.
+// cursor, clear the screen, set the window's title or split a line. Everything else is unchanged,
+// but for kStrRepr's characters that are not printable.
 std::string escape_controls(std::string_view text, EscapeStyle style = EscapeStyle::kRepr);
 
 // encode(vocabulary, words): each word's id, in sentence order.

@@ -34,8 +34,33 @@ std::size_t invalid_utf8_offset(std::string_view text) {
 
 bool is_control(char32_t c) { return c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0); }
 
+bool is_printable(char32_t cp) {
+  if (cp < 0x80) return !is_control(cp);
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
+    case UTF8PROC_CATEGORY_CC:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CN:
+    case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP:
+    case UTF8PROC_CATEGORY_ZS:  // the space is ASCII
+      return false;
+    default:
+      return true;
+  }
+}
+
+std::string python_escape(char32_t cp) {
+  const auto n = static_cast<unsigned>(cp);
+  return cp < 0x100     ? fmt::format("\\x{:02x}", n)
+         : cp < 0x10000 ? fmt::format("\\u{:04x}", n)
+                        : fmt::format("\\U{:08x}", n);
+}
+
 std::string escape_controls(std::string_view text, EscapeStyle style) {
-  const bool repr = style == EscapeStyle::kRepr;
+  const bool repr = style != EscapeStyle::kMessage;
+  const bool str_repr = style == EscapeStyle::kStrRepr;
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
@@ -54,8 +79,8 @@ std::string escape_controls(std::string_view text, EscapeStyle style) {
       out += "\\n";
     } else if (repr && cp == U'\r') {
       out += "\\r";
-    } else if (is_control(cp)) {
-      out += fmt::format("\\x{:02x}", static_cast<unsigned>(cp));
+    } else if (is_control(cp) || (str_repr && !is_printable(cp))) {
+      out += python_escape(cp);
     } else {
       out.append(text.substr(i, len));
     }

@@ -4,7 +4,6 @@
 #include "attn/tokenizer_gpt2.hpp"
 
 #include <fmt/format.h>
-#include <utf8proc.h>
 
 #include <algorithm>
 #include <array>
@@ -158,25 +157,6 @@ const Tables& tables() {
   return t;
 }
 
-// Python's str.isprintable() for one character: not a control, format, surrogate, private-use
-// or unassigned character, nor a separator other than the space.
-bool python_printable(char32_t cp) {
-  switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
-    case UTF8PROC_CATEGORY_CC:
-    case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_CS:
-    case UTF8PROC_CATEGORY_CO:
-    case UTF8PROC_CATEGORY_CN:
-    case UTF8PROC_CATEGORY_ZL:
-    case UTF8PROC_CATEGORY_ZP:
-      return false;
-    case UTF8PROC_CATEGORY_ZS:
-      return cp == U' ';
-    default:
-      return true;
-  }
-}
-
 // encoder.py's bpe(), as it runs: the piece's byte tokens, merged lowest rank first, every
 // occurrence of that pair left to right, until no adjacent pair has a merge. Each merge scans
 // the whole piece: for a short piece.
@@ -310,10 +290,8 @@ std::string readable_bytes(std::string_view bytes) {
       out += "⇥";
     } else if (cp == U'\r') {
       out += "\\r";
-    } else if (!python_printable(cp)) {
-      out += cp < 0x100     ? fmt::format("\\x{:02x}", static_cast<unsigned>(cp))
-             : cp < 0x10000 ? fmt::format("\\u{:04x}", static_cast<unsigned>(cp))
-                            : fmt::format("\\U{:08x}", static_cast<unsigned>(cp));
+    } else if (!is_printable(cp)) {
+      out += python_escape(cp);
     } else {
       out.append(bytes.substr(i, len));
     }

@@ -90,7 +90,8 @@ std::string python_str_repr(std::string_view s) {
   const bool has_double = s.find('"') != std::string_view::npos;
   const char quote = (has_single && !has_double) ? '"' : '\'';
   std::string out(1, quote);
-  for (const char c : escape_controls(s)) {  // backslashes and control characters escaped
+  // Backslashes, control characters and every other character that is not printable escaped.
+  for (const char c : escape_controls(s, EscapeStyle::kStrRepr)) {
     if (c == quote) out += '\\';
     out += c;
   }
@@ -321,6 +322,26 @@ std::string where_text(const Trace& trace, const std::optional<int>& head,
   if (head) parts.push_back(head_text(trace.config, *head));
   if (batch) parts.push_back(fmt::format("sentence {} of {}", *batch + 1, trace.inputs.size()));
   return parts.empty() ? "" : fmt::format(" ({})", fmt::join(parts, ", "));
+}
+
+std::vector<std::int64_t> torch_slice_index(const Step& s) {
+  std::vector<std::int64_t> index;
+  for (const std::string& name : s.shape_names) {  // the trace puts B and H first
+    if (name == "B") {
+      index.push_back(s.batch.value_or(0));
+    } else if (name == "H") {
+      index.push_back(s.head.value_or(0));
+    } else {
+      break;
+    }
+  }
+  return index;
+}
+
+std::string torch_index(const Step& s, std::initializer_list<Eigen::Index> cell) {
+  std::vector<std::int64_t> index = torch_slice_index(s);
+  index.insert(index.end(), cell.begin(), cell.end());
+  return fmt::format("[{}]", fmt::join(index, ", "));
 }
 
 std::string counted(std::size_t n, std::string_view noun) {

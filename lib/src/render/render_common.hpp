@@ -4,6 +4,7 @@
 // interface.
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,7 +43,8 @@ std::string counted(std::size_t n, std::string_view noun);
 std::vector<std::string> escaped(const std::vector<std::string>& labels);
 // One row of a matrix as a 1-D tensor: tensor([...]).
 std::string vector_text(const Matrix& m, Eigen::Index row, int precision);
-// Python's repr of a str: 'Life', "don't", 'a\x1bb' (control characters escaped as Python does).
+// Python's repr of a str: 'Life', "don't", 'a\x1bb', 'a\xa0b', '\ufeffLife' (every character that
+// str.isprintable() rejects escaped as Python does: escape_controls' kStrRepr).
 std::string python_str_repr(std::string_view s);
 // A number in a written-out sum at `precision` decimals; a negative factor in parentheses.
 std::string number(float v, int precision, bool factor = true);
@@ -59,6 +61,15 @@ std::string head_text(const TraceConfig& config, int head, bool brief = false);
 
 std::string where_text(const Trace& trace, const std::optional<int>& head,
                        const std::optional<int>& batch);
+
+// The leading part of PyTorch's index into step `s`'s whole tensor, from 0: the step's sentence
+// and head, for the dimensions its tensor has of them (B, H: none for one sentence, no H in the
+// wrapper form, whose heads are tensors of their own). {} for one sentence and one head; {1, 0}
+// for sentence 2's first head of the split form in a batch.
+std::vector<std::int64_t> torch_slice_index(const Step& s);
+// PyTorch's index, from 0, of a value of step `s`'s whole tensor: torch_slice_index, then `cell`
+// (a matrix's row and column, or a row). "[2, 0]"; a batch's split heads: "[1, 0, 2, 0]".
+std::string torch_index(const Step& s, std::initializer_list<Eigen::Index> cell);
 
 // The lines of a tensor, each row followed by "# label" in one aligned column when labels exist;
 // when that column would pass 80, each label goes on a line of its own above its row instead (a

@@ -17,6 +17,47 @@ using namespace render_detail;
 
 namespace {
 
+// Step 0 of a cell with rotary embeddings: its query and key before and after their turns.
+void explain_rotation(std::string& out, const TraceConfig& c, const CellWorking& cell, int p) {
+  const std::int64_t i = cell.i + 1, j = cell.j + 1;
+  auto row = [&](const Matrix& m) {
+    std::vector<std::string> v;
+    for (Eigen::Index d = 0; d < m.cols(); ++d) v.push_back(number(m(0, d), p, false));
+    return fmt::format("[{}]", fmt::join(v, ", "));
+  };
+  out += '\n';
+  out += wrapped_line(
+      fmt::format("0. the rotary embeddings turn the query by its position {} and the key by its "
+                  "position {} ({} pairs, θ {}):",
+                  cell.i, cell.j, name_of(c.rope_pairs), c.rope_theta));
+  out += wrapped_line(fmt::format("   {} before: {}", sup("q", i), row(cell.q_unrotated)), "     ");
+  out += wrapped_line(fmt::format("   {} after:  {}", sup("q", i), row(cell.q)), "     ");
+  out += wrapped_line(fmt::format("   {} before: {}", sup("k", j), row(cell.k_unrotated)), "     ");
+  out += wrapped_line(fmt::format("   {} after:  {}", sup("k", j), row(cell.k)), "     ");
+}
+
+// Step 4 of a cell: each key's exponential of its scaled score less the row's largest.
+void explain_exponentials(std::string& out, const CellWorking& cell, const TokenizedSentence& ks,
+                          int p) {
+  const Matrix& row = cell.scaled_row;
+  std::size_t label_width = 0;  // of the words as python_str_repr shows them, without quotes
+  for (const std::string& w : ks.words) {
+    label_width = std::max(label_width, python_str_repr(w).size() - 2);
+  }
+  for (Eigen::Index t = 0; t < row.cols(); ++t) {
+    const std::string who =
+        fmt::format("key {} {}", t + 1, python_str_repr(ks.words[static_cast<std::size_t>(t)]));
+    const std::string arrow = t == cell.j ? "   ← this cell" : "";
+    if (std::isinf(row(0, t))) {
+      out += fmt::format("   {:<{}}  exp(−inf) = 0{}\n", who, label_width + 10, arrow);
+    } else {
+      out += fmt::format("   {:<{}}  exp({} − {}) = {}{}\n", who, label_width + 10,
+                         number(row(0, t), p, false), number(cell.row_max, p, false),
+                         number(cell.exponentials(0, t), p, false), arrow);
+    }
+  }
+}
+
 // The cell's arithmetic for one head of one sentence.
 void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
                   std::optional<int> batch, Eigen::Index qi, Eigen::Index kj,
@@ -43,28 +84,16 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
                                   python_str_repr(qs.words[static_cast<std::size_t>(qi)]), j,
                                   python_str_repr(ks.words[static_cast<std::size_t>(kj)]),
                                   where_text(trace, head, batch)));
-  // Tokens count from 1 here and from 0 in PyTorch's indices: both, once.
-  const std::string torch_cell = fmt::format("attention_weights[{}, {}]", qi, kj);
+  // Tokens count from 1 here and from 0 in PyTorch's indices: both, once. The index names every
+  // dimension of PyTorch's tensor: the sentence and the head where it has them.
+  const std::string torch_cell =
+      "attention_weights" +
+      torch_index(trace.step(StepKind::kAttentionWeights, head, batch), {qi, kj});
   out += wrapped_line(fmt::format("in PyTorch, which counts from 0: {}", torch_cell));
 
   // 0. With rotary embeddings: the two vectors turned by their positions.
   if (c.rope) {
-    auto row = [&](const Matrix& m) {
-      std::vector<std::string> v;
-      for (Eigen::Index d = 0; d < m.cols(); ++d) v.push_back(number(m(0, d), p, false));
-      return fmt::format("[{}]", fmt::join(v, ", "));
-    };
-    out += '\n';
-    out += wrapped_line(
-        fmt::format("0. the rotary embeddings turn the query by its position {} and the key by its "
-                    "position {} ({} pairs, θ {}):",
-                    qi, kj, name_of(c.rope_pairs), c.rope_theta));
-    out +=
-        wrapped_line(fmt::format("   {} before: {}", sup("q", i), row(cell.q_unrotated)), "     ");
-    out += wrapped_line(fmt::format("   {} after:  {}", sup("q", i), row(cell.q)), "     ");
-    out +=
-        wrapped_line(fmt::format("   {} before: {}", sup("k", j), row(cell.k_unrotated)), "     ");
-    out += wrapped_line(fmt::format("   {} after:  {}", sup("k", j), row(cell.k)), "     ");
+    explain_rotation(out, c, cell, p);
     describe(StepKind::kRotatedQueries);
   }
 
@@ -112,22 +141,7 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
   out += fmt::format("4. each exponential e{},ⱼ = exp({},ⱼ − m{}), which is at most 1\n",
                      subscript(i), s_i, subscript(i));
   describe(StepKind::kExponentials);
-  std::size_t label_width = 0;  // of the words as python_str_repr shows them, without quotes
-  for (const std::string& w : ks.words) {
-    label_width = std::max(label_width, python_str_repr(w).size() - 2);
-  }
-  for (Eigen::Index t = 0; t < row.cols(); ++t) {
-    const std::string who =
-        fmt::format("key {} {}", t + 1, python_str_repr(ks.words[static_cast<std::size_t>(t)]));
-    const std::string arrow = t == kj ? "   ← this cell" : "";
-    if (std::isinf(row(0, t))) {
-      out += fmt::format("   {:<{}}  exp(−inf) = 0{}\n", who, label_width + 10, arrow);
-    } else {
-      out += fmt::format("   {:<{}}  exp({} − {}) = {}{}\n", who, label_width + 10,
-                         number(row(0, t), p, false), number(m, p, false),
-                         number(cell.exponentials(0, t), p, false), arrow);
-    }
-  }
+  explain_exponentials(out, cell, ks, p);
   out += fmt::format("5. their sum: Σ{} = {}\n", subscript(i), number(cell.sum, p, false));
   describe(StepKind::kRowSums);
   out += fmt::format("6. the weight: {} = e{} / Σ{} = {} / {} = {}\n", a_ij, sub2("", i, j),

@@ -28,7 +28,9 @@ void explain_grad_cell(std::string& out, const Trace& trace, std::optional<int> 
       "({}){}",
       dw, i, j, i, python_str_repr(qs.words[static_cast<std::size_t>(qi)]), j,
       python_str_repr(ks.words[static_cast<std::size_t>(kj)]), where_text(trace, head, batch)));
-  out += wrapped_line(fmt::format("in PyTorch, which counts from 0: omega.grad[{}, {}]", qi, kj));
+  // omega.grad has omega's shape, and grad_omega's: the sentence and the head where it has them.
+  const std::string index = torch_index(trace.step(StepKind::kGradOmega, head, batch), {qi, kj});
+  out += wrapped_line(fmt::format("in PyTorch, which counts from 0: omega.grad{}", index));
 
   out += fmt::format("\n1. {} = dL/dZ{} · v{}, term by term\n", da, subscript(i), sup("", j));
   for (Eigen::Index c = 0; c < w.products.cols(); ++c) {
@@ -67,8 +69,7 @@ void explain_grad_cell(std::string& out, const Trace& trace, std::optional<int> 
         fmt::format("4. through the scaling: {} = {} / √d_k = {} / {} = {}\n", dw, ds,
                     number(w.ds, p, false), number(w.root, p, false), number(w.domega, p, false));
   }
-  out += fmt::format("   the trace's grad_omega[{}, {}] = {}\n", qi, kj,
-                     number(w.trace_domega, p, false));
+  out += fmt::format("   the trace's grad_omega{} = {}\n", index, number(w.trace_domega, p, false));
 }
 
 }  // namespace

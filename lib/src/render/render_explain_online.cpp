@@ -82,8 +82,9 @@ void explain_online_row(std::string& out, const Trace& trace, std::optional<int>
   const float l = row.tiles.back().l;
   out += vector_line(
       fmt::format("   Z{} = O / ℓ, with ℓ = {}: ", subscript(i), number(l, p, false)), row.z, p);
-  out += vector_line(fmt::format("   the trace's context_vectors[{}] = ", qi),
-                     trace.step(StepKind::kContextVectors, head, batch).values.row(qi), p);
+  const Step& context = trace.step(StepKind::kContextVectors, head, batch);
+  out += vector_line(fmt::format("   the trace's context_vectors{} = ", torch_index(context, {qi})),
+                     context.values.row(qi), p);
 }
 
 void explain_decoded_cell(std::string& out, const Trace& trace, std::optional<int> head,
@@ -92,8 +93,9 @@ void explain_decoded_cell(std::string& out, const Trace& trace, std::optional<in
   const int p = options.precision;
   const std::int64_t i = qi + 1, j = kj + 1;
   const DecodedToken d = decoded_token(trace, head, batch, qi);
-  const std::string torch_cell = fmt::format("attention_weights[{}, {}]", qi, kj);
-  const float trace_weight = trace.step(StepKind::kAttentionWeights, head, batch).values(qi, kj);
+  const Step& weights = trace.step(StepKind::kAttentionWeights, head, batch);
+  const std::string torch_cell = "attention_weights" + torch_index(weights, {qi, kj});
+  const float trace_weight = weights.values(qi, kj);
   out += '\n';
   out += wrapped_line(fmt::format(
       "with a KV cache (--decode), token {} is decoded at t = {}{}, against the cache of {}:", i, i,
@@ -148,9 +150,10 @@ void explain_decoded_cell(std::string& out, const Trace& trace, std::optional<in
         "     ");
   }
   out += vector_line(fmt::format("   {} = ", d.context->equation), d.context->values, p);
-  out += wrapped_line(fmt::format("   z_t against the trace's context_vectors[{}]: the largest "
+  const std::string z_index = torch_index(trace.step(StepKind::kContextVectors, head, batch), {qi});
+  out += wrapped_line(fmt::format("   z_t against the trace's context_vectors{}: the largest "
                                   "difference is {}",
-                                  qi,
+                                  z_index,
                                   d.difference == 0.0f ? std::string("0: the same bits")
                                                        : fmt::format("{:.1e}", d.difference)),
                       "     ");

@@ -133,12 +133,13 @@ Workings workings_json(const Trace& trace, MatrixPool& pool) {
       if (head) label += render_detail::head_text(trace.config, *head, /*brief=*/true);
       if (batch) label += fmt::format("{}sentence {}", head ? ", " : "", *batch + 1);
       items.push_back(fmt::format(
-          "{{\"head\":{},\"batch\":{},\"label\":{},\"where\":{},\"q\":{},\"k\":{},\"omega\":{},"
-          "\"scaled\":{},\"weights\":{},\"exps\":{},\"max\":{},\"sum\":{},\"root\":{},"
-          "\"queries\":{},\"keys\":{}}}",
+          "{{\"head\":{},\"batch\":{},\"label\":{},\"where\":{},\"lead\":[{}],\"q\":{},"
+          "\"k\":{},\"omega\":{},\"scaled\":{},\"weights\":{},\"exps\":{},\"max\":{},"
+          "\"sum\":{},\"root\":{},\"queries\":{},\"keys\":{}}}",
           head ? std::to_string(*head) : "null", batch ? std::to_string(*batch) : "null",
           json_string(label.empty() ? "the one head" : label),
-          json_string(render_detail::where_text(trace, head, batch)), qm, km, omega, scaled,
+          json_string(render_detail::where_text(trace, head, batch)),
+          fmt::join(render_detail::torch_slice_index(weights), ","), qm, km, omega, scaled,
           weights_m, exps, column_json(row_max), column_json(row_sum), number_json(root),
           sentence_json(trace.inputs[b]), sentence_json(trace.key_sentence(static_cast<int>(b)))));
     }

@@ -70,7 +70,8 @@
     const i = qi + 1, j = kj + 1;
     const dk = D.mats[W.q].c, tk = D.mats[W.scaled].c;
     const aij = sub2('A', i, j), wij = sub2('ω', i, j), si = 's' + subscript(i);
-    const torch = 'attention_weights[' + qi + ', ' + kj + ']';
+    // PyTorch's index names every dimension of its tensor: the sentence and head first (lead).
+    const torch = 'attention_weights[' + W.lead.concat([qi, kj]).join(', ') + ']';
     const L = [];
     L.push(aij + ': how much token ' + i + ' (' + W.queries.reprs[qi] + ') attends to key ' + j +
            ' (' + W.keys.reprs[kj] + ')' + W.where);
