@@ -165,8 +165,14 @@ TEST_CASE("escape_controls for Python's repr of a str: every character that is n
         "\\ufeffLife\\u200d\\u180e\\xad\\ue000\\U000f0000");
   CHECK(attn::escape_controls("a\tb\\c é 我 😀 \x1b\xff", EscapeStyle::kStrRepr) ==
         "a\\tb\\\\c é 我 😀 \\x1b\\xff");
-  // Labels (kRepr) keep the characters that are not controls.
+  // Labels (kRepr) keep the characters that are not controls, but for those that reorder or
+  // break the line: a right-to-left override would show the rest of the line backwards.
   CHECK(attn::escape_controls("a\u00a0b\ufeff") == "a\u00a0b\ufeff");
+  CHECK(attn::escape_controls("ab\u202ec \u2066d\u2069 \u200f\u061c\u2028") ==
+        "ab\\u202ec \\u2066d\\u2069 \\u200f\\u061c\\u2028");
+  CHECK(attn::escape_controls("x\u202e.txt", EscapeStyle::kMessage) == "x\\u202e.txt");
+  CHECK(attn::moves_the_line(U'\u202a'));
+  CHECK_FALSE(attn::moves_the_line(U'\u200d'));  // a joiner keeps emoji sequences whole
   CHECK(attn::is_printable(U' '));
   CHECK(attn::is_printable(U'\u00e9'));
   CHECK_FALSE(attn::is_printable(U'\u3000'));

@@ -1947,6 +1947,10 @@ case_one_dimensional_files_keep_their_shape() {
     expect_error "the target in tests/golden/npy/f4_vector5.npy has shape [5], but the output is [2, 4]: give one value per output value" \
       "a b" --backward --loss mse --target tests/golden/npy/f4_vector5.npy
 }
+case_labels_escape_what_reorders_the_line() {
+  # A right-to-left override in a word would turn the rest of each line around on a terminal.
+  expect_output labels_bidi_override $'ab\u202ec d' --steps embeddings
+}
 case_rope_theta_without_rope() {
   expect_error "--rope-theta sets the rotary embeddings: it goes with --rope" --rope-theta 500000
 }

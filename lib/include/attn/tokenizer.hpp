@@ -115,6 +115,11 @@ std::size_t invalid_utf8_offset(std::string_view text);
 // A control character: U+0000 to U+001F, U+007F (DEL), U+0080 to U+009F (the C1 controls).
 bool is_control(char32_t cp);
 
+// A character that reorders or breaks the rest of a line on a terminal: the bidirectional
+// controls (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069) and the line and
+// paragraph separators U+2028, U+2029.
+bool moves_the_line(char32_t cp);
+
 // Python's str.isprintable() for one character: false for the control, format (U+FEFF, U+200D),
 // surrogate, private-use and unassigned characters and for the separators other than the space
 // (U+00A0, U+2028, U+2029, U+3000), by libutf8proc's Unicode version.
@@ -138,10 +143,11 @@ enum class EscapeStyle {
   kMessage,
 };
 
-// Text as it may be written to a terminal: each control character (is_control) and each byte
-// that is not valid UTF-8 escaped, so that no text from a file or an argument can move the
-// cursor, clear the screen, set the window's title or split a line. Everything else is unchanged,
-// but for kStrRepr's characters that are not printable.
+// Text as it may be written to a terminal: each control character (is_control), each character
+// that reorders or breaks the line (moves_the_line) and each byte that is not valid UTF-8
+// escaped, so that no text from a file or an argument can move the cursor, clear the screen, set
+// the window's title, split a line or show its characters in another order. Everything else is
+// unchanged, but for kStrRepr's characters that are not printable.
 std::string escape_controls(std::string_view text, EscapeStyle style = EscapeStyle::kRepr);
 
 // encode(vocabulary, words): each word's id, in sentence order.

@@ -34,6 +34,11 @@ std::size_t invalid_utf8_offset(std::string_view text) {
 
 bool is_control(char32_t c) { return c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0); }
 
+bool moves_the_line(char32_t c) {
+  return c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) ||
+         (c >= 0x2066 && c <= 0x2069) || c == 0x2028 || c == 0x2029;
+}
+
 bool is_printable(char32_t cp) {
   if (cp < 0x80) return !is_control(cp);
   switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
@@ -79,7 +84,7 @@ std::string escape_controls(std::string_view text, EscapeStyle style) {
       out += "\\n";
     } else if (repr && cp == U'\r') {
       out += "\\r";
-    } else if (is_control(cp) || (str_repr && !is_printable(cp))) {
+    } else if (is_control(cp) || moves_the_line(cp) || (str_repr && !is_printable(cp))) {
       out += python_escape(cp);
     } else {
       out.append(text.substr(i, len));
