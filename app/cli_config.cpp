@@ -77,7 +77,10 @@ std::vector<std::string> read_sentences(const Options& o, std::string& file,
   }
   // GPT-2 reads text exactly as given: only the file's final newline is dropped.
   const bool exact = o.tokenizer == TokenizerChoice::kGpt2;
-  if (o.file) return {read_sentence_file(*o.file, limit, exact)};
+  if (o.file) {
+    file = *o.file;  // for messages: "FILE: the sentence is not valid UTF-8"
+    return {read_sentence_file(*o.file, limit, exact)};
+  }
   if (o.batch) {
     const std::string text = *o.batch == "-" ? read_sentence(STDIN_FILENO, "standard input", limit)
                                              : read_sentence_file(*o.batch, limit);
@@ -125,7 +128,8 @@ std::vector<std::string> read_sentences(const Options& o, std::string& file,
   }
   if (!o.sentences.empty()) return o.sentences;
   if (o.words.size() == 1 && o.words[0] == "-") {
-    return {read_sentence(STDIN_FILENO, "standard input", limit, exact)};
+    file = "standard input";
+    return {read_sentence(STDIN_FILENO, file, limit, exact)};
   }
   if (o.words.empty()) return {};
   return {fmt::format("{}", fmt::join(o.words, " "))};

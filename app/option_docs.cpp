@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "attn/version.hpp"
@@ -68,6 +69,17 @@ std::vector<std::string> wrap(std::string_view text, std::size_t width) {
   };
   std::stringstream words{std::string(text)};
   for (std::string word; words >> word;) {
+    // A word wider than the whole line (torch.set_printoptions(precision=N) at 20 columns) is cut
+    // at the width, between characters.
+    while (display(word) > width && width > 0) {
+      if (!line.empty()) lines.push_back(line), line.clear(), columns = 0;
+      std::size_t cut = 0;
+      for (std::size_t n = 0; cut < word.size(); ++cut) {
+        if ((static_cast<unsigned char>(word[cut]) & 0xC0) != 0x80 && n++ == width) break;
+      }
+      lines.push_back(word.substr(0, cut));
+      word.erase(0, cut);
+    }
     const std::size_t w = display(word);
     if (!line.empty() && columns + 1 + w > width) {
       lines.push_back(line);
@@ -86,8 +98,12 @@ std::vector<std::string> wrap(std::string_view text, std::size_t width) {
 void add_entry(std::string& out, const std::string& left, std::string_view text,
                std::size_t width) {
   constexpr std::size_t kColumn = 24;
-  const std::size_t text_width = width > kColumn + 20 ? width - kColumn : 20;
-  const std::vector<std::string> lines = wrap(text, text_width);
+  if (width < kColumn + 20) {  // narrow: the text below the label, indented
+    out += (left.size() + 2 <= width ? "  " : "") + left + "\n";
+    for (const std::string& line : wrap(text, width - 6)) out += "      " + line + "\n";
+    return;
+  }
+  const std::vector<std::string> lines = wrap(text, width - kColumn);
   std::string head = "  " + left;
   if (head.size() + 2 > kColumn) {
     out += head + "\n";
@@ -101,6 +117,12 @@ void add_entry(std::string& out, const std::string& left, std::string_view text,
 
 void add_paragraph(std::string& out, std::string_view text, std::size_t width) {
   for (const std::string& line : wrap(text, width)) out += line + "\n";
+}
+
+// A usage line, indented by 2, and by 4 where it wraps.
+void add_usage(std::string& out, std::string_view usage, std::size_t width) {
+  const std::vector<std::string> lines = wrap(usage, width - 4);
+  for (std::size_t i = 0; i < lines.size(); ++i) out += (i == 0 ? "  " : "    ") + lines[i] + "\n";
 }
 
 std::string roff(std::string_view text) {
@@ -284,11 +306,12 @@ std::string man_entry(const OptionSpec& o) {
 }  // namespace
 
 std::string help_text(std::size_t width) {
+  width = std::max<std::size_t>(width, 20);  // a terminal narrower than 20 columns: 20
   std::string out;
   add_paragraph(out, kSummary, width);
   add_paragraph(out, kNoSentence, width);
   out += "\nUsage:\n";
-  for (std::string_view usage : kUsage) out += fmt::format("  {}\n", usage);
+  for (std::string_view usage : kUsage) add_usage(out, usage, width);
   for (const OptionSection& section : option_table()) {
     out += "\n" + section.title + ":\n";
     for (const OptionSpec& o : section.options) {
@@ -305,9 +328,12 @@ std::string help_text(std::size_t width) {
 }
 
 std::string diff_help_text(std::size_t width) {
+  width = std::max<std::size_t>(width, 20);  // a terminal narrower than 20 columns: 20
   std::string out;
   add_paragraph(out, kDiffSummary, width);
-  out += fmt::format("\nUsage:\n  {}\n\nOptions:\n", kUsage[3]);
+  out += "\nUsage:\n";
+  add_usage(out, kUsage[3], width);
+  out += "\nOptions:\n";
   for (const OptionSpec& o : diff_option_table()) {
     add_entry(out, label(o), o.help + annotation(o), width);
   }

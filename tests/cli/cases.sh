@@ -976,6 +976,19 @@ case_help_fits_80_columns_when_piped() {
   run --help
   [ "$(cat "$work/status")" = 0 ] && [ "$(awk '{ print length($0) }' "$work/stdout" | sort -n | tail -n 1)" -le 80 ]
 }
+case_help_fits_every_width_from_20() {
+  # COLUMNS from 20: every line of both helps within the width, in characters; below 44 the
+  # text goes under each option, and a word wider than the line is cut.
+  local w widest
+  for w in 20 21 30 43 44 59 60 100; do
+    for args in --help "diff --help"; do
+      # shellcheck disable=SC2086
+      widest=$(COLUMNS=$w "$binary" $args | LC_ALL=C.UTF-8 wc -L)
+      [ "$widest" -le "$w" ] || { echo "FAIL: $args at COLUMNS=$w has a line of $widest"; return 1; }
+    done
+  done
+  COLUMNS=30 "$binary" --help | grep -q "^      torch.manual_seed(N)$"
+}
 case_help_wraps_to_the_terminal() {
   # A 60-column terminal: every line of the help within 60 columns, broken between words.
   tmux_start help 60 200 "$binary --help >$work/dummy; $binary --help | cat >/dev/null; $binary --help; sleep 30" || return 1
@@ -1950,6 +1963,14 @@ case_one_dimensional_files_keep_their_shape() {
 case_labels_escape_what_reorders_the_line() {
   # A right-to-left override in a word would turn the rest of each line around on a terminal.
   expect_output labels_bidi_override $'ab\u202ec d' --steps embeddings
+}
+case_file_sentence_errors_name_the_file() {
+  # As --batch's name their file and line, --file's and standard input's name where they came from.
+  expect_error "tests/golden/inputs/sentence_not_utf8.txt: the sentence is not valid UTF-8 (byte 8): a sentence must be UTF-8 text" \
+    --file tests/golden/inputs/sentence_not_utf8.txt &&
+    run - <tests/golden/inputs/sentence_not_utf8.txt &&
+    [ "$(cat "$work/stderr")" = "attn-trace: error: standard input: the sentence is not valid UTF-8 (byte 8): a sentence must be UTF-8 text" ] ||
+    { cat "$work/stderr"; return 1; }
 }
 case_rope_theta_without_rope() {
   expect_error "--rope-theta sets the rotary embeddings: it goes with --rope" --rope-theta 500000

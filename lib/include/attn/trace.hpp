@@ -99,8 +99,9 @@ struct TraceConfig {
   // One sentence, or several: a batch, padded to the longest with kPadToken.
   std::vector<std::string> sentences{std::string(kWalkthroughSentence)};
   // Where the sentences came from, for messages about one of them, where a program knows: a
-  // batch file's name and each sentence's line in it ("batch.txt: line 5: the sentence").
-  // Otherwise, or where the counts differ, "the sentence", and "sentence 3 of 4" in a batch.
+  // batch file's name and each sentence's line in it ("batch.txt: line 5: the sentence"), or the
+  // file of one sentence with no lines ("text.txt: the sentence"). Otherwise, or where the counts
+  // differ, "the sentence", and "sentence 3 of 4" in a batch.
   std::string sentences_file;
   std::vector<std::int64_t> sentence_lines;
   // Cross-attention: keys and values come from this sentence, queries from the (one) sentence.

@@ -180,6 +180,7 @@ std::string sentence_name(const TraceConfig& c, std::size_t b, std::string_view 
     return fmt::format("{}: line {}: the sentence", c.sentences_file, c.sentence_lines[b]);
   }
   if (c.sentences.size() > 1) return fmt::format("sentence {} of {}", b + 1, c.sentences.size());
+  if (!c.sentences_file.empty()) return fmt::format("{}: {}", c.sentences_file, alone);
   return std::string(alone);
 }
 
