@@ -1972,6 +1972,21 @@ case_file_sentence_errors_name_the_file() {
     [ "$(cat "$work/stderr")" = "attn-trace: error: standard input: the sentence is not valid UTF-8 (byte 8): a sentence must be UTF-8 text" ] ||
     { cat "$work/stderr"; return 1; }
 }
+case_counts_and_signs_in_words() {
+  # One tile of 1 key; one tile of every key needs no "tile by tile"; a count of 1 is a value;
+  # a negative number subtracted goes in parentheses.
+  run "a b c" --online-softmax 1 --steps online_context
+  grep -q "^  tiles of 1 key; " "$work/stdout" || { cat "$work/stdout"; return 1; }
+  run "a b c" --online-softmax 3 --steps online_context
+  grep -q "one tile of every key" "$work/stdout" && ! grep -q "tile by tile" "$work/stdout" ||
+    { cat "$work/stdout"; return 1; }
+  run "a b" --backward --steps loss --format heatmap
+  grep -q "^  L = Z.sum()    one row, columns: 1 value$" "$work/stdout" || { cat "$work/stdout"; return 1; }
+  run --backward --explain-grad 3,1 -s "Life is short" -s "eat dessert first" --heads 2 \
+    --multihead split --d-out 4 --init linear
+  grep -q "^3. through the softmax: .* − (-0.0577)) = 0.0137$" "$work/stdout" &&
+    ! grep -q " − -" "$work/stdout" || { cat "$work/stdout" "$work/stderr"; return 1; }
+}
 case_rope_theta_without_rope() {
   expect_error "--rope-theta sets the rotary embeddings: it goes with --rope" --rope-theta 500000
 }

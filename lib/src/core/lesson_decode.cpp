@@ -162,11 +162,14 @@ void online_lesson(Recorder& rec, const Item& item, const Matrix& scaled, const 
           {.rows = item.queries.words,
            .note = fmt::format(
                "{}; the largest difference from context_vectors is {}",
-               b == t_k && c.online_softmax >= t_k ? std::string("one tile of every key")
-                                                   : fmt::format("tiles of {} keys", b),
-               difference_text(worst,
-                               "since the sum and the product are added tile by tile and "
-                               "rescaled, in another order than the softmax's"))});
+               b == t_k && c.online_softmax >= t_k
+                   ? std::string("one tile of every key")
+                   : fmt::format("tiles of {} key{}", b, b == 1 ? "" : "s"),
+               difference_text(worst, b >= t_k ? "the terms added in another order than the "
+                                                 "softmax's"
+                                               : "since the sum and the product are added tile "
+                                                 "by tile and rescaled, in another order than "
+                                                 "the softmax's"))});
 }
 
 }  // namespace attn::lesson

@@ -58,7 +58,7 @@ void explain_grad_cell(std::string& out, const Trace& trace, std::optional<int> 
                                            : "");
   out += fmt::format("3. through the softmax: {} = {} ({} − {}) = {} × ({} − {}) = {}\n", ds, a, da,
                      r, number(w.a, p, false), number(w.da_row(0, kj), p, false),
-                     number(w.row_dot, p, false), number(w.ds, p, false));
+                     number(w.row_dot, p), number(w.ds, p, false));  // − (−2.79): in parentheses
   if (w.masked) {
     out += wrapped_line(fmt::format("4. masked: the score was replaced by −inf, so nothing "
                                     "flows back to it: {} = 0",

@@ -54,9 +54,9 @@ void explain_online_row(std::string& out, const Trace& trace, std::optional<int>
                                            c.kernel, c.masked_rows);
   out += '\n';
   out += wrapped_line(fmt::format(
-      "FlashAttention's online softmax of row {}, over tiles of {} keys{}: it never holds the "
+      "FlashAttention's online softmax of row {}, over tiles of {} key{}{}: it never holds the "
       "whole row of weights, only m, ℓ and O",
-      i, c.online_softmax, where_text(trace, head, batch)));
+      i, c.online_softmax, c.online_softmax == 1 ? "" : "s", where_text(trace, head, batch)));
   out += vector_line("   start: m = −inf, ℓ = 0, O = ", Matrix::Zero(1, row.z.cols()), p);
   float m = -INFINITY;
   for (std::size_t n = 0; n < row.tiles.size(); ++n) {

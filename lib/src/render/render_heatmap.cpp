@@ -250,6 +250,8 @@ std::string equation_text(const Step& s, std::size_t width) {
     if (name == "t" || name.starts_with("min(t,")) {
       return fmt::format("the {} {} in the cache", n, n == 1 ? "key" : "keys");
     }
+    // A name that is its own count ("1", "2": the loss, the weight sums' two columns).
+    if (name == std::to_string(n)) return fmt::format("{} {}", n, n == 1 ? "value" : "values");
     return fmt::format("the {} = {} dimensions", name, n);
   };
   std::string meaning;
