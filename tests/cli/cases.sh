@@ -1987,6 +1987,15 @@ case_counts_and_signs_in_words() {
   grep -q "^3. through the softmax: .* − (-0.0577)) = 0.0137$" "$work/stdout" &&
     ! grep -q " − -" "$work/stdout" || { cat "$work/stdout" "$work/stderr"; return 1; }
 }
+case_overview_memory_as_the_run_counts_it() {
+  # The overview's word on the memory limit is the run's estimate, not the float32 values alone.
+  run --max-memory 10K --format overview
+  [ "$(cat "$work/status")" = 0 ] && tr '\n' ' ' <"$work/stdout" | tr -s ' ' |
+    grep -q "the text trace would need about 24.2 KiB, more than the memory limit of 10.0 KiB" ||
+    { cat "$work/stdout"; return 1; }
+  expect_error "this run would need about 24.2 KiB (T = 6 tokens, 1 head), more than the memory limit of 10.0 KiB: trace fewer tokens, or raise the limit with --max-memory" \
+    --max-memory 10K
+}
 case_rope_theta_without_rope() {
   expect_error "--rope-theta sets the rotary embeddings: it goes with --rope" --rope-theta 500000
 }

@@ -9,6 +9,7 @@
 #include "attn/error.hpp"
 #include "attn/grouping.hpp"
 #include "attn/memory.hpp"
+#include "attn/output.hpp"
 #include "attn/text_width.hpp"
 #include "render_common.hpp"
 #include "render_overview_looks.hpp"
@@ -325,14 +326,22 @@ std::string render_overview(const Trace& trace, std::size_t width) {
   for (const PlannedStep& s : plan) {
     values += static_cast<double>(s.rows) * static_cast<double>(s.cols);
   }
-  const double bytes = 4.0 * values;
-  const auto size =
-      size_text(bytes < 1.8e19 ? static_cast<std::uint64_t>(bytes) : ~std::uint64_t{0});
+  auto size = [](double bytes) {
+    return size_text(bytes < 1.8e19 ? static_cast<std::uint64_t>(bytes) : ~std::uint64_t{0});
+  };
+  // The limit is checked against what a run holds, as the run checks it: the values, the steps'
+  // records, their labels, the tokens and, for the text trace, its text.
+  TraceConfig text = c;
+  text.output_cost = output_cost(OutputFormat::kText);
+  const double need =
+      estimate_bytes(text, t_q, t_k, batch, padded, static_cast<std::int64_t>(ids.size()));
   out += fit(
       fmt::format("\nnothing computed; the whole trace: {} steps, {} values ({} of float32){}\n",
-                  plan.size(), grouped(values), size,
-                  bytes > static_cast<double>(c.max_memory)
-                      ? fmt::format(", more than the memory limit of {}", size_text(c.max_memory))
+                  plan.size(), grouped(values), size(4.0 * values),
+                  need > static_cast<double>(c.max_memory)
+                      ? fmt::format("; the text trace would need about {}, more than the "
+                                    "memory limit of {}",
+                                    size(need), size_text(c.max_memory))
                       : ""),
       width, "  ");
   return out;
