@@ -47,6 +47,31 @@ void refuse_weight_labels(const TraceConfig& c) {
   }
 }
 
+// The split form's output projection, given: W_o (d_out, d_out) and, with the linear init, b_o.
+void check_given_output(const TraceConfig& c) {
+  const std::int64_t d_out = c.d_v;
+  for (const auto* g : {&c.w_out, &c.b_out}) {
+    if (!*g) continue;
+    const char* symbol = g == &c.w_out ? "W_o" : "b_o";
+    if (c.multihead != MultiheadForm::kSplit) {
+      throw Error(fmt::format("{} in {}: only the split multi-head form has an output projection",
+                              symbol, (*g)->source));
+    }
+    const Matrix& m = (*g)->values;
+    const bool ok = g == &c.w_out ? (m.rows() == d_out && m.cols() == d_out)
+                                  : (m.rows() == 1 && m.cols() == d_out);
+    if (!ok) {
+      throw Error(fmt::format(
+          "{} in {} has shape {}, but d_out is {}: it must be {}", symbol, (*g)->source,
+          (*g)->shape(), d_out,
+          g == &c.w_out ? fmt::format("[{0}, {0}]", d_out) : fmt::format("[{}]", d_out)));
+    }
+  }
+  if (c.b_out && c.init != WeightInit::kLinear) {
+    throw Error(fmt::format("b_o in {}: only the linear init has an output bias", c.b_out->source));
+  }
+}
+
 // Checks the given matrices' shapes against each other and sets the dimensions they imply.
 void apply_given_shapes(TraceConfig& c) {
   refuse_weight_labels(c);
@@ -129,27 +154,7 @@ void apply_given_shapes(TraceConfig& c) {
     *g.d_out = out;
     if (g.d_out == &c.d_kq) d_kq_from = "W_q in " + g.w->source;
   }
-  const std::int64_t d_out = c.d_v;
-  for (const auto* g : {&c.w_out, &c.b_out}) {
-    if (!*g) continue;
-    const char* symbol = g == &c.w_out ? "W_o" : "b_o";
-    if (c.multihead != MultiheadForm::kSplit) {
-      throw Error(fmt::format("{} in {}: only the split multi-head form has an output projection",
-                              symbol, (*g)->source));
-    }
-    const Matrix& m = (*g)->values;
-    const bool ok = g == &c.w_out ? (m.rows() == d_out && m.cols() == d_out)
-                                  : (m.rows() == 1 && m.cols() == d_out);
-    if (!ok) {
-      throw Error(fmt::format(
-          "{} in {} has shape {}, but d_out is {}: it must be {}", symbol, (*g)->source,
-          (*g)->shape(), d_out,
-          g == &c.w_out ? fmt::format("[{0}, {0}]", d_out) : fmt::format("[{}]", d_out)));
-    }
-  }
-  if (c.b_out && c.init != WeightInit::kLinear) {
-    throw Error(fmt::format("b_o in {}: only the linear init has an output bias", c.b_out->source));
-  }
+  check_given_output(c);
 }
 
 // The backward pass's settings: the loss and its target, the learning rate.

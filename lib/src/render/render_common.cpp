@@ -168,6 +168,76 @@ std::string brief_sentence(const std::string& sentence, const TokenizedSentence&
 
 }  // namespace
 
+namespace {
+
+// A model's settings: the checkpoint's, not the lesson's.
+std::vector<std::string> model_settings(const TraceConfig& c) {
+  const Gpt2Config& m = c.model->config();
+  std::vector<std::string> settings = {
+      fmt::format("model {}", escape_controls(c.model->path())),
+      fmt::format("GPT-2 with {}, {}, n_embd {}, {}",
+                  counted(static_cast<std::size_t>(m.n_layer), "layer"),
+                  counted(static_cast<std::size_t>(m.n_head), "head"), m.n_embd, m.dtype),
+      fmt::format("layer {}", c.layer),
+      c.model_head ? fmt::format("head {}", *c.model_head)
+                   : fmt::format("heads 0 … {}", m.n_head - 1),
+      fmt::format("torch-kernel {}", kernel_name(c.kernel))};
+  if (c.matmul != MatmulKernel::kAuto) {
+    settings.push_back(fmt::format("matmul {}", matmul_name(c.matmul)));
+  }
+  return settings;
+}
+
+// The lesson's settings: the seed, the widths, the files given and every variant that is on.
+std::vector<std::string> lesson_settings(const Trace& trace, bool words) {
+  const TraceConfig& c = trace.config;
+  std::vector<std::string> settings = {fmt::format("seed {}", c.seed)};
+  if (!words) settings.push_back(fmt::format("tokenizer {}", c.tokenizer->name()));
+  if (!c.x) settings.push_back(fmt::format("vocab-size {}", c.vocab_size));
+  settings.push_back(fmt::format("d-in {}", c.d_in));
+  settings.push_back(fmt::format("d-kq {}", c.d_kq));
+  settings.push_back(fmt::format("d-v {}", c.d_v));
+  settings.push_back(fmt::format("torch-kernel {}", kernel_name(c.kernel)));
+  if (c.embedding) {
+    settings.push_back(fmt::format("embedding {}", escape_controls(c.embedding->source)));
+  }
+  for (const auto& [name, m] : {std::pair{"w-query", &c.w_query},
+                                {"w-key", &c.w_key},
+                                {"w-value", &c.w_value},
+                                {"w-out", &c.w_out},
+                                {"b-out", &c.b_out}}) {
+    if (*m) settings.push_back(fmt::format("{} {}", name, escape_controls((*m)->source)));
+  }
+  if (c.heads > 1 || c.multihead != MultiheadForm::kWrapper) {
+    settings.push_back(fmt::format("heads {} ({})", c.heads, multihead_name(c.multihead)));
+  }
+  if (c.init != WeightInit::kRand) settings.push_back(fmt::format("init {}", init_name(c.init)));
+  if (c.matmul != MatmulKernel::kAuto) {
+    settings.push_back(fmt::format("matmul {}", matmul_name(c.matmul)));
+  }
+  if (c.kv_heads != 0 && c.kv_heads != c.heads) {
+    settings.push_back(fmt::format("kv-heads {}", c.kv_heads));
+  }
+  if (c.rope) {
+    settings.push_back(fmt::format("rope (θ {}, {})", c.rope_theta, name_of(c.rope_pairs)));
+  }
+  if (c.causal) settings.push_back("causal");
+  if (c.window > 0 && !trace.inputs.empty() &&
+      c.window < static_cast<std::int64_t>(trace.inputs[0].words.size())) {
+    settings.push_back(fmt::format("window {}", c.window));
+  }
+  if (c.decode) settings.push_back("decode");
+  if (c.online_softmax > 0) settings.push_back(fmt::format("online-softmax {}", c.online_softmax));
+  // Where a row may mask every key (a padded batch's <pad> queries, a window past the other
+  // sentence's end), or a rule other than PyTorch's was chosen.
+  if (trace.pad_id || (c.cross && c.window > 0) || c.masked_rows != MaskedRows::kNan) {
+    settings.push_back(fmt::format("masked-rows {}", masked_rows_name(c.masked_rows)));
+  }
+  return settings;
+}
+
+}  // namespace
+
 void append_preamble(std::string& out, const Trace& trace, bool brief) {
   const TraceConfig& c = trace.config;
   const std::size_t batch_size = trace.inputs.size();
@@ -195,68 +265,9 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
         brief && trace.cross ? brief_sentence(*c.cross, *trace.cross) : python_str_repr(*c.cross)));
   }
   const bool words = c.x || c.tokenizer->name() == "words";  // the walkthrough's dictionary
-  if (c.model) {
-    // A model's trace: the checkpoint's settings, not the lesson's.
-    const Gpt2Config& m = c.model->config();
-    std::vector<std::string> settings = {
-        fmt::format("model {}", escape_controls(c.model->path())),
-        fmt::format("GPT-2 with {}, {}, n_embd {}, {}",
-                    counted(static_cast<std::size_t>(m.n_layer), "layer"),
-                    counted(static_cast<std::size_t>(m.n_head), "head"), m.n_embd, m.dtype),
-        fmt::format("layer {}", c.layer),
-        c.model_head ? fmt::format("head {}", *c.model_head)
-                     : fmt::format("heads 0 … {}", m.n_head - 1),
-        fmt::format("torch-kernel {}", kernel_name(c.kernel))};
-    if (c.matmul != MatmulKernel::kAuto) {
-      settings.push_back(fmt::format("matmul {}", matmul_name(c.matmul)));
-    }
-    out += wrap_items("settings: ", settings, ", ", "  ") + "\n";
-  } else {
-    std::vector<std::string> settings = {fmt::format("seed {}", c.seed)};
-    if (!words) settings.push_back(fmt::format("tokenizer {}", c.tokenizer->name()));
-    if (!c.x) settings.push_back(fmt::format("vocab-size {}", c.vocab_size));
-    settings.push_back(fmt::format("d-in {}", c.d_in));
-    settings.push_back(fmt::format("d-kq {}", c.d_kq));
-    settings.push_back(fmt::format("d-v {}", c.d_v));
-    settings.push_back(fmt::format("torch-kernel {}", kernel_name(c.kernel)));
-    if (c.embedding) {
-      settings.push_back(fmt::format("embedding {}", escape_controls(c.embedding->source)));
-    }
-    for (const auto& [name, m] : {std::pair{"w-query", &c.w_query},
-                                  {"w-key", &c.w_key},
-                                  {"w-value", &c.w_value},
-                                  {"w-out", &c.w_out},
-                                  {"b-out", &c.b_out}}) {
-      if (*m) settings.push_back(fmt::format("{} {}", name, escape_controls((*m)->source)));
-    }
-    if (c.heads > 1 || c.multihead != MultiheadForm::kWrapper) {
-      settings.push_back(fmt::format("heads {} ({})", c.heads, multihead_name(c.multihead)));
-    }
-    if (c.init != WeightInit::kRand) settings.push_back(fmt::format("init {}", init_name(c.init)));
-    if (c.matmul != MatmulKernel::kAuto) {
-      settings.push_back(fmt::format("matmul {}", matmul_name(c.matmul)));
-    }
-    if (c.kv_heads != 0 && c.kv_heads != c.heads) {
-      settings.push_back(fmt::format("kv-heads {}", c.kv_heads));
-    }
-    if (c.rope) {
-      settings.push_back(fmt::format("rope (θ {}, {})", c.rope_theta, name_of(c.rope_pairs)));
-    }
-    if (c.causal) settings.push_back("causal");
-    if (c.window > 0 && !trace.inputs.empty() &&
-        c.window < static_cast<std::int64_t>(trace.inputs[0].words.size())) {
-      settings.push_back(fmt::format("window {}", c.window));
-    }
-    if (c.decode) settings.push_back("decode");
-    if (c.online_softmax > 0)
-      settings.push_back(fmt::format("online-softmax {}", c.online_softmax));
-    // Where a row may mask every key (a padded batch's <pad> queries, a window past the other
-    // sentence's end), or a rule other than PyTorch's was chosen.
-    if (trace.pad_id || (c.cross && c.window > 0) || c.masked_rows != MaskedRows::kNan) {
-      settings.push_back(fmt::format("masked-rows {}", masked_rows_name(c.masked_rows)));
-    }
-    out += wrap_items("settings: ", settings, ", ", "  ") + "\n";
-  }
+  out += wrap_items("settings: ", c.model ? model_settings(c) : lesson_settings(trace, words), ", ",
+                    "  ") +
+         "\n";
 
   if (c.x) return;  // no words, no dictionary
   if (brief) {
