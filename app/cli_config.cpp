@@ -254,12 +254,7 @@ void check_given_inputs(const Options& o) {
         "give the sentence that labels its rows, or no --tokenizer",
         c.x->source));
   }
-  if (c.model || !given_option(o, "--seed")) return;
-  const bool split = c.multihead == MultiheadForm::kSplit;
-  const bool drawn = !(c.x || c.embedding) || !c.w_query || !c.w_key || !c.w_value ||
-                     (c.heads > 1 && !split) ||
-                     (split && (!c.w_out || (c.init == WeightInit::kLinear && !c.b_out)));
-  if (!drawn) {
+  if (given_option(o, "--seed") && !c.model && !draws_from_seed(c)) {
     throw Error(fmt::format(
         "--seed {} draws nothing here: the input and every weight are given in files; give no "
         "--seed",

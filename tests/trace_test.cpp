@@ -435,6 +435,22 @@ TEST_CASE("bring your own numbers: the embedding table, X and the weights") {
   CHECK(given.step("embeddings").row_labels[5] == "first");
 }
 
+TEST_CASE("draws_from_seed: what is not given is drawn, as draw_weights draws it") {
+  attn::TraceConfig c;
+  CHECK(attn::draws_from_seed(c));  // the embedding and every weight
+  c.x = attn::GivenMatrix{Matrix::Zero(2, 3), "x.csv", {}};
+  c.w_query = c.w_key = attn::GivenMatrix{Matrix::Zero(3, 2), "w.csv", {}};
+  CHECK(attn::draws_from_seed(c));  // W_v
+  c.w_value = c.w_query;
+  CHECK_FALSE(attn::draws_from_seed(c));
+  c.multihead = attn::MultiheadForm::kSplit;
+  CHECK(attn::draws_from_seed(c));  // W_o
+  c.w_out = attn::GivenMatrix{Matrix::Zero(2, 2), "wo.csv", {}};
+  CHECK_FALSE(attn::draws_from_seed(c));
+  c.init = attn::WeightInit::kLinear;
+  CHECK(attn::draws_from_seed(c));  // b_o
+}
+
 TEST_CASE("given matrices whose shapes do not fit are refused, naming both") {
   attn::TraceConfig c;
   c.x = attn::GivenMatrix{Matrix::Zero(6, 3), "x.csv", {}};

@@ -4,6 +4,8 @@
 // Each is the math of its step; the PyTorch kernels they call (torch_kernels.hpp) give them
 // PyTorch's operation order, so PyTorch's bits.
 
+#include <cmath>
+
 #include "attn/matrix.hpp"
 #include "attn/torch_kernels.hpp"
 
@@ -67,6 +69,10 @@ SoftmaxParts softmax_in_place(Matrix scores, TorchKernel kernel,
 // a.sum(dim=-1, keepdim=True), added in the order of ATen's sum kernel. Returns: (rows, 1).
 // Rows on up to `threads` threads, the same bits for any count.
 Matrix row_sums(const Matrix& a, int threads = 1);
+
+// Whether a row of attention weights summing to `sum` is a softmax's, whose sum is 1 up to
+// rounding: not a row whose every key is masked (nan, or 0 by --masked-rows zero).
+inline bool softmax_row(float sum) { return std::isfinite(sum) && sum != 0.0f; }
 
 // a / a.sum(dim=-1, keepdim=True): each row divided by its sum, added in the order of ATen's
 // sum kernel (a row of zeros gives nan, as in PyTorch). Returns: the same shape.

@@ -32,8 +32,9 @@ bool all_finite(const float* v, std::size_t n);
 std::uint64_t xxh3_64(const Matrix& m);
 
 // What an attention_weights step says at a glance: the largest |Σ_j A_ij − 1| of its rows that
-// attend to a key (not a row whose every key is masked: nan, or 0 by the masked-rows rule), and for the first queries their three most-attended keys (ties: the earlier key), among
-// the keys of nonzero weight: a masked key is never listed.
+// attend to a key (not a row whose every key is masked: nan, or 0 by the masked-rows rule), and
+// for the first queries their three most-attended keys (ties: the earlier key), among the keys
+// of nonzero weight: a masked key is never listed.
 struct AttentionGlance {
   double largest_residual = 0;
   struct Query {

@@ -283,6 +283,12 @@ struct TokenizedSentence {
   // "Ġshort", shown as "␣short"); empty when they are the words.
   std::vector<std::string> tokens;
   std::int64_t length = 0;  // words before the padding
+
+  // Whether `label` names token i: as it is shown, or as the tokenizer writes it (a given table's
+  // or target's row labels). Requires: i < words.size().
+  bool named(std::size_t i, const std::string& label) const {
+    return label == words[i] || (!tokens.empty() && label == tokens[i]);
+  }
 };
 
 struct Trace {
@@ -324,6 +330,10 @@ bool head_traced(const TraceConfig& config, std::int64_t head);
 // setting checked against its allowed range and the others. Throws Error naming the setting or
 // the file, its value or shape, and what is allowed.
 TraceConfig resolve(const TraceConfig& config);
+
+// Whether the run draws anything from its seed: the embedding (no X or table given), a weight
+// that is not given, or every head's weights in the wrapper form; never with a model.
+bool draws_from_seed(const TraceConfig& config);
 
 // About how much a planned step costs, in multiply-adds: a product's, or for every other step
 // its values at a fixed cost each (the embedding's draws at a higher one). For a progress

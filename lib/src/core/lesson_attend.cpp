@@ -122,8 +122,7 @@ void record_weight_sums(Recorder& rec, const Item& item, const Matrix& a, std::o
   for (Eigen::Index i = 0; i < sums.rows(); ++i) {
     check(i, 0) = sums(i, 0);
     check(i, 1) = sums(i, 0) - 1.0f;
-    // Not a row whose every key is masked: nan, or 0 by the masked-rows rule zero.
-    if (std::isfinite(check(i, 1)) && sums(i, 0) != 0.0f) {
+    if (softmax_row(sums(i, 0))) {
       worst = std::max(worst, std::fabs(check(i, 1)));
     }
   }

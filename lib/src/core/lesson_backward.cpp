@@ -70,7 +70,7 @@ void check_target(const Trace& trace, Eigen::Index cols) {
   std::size_t r = 0;
   for (const TokenizedSentence& s : trace.inputs) {
     for (std::size_t i = 0; i < s.words.size(); ++i, ++r) {
-      if (labels[r] == s.words[i] || (!s.tokens.empty() && labels[r] == s.tokens[i])) continue;
+      if (s.named(i, labels[r])) continue;
       throw Error(fmt::format(
           "the target in {} labels row {} '{}', but the output's row {} is the token '{}': its "
           "rows follow the output's tokens{}; put them in that order, or give the target without "

@@ -101,7 +101,7 @@ void check_vocabulary(const Trace& trace) {
 
 // Refuses a given embedding table whose row labels are not the tokens of the ids they hold: its
 // rows are read by id, so a row labelled 'zebra' would silently embed 'apple'. A row no token
-// reads is not checked; a token matches its label as shown or as the tokenizer writes it.
+// reads is not checked (TokenizedSentence::named).
 void check_embedding_labels(const Trace& trace) {
   const std::optional<GivenMatrix>& e = trace.config.embedding;
   if (!e || e->row_labels.empty()) return;
@@ -110,7 +110,7 @@ void check_embedding_labels(const Trace& trace) {
       const auto id = static_cast<std::size_t>(s.ids[i]);
       if (id >= e->row_labels.size()) continue;
       const std::string& label = e->row_labels[id];
-      if (label == s.words[i] || (!s.tokens.empty() && label == s.tokens[i])) continue;
+      if (s.named(i, label)) continue;
       throw Error(fmt::format(
           "the embedding table in {} labels row {} '{}', but that row is token id {}, '{}': a "
           "table's rows follow the token ids from 0; put each token's row at its id, or give the "

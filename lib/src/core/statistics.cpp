@@ -373,8 +373,7 @@ void glance_rows(const Matrix& weights, Eigen::Index first, std::int64_t queries
                  AttentionGlance& g) {
   const Matrix sums = row_sums(weights, threads);
   for (Eigen::Index i = 0; i < sums.rows(); ++i) {
-    // A row whose every key is masked is nan, or 0 by --masked-rows zero: it is not a softmax's.
-    if (std::isfinite(sums(i, 0)) && sums(i, 0) != 0.0f) {
+    if (softmax_row(sums(i, 0))) {
       g.largest_residual = std::max(g.largest_residual, std::fabs(sums(i, 0) - 1.0));
     }
   }

@@ -18,6 +18,14 @@ std::string GivenMatrix::shape() const {
   return fmt::format("[{}, {}]", values.rows(), values.cols());
 }
 
+bool draws_from_seed(const TraceConfig& c) {
+  if (c.model) return false;
+  const bool split = c.multihead == MultiheadForm::kSplit;
+  // As draw_weights draws: the split form's W_o too, and b_o with the linear init.
+  return !(c.x || c.embedding) || !c.w_query || !c.w_key || !c.w_value || (c.heads > 1 && !split) ||
+         (split && (!c.w_out || (c.init == WeightInit::kLinear && !c.b_out)));
+}
+
 namespace {
 
 void check_range(const char* name, std::int64_t value, std::int64_t lo, std::int64_t hi) {
