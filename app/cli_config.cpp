@@ -15,6 +15,7 @@
 #include "attn/io.hpp"
 #include "attn/memory.hpp"
 #include "attn/parallel.hpp"
+#include "attn/tokenizer.hpp"
 #include "attn/tokenizer_gpt2.hpp"
 #include "cli.hpp"
 #include "variant_options.hpp"
@@ -105,7 +106,8 @@ std::vector<std::string> read_sentences(const Options& o, std::string& file,
       // A byte order mark at a line's start marks where a file began (`cat a.txt b.txt`), as the
       // first line's does, and is no part of its first word.
       while (line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
-      if (line.find_first_not_of(" \t\v\f") != std::string_view::npos) {
+      // A blank line, white space alone as Python's str.split() sees it (U+00A0 too), is skipped.
+      if (!is_blank(line)) {
         if (++count <= limit / least) {
           lines.emplace_back(line);
           lines_of.push_back(number);

@@ -31,8 +31,13 @@ CLI::Validator integer_in(Int lo, Int hi, const std::string& range, const std::s
             text.size() > digits_from &&
             text.find_first_not_of("0123456789", digits_from) == std::string::npos;
         if (!is_integer) return fmt::format("'{}' is not an integer; allowed: {}", text, allowed);
+        // −0 is 0, as Python's int('-0') reads it; from_chars of an unsigned type refuses it.
+        const bool minus_zero =
+            digits_from == 1 && text.find_first_not_of('0', 1) == std::string::npos;
         Int value{};
-        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        const auto [ptr, ec] = minus_zero
+                                   ? std::from_chars_result{text.data() + text.size(), std::errc()}
+                                   : std::from_chars(text.data(), text.data() + text.size(), value);
         if (ec != std::errc() || value < lo || value > hi) {
           return fmt::format("{} is out of range; allowed: {}", text, allowed);
         }

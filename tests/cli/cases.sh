@@ -706,6 +706,12 @@ case_large_vocab_and_width_in_64_mb() {
 case_error_seed_negative() {
   expect_error "--seed: -1 is out of range; allowed: 0..2^64-1 (see attn-trace --help)" --seed -1
 }
+case_seed_minus_zero_is_zero() {
+  # −0 is 0 for every integer option, as Python's int('-0') reads it; an unsigned one included.
+  "$binary" --seed 0 --precision 0 >"$work/zero" && "$binary" --seed -0 --precision -0 >"$work/minus" &&
+    cmp -s "$work/zero" "$work/minus" &&
+    expect_error "--d-in: -0 is out of range; allowed: 1..8192 (wider is not sensible for a trace) (see attn-trace --help)" --d-in -0
+}
 case_error_seed_not_integer() {
   expect_error "--seed: '1.5' is not an integer; allowed: 0..2^64-1 (see attn-trace --help)" --seed 1.5
 }
@@ -837,6 +843,17 @@ case_batch_of_joined_files_drops_each_byte_order_mark() {
   printf '\xef\xbb\xbfLife is short\n\xef\xbb\xbf\n\xef\xbb\xbf , \n' >"$work/joined.txt"
   expect_error "$work/joined.txt: line 3: the sentence has no words: give at least one word (commas and white space do not count)" \
     --batch "$work/joined.txt"
+}
+case_batch_skips_lines_of_unicode_white_space() {
+  # A line that Python's str.split() makes no words of (U+00A0, U+3000, \v) is blank, skipped as
+  # an empty line is; a line of commas is a sentence without words.
+  printf 'the cat\n\xc2\xa0\n\xe3\x80\x80 \v\nthe dog\n' >"$work/spaces.txt"
+  printf 'the cat\nthe dog\n' >"$work/plain.txt"
+  "$binary" --batch "$work/plain.txt" >"$work/plain.out" &&
+    "$binary" --batch "$work/spaces.txt" >"$work/spaces.out" &&
+    cmp -s "$work/plain.out" "$work/spaces.out" || return 1
+  printf '\xc2\xa0\n' >"$work/spaces.txt"
+  expect_error "$work/spaces.txt has no sentences: give one sentence per line" --batch "$work/spaces.txt"
 }
 case_error_batch_file_without_sentences() {
   printf '\n  \n' >"$work/blank.txt"
@@ -1994,7 +2011,13 @@ case_overview_memory_as_the_run_counts_it() {
     grep -q "the text trace would need about 24.2 KiB, more than the memory limit of 10.0 KiB" ||
     { cat "$work/stdout"; return 1; }
   expect_error "this run would need about 24.2 KiB (T = 6 tokens, 1 head), more than the memory limit of 10.0 KiB: trace fewer tokens, or raise the limit with --max-memory" \
-    --max-memory 10K
+    --max-memory 10K || return 1
+  # A size's number and unit stay on one line at every width.
+  local columns
+  for columns in 40 50 60 70 80 90 100; do
+    COLUMNS=$columns "$binary" --max-memory 10K --format overview >"$work/narrow" &&
+      ! grep -Eq '^ *(KiB|bytes)' "$work/narrow" || { echo "COLUMNS=$columns"; cat "$work/narrow"; return 1; }
+  done
 }
 case_rope_theta_without_rope() {
   expect_error "--rope-theta sets the rotary embeddings: it goes with --rope" --rope-theta 500000

@@ -25,6 +25,10 @@ std::vector<std::string> tokenize(std::string_view sentence,
 // would throw.
 std::optional<std::size_t> count_words(std::string_view sentence);
 
+// Whether the text is empty or white space alone (Python's str.isspace(): ASCII and Unicode),
+// as a blank line of a batch is. Invalid UTF-8 is not blank.
+bool is_blank(std::string_view text);
+
 // A dictionary: tokens and their ids, numbered from 0 (the walkthrough's) or given (a
 // tokenizer's fixed vocabulary, of which a run's dictionary holds the tokens it uses).
 class Vocabulary {

@@ -170,6 +170,16 @@ std::optional<std::size_t> count_words(std::string_view sentence) {
   return words;
 }
 
+bool is_blank(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    char32_t cp = static_cast<unsigned char>(text[i]);
+    const std::size_t len = cp < 0x80 ? 1 : decode_utf8(text, i, cp);
+    if (len == 0 || !is_space(cp)) return false;
+    i += len;
+  }
+  return true;
+}
+
 Vocabulary::Vocabulary(std::vector<std::string> tokens) : words_(std::move(tokens)) {
   id_list_.reserve(words_.size());
   for (std::size_t i = 0; i < words_.size(); ++i) id_list_.push_back(static_cast<std::int64_t>(i));

@@ -326,8 +326,20 @@ std::string render_overview(const Trace& trace, std::size_t width) {
   for (const PlannedStep& s : plan) {
     values += static_cast<double>(s.rows) * static_cast<double>(s.cols);
   }
-  auto size = [](double bytes) {
-    return size_text(bytes < 1.8e19 ? static_cast<std::uint64_t>(bytes) : ~std::uint64_t{0});
+  // A size's number and unit stay on one line: joined by a no-break space while the line is
+  // wrapped, a space after.
+  const std::string_view glue = "\u00a0";
+  auto replaced = [](std::string_view text, std::string_view from, std::string_view to) {
+    std::string result;
+    for (std::size_t at = text.find(from); at != std::string_view::npos; at = text.find(from)) {
+      result.append(text.substr(0, at)).append(to);
+      text.remove_prefix(at + from.size());
+    }
+    return result.append(text);
+  };
+  auto glued = [&](const std::string& text) { return replaced(text, " ", glue); };
+  auto size = [&](double bytes) {
+    return glued(size_text(bytes < 1.8e19 ? static_cast<std::uint64_t>(bytes) : ~std::uint64_t{0}));
   };
   // The limit is checked against what a run holds, as the run checks it: the values, the steps'
   // records, their labels, the tokens and, for the text trace, its text.
@@ -335,16 +347,16 @@ std::string render_overview(const Trace& trace, std::size_t width) {
   text.output_cost = output_cost(OutputFormat::kText);
   const double need =
       estimate_bytes(text, t_q, t_k, batch, padded, static_cast<std::int64_t>(ids.size()));
-  out += fit(
+  const std::string last = fit(
       fmt::format("\nnothing computed; the whole trace: {} steps, {} values ({} of float32){}\n",
                   plan.size(), grouped(values), size(4.0 * values),
                   need > static_cast<double>(c.max_memory)
                       ? fmt::format("; the text trace would need about {}, more than the "
                                     "memory limit of {}",
-                                    size(need), size_text(c.max_memory))
+                                    size(need), glued(size_text(c.max_memory)))
                       : ""),
       width, "  ");
-  return out;
+  return out + replaced(last, glue, " ");
 }
 
 }  // namespace attn

@@ -224,12 +224,23 @@ std::string render_query_path(const Trace& trace, std::int64_t query, std::int64
       const std::string turned = c.rope ? "'" : "";
       const std::string queries = c.rope ? "rotated_queries" : "queries";
       const std::string keys = c.rope ? "rotated_keys" : "keys";
+      // In the split form Q and K hold every head: this head's columns of them (its K/V head's
+      // for the key, with grouped-query heads), as Trace::head_queries_keys takes them.
+      std::string q_cols, k_cols;
+      if (split) {
+        const std::int64_t d_head = c.d_kq / c.heads;
+        const std::int64_t kv_from =
+            kv_head_of(h, c.heads, c.kv_heads == 0 ? c.heads : c.kv_heads) * d_head;
+        q_cols = fmt::format("[{}:{}]", h * d_head, (h + 1) * d_head);
+        k_cols = fmt::format("[{}:{}]", kv_from, kv_from + d_head);
+      }
       out += '\n';
       out += wrapped_line(fmt::format(
-          "{} = {}{} · {}{}{}: the score of key {}, {}; in PyTorch {}[{}].dot({}[{}])"
+          "{} = {}{} · {}{}{}: the score of key {}, {}; in PyTorch {}[{}]{}.dot({}[{}]{})"
           "{}",
           sub2("ω", query, key), q_q, turned, sup("k", key), turned,
-          split ? " (this head's columns)" : "", key, key_repr, queries, q_index, keys, k_index,
+          split ? " (this head's columns)" : "", key, key_repr, queries, q_index, q_cols, keys,
+          k_index, k_cols,
           walkthrough && !c.rope && key == 5
               ? " (the walkthrough's omega_24 = query_2.dot(keys[4]))"
               : ""));
