@@ -903,9 +903,11 @@ TEST_CASE("on_plan sees the plan before anything is computed, and may refuse the
   const std::string known =
       "its steps are embeddings, w_query, w_key, w_value, queries, keys, values, omega, mask, "
       "masked_omega, scaled_scores, attention_weights, unmasked_weights, zeroed_weights, "
-      "renormalized_weights, context_vectors, decode_query_t1, decode_key_t1, "
-      "decode_value_t1, key_cache_t1, value_cache_t1, decode_scores_t1, decode_weights_t1, "
-      "decode_context_t1, decode_query_t2";
+      "renormalized_weights, context_vectors, decode_query_t1 to _t6, decode_key_t1 to _t6, "
+      "decode_value_t1 to _t6, key_cache_t1 to _t6, value_cache_t1 to _t6, "
+      "decode_scores_t1 to _t6, decode_weights_t1 to _t6, decode_context_t1 to _t6, "
+      "decode_check; a decoding step's id without _t<t>, such as decode_query, gives it for "
+      "every token";
   for (const std::string bad : {"omgea", "decode_query_t7", "decode_query_t0", "grad_omega"}) {
     CAPTURE(bad);
     chosen = {"omega", bad};

@@ -1779,6 +1779,11 @@ case_decode_steps_by_kind() {
   expect_output decode_steps_by_kind --decode --window 2 --describe --steps key_cache,decode_check \
     --sentence "Life is short"
 }
+case_error_decode_step_unknown() {
+  # each per-token step is listed once, with its tokens, and the message says its bare id works
+  expect_error "step 'key_cache_t4' is not in this trace: its steps are embeddings, w_query, w_key, w_value, queries, keys, values, omega, mask, masked_omega, scaled_scores, attention_weights, unmasked_weights, zeroed_weights, renormalized_weights, context_vectors, decode_query_t1 to _t3, decode_key_t1 to _t3, decode_value_t1 to _t3, key_cache_t1 to _t3, value_cache_t1 to _t3, decode_scores_t1 to _t3, decode_weights_t1 to _t3, decode_context_t1 to _t3, decode_check; a decoding step's id without _t<t>, such as decode_query, gives it for every token" \
+    --decode --steps key_cache_t4 --sentence "Life is short"
+}
 case_decode_with_cross_refused() {
   expect_error "--decode and --cross do not go together: decoding caches each new token's own key and value, and cross-attention takes keys and values from another sentence" \
     --decode --cross "The quick brown fox"

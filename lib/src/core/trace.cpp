@@ -143,13 +143,49 @@ std::vector<std::string> step_ids(const std::deque<Step>& steps) {
   return ids;
 }
 
+namespace {
+
+// The ids as a message lists them: a decode step's per-token ids (decode_query_t1, …_t6) as one
+// entry at the first one's place, "decode_query_t1 to _t6"; and an example of such a step, whose
+// id without _t<t> picks it for every token.
+std::pair<std::vector<std::string>, std::string> listed_ids(const std::vector<std::string>& ids) {
+  std::vector<std::string> listed;
+  std::unordered_map<std::string, std::pair<std::size_t, std::string>> per_token;  // entry, last t
+  std::string example;
+  for (const std::string& id : ids) {
+    const std::size_t at = id.rfind("_t");
+    const std::string base = at == std::string::npos ? id : id.substr(0, at);
+    const bool decode = at != std::string::npos && step_id_chosen({&base, 1}, id);
+    if (!decode) {
+      listed.push_back(id);
+      continue;
+    }
+    if (example.empty()) example = base;
+    const auto [it, first] = per_token.try_emplace(base, listed.size(), id.substr(at + 1));
+    if (first) listed.push_back(id);
+    it->second.second = id.substr(at + 1);
+  }
+  for (const auto& [base, entry] : per_token) {
+    if (listed[entry.first] != base + "_" + entry.second)
+      listed[entry.first] += " to _" + entry.second;
+  }
+  return {listed, example};
+}
+
+}  // namespace
+
 void require_step_ids(std::span<const std::string> chosen, const std::vector<std::string>& ids) {
   for (const std::string& id : chosen) {
     if (std::none_of(ids.begin(), ids.end(), [&id](const std::string& known) {
           return step_id_chosen({&id, 1}, known);
         })) {
-      throw Error(fmt::format("step '{}' is not in this trace: its steps are {}", id,
-                              fmt::join(ids, ", ")));
+      const auto [listed, example] = listed_ids(ids);
+      throw Error(fmt::format(
+          "step '{}' is not in this trace: its steps are {}{}", id, fmt::join(listed, ", "),
+          example.empty() ? std::string()
+                          : fmt::format("; a decoding step's id without _t<t>, such as {}, "
+                                        "gives it for every token",
+                                        example)));
     }
   }
 }
