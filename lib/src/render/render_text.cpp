@@ -113,169 +113,206 @@ std::int64_t default_path_key(const Trace& trace) {
   return default_path_key(static_cast<std::int64_t>(trace.key_sentence(0).words.size()));
 }
 
-std::string render_query_path(const Trace& trace, std::int64_t query, std::int64_t key,
-                              const TextOptions& options) {
-  const TraceConfig& c = trace.config;
-  check_query_and_key(trace, query, key);
-  const int p = options.precision;
-  const Eigen::Index qi = query - 1, ki = key - 1;
-  const bool split = c.multihead == MultiheadForm::kSplit;
-  const std::optional<int> no_head;
+namespace {
+
+// One query's path through a trace, written sentence by sentence and head by head
+// (render_query_path).
+class QueryPath {
+ public:
+  QueryPath(const Trace& trace, std::int64_t query, std::int64_t key, const TextOptions& options)
+      : trace_(trace), c_(trace.config), options_(options), query_(query), key_(key) {}
+
+  std::string write() {
+    append_preamble(out_, trace_);
+    for (std::size_t b = 0; b < trace_.inputs.size(); ++b) write_sentence(b);
+    return std::move(out_);
+  }
+
+ private:
+  // What one sentence's lines name: its batch index, PyTorch's index of the query's row and of
+  // the key's ([1], or [0][1] in a batch, which stays one word where a line breaks), the key's
+  // word as Python prints it, and the keys' words for the columns.
+  struct Sentence {
+    std::optional<int> batch;
+    std::string q_index, k_index, key_repr;
+    std::vector<std::string> key_words;
+  };
+
+  bool split() const { return c_.multihead == MultiheadForm::kSplit; }
   // The walkthrough follows the second token with variables of its own; they are named only when
   // this run is the walkthrough's and follows that token.
-  const bool walkthrough = is_walkthrough(trace) && query == 2;
-  auto named = [walkthrough](std::string_view name) {
-    return walkthrough ? fmt::format(" (the walkthrough's {})", name) : std::string();
-  };
+  bool walkthrough() const { return is_walkthrough(trace_) && query_ == 2; }
+  std::string named(std::string_view name) const {
+    return walkthrough() ? fmt::format(" (the walkthrough's {})", name) : std::string();
+  }
   // Its scores and what follows them: the walkthrough's too, unless rotary embeddings turn Q and
   // K first.
-  auto named_after_scores = [&](std::string_view name) {
-    return c.rope ? std::string() : named(name);
-  };
+  std::string named_after_scores(std::string_view name) const {
+    return c_.rope ? std::string() : named(name);
+  }
+  const Matrix& values(StepKind kind, std::optional<int> head, const Sentence& s) const {
+    return trace_.step(kind, head, s.batch).values;
+  }
 
-  std::string out;
-  append_preamble(out, trace);
   // A quantity of the path: its name and what it is, the step's description with --describe,
   // then its row of the step's values.
-  auto item = [&](const std::string& heading, StepKind kind, const Matrix& m, Eigen::Index row) {
-    out += '\n';
-    out += wrapped_line(heading);
-    if (options.describe) {
-      out += wrapped_line(fmt::format("  ({})", describe_step(kind)), "   ");
+  void item(const std::string& heading, StepKind kind, const Matrix& m, Eigen::Index row) {
+    out_ += '\n';
+    out_ += wrapped_line(heading);
+    if (options_.describe) {
+      out_ += wrapped_line(fmt::format("  ({})", describe_step(kind)), "   ");
     }
-    out += vector_text(m, row, p) + "\n";
-  };
-  const std::string x_q = sup("x", query), q_q = sup("q", query);
-  const std::string w_sub = subscript(query);
+    out_ += vector_text(m, row, options_.precision) + "\n";
+  }
 
-  for (std::size_t b = 0; b < trace.inputs.size(); ++b) {
-    const std::optional<int> batch =
-        trace.inputs.size() > 1 ? std::optional<int>(static_cast<int>(b)) : std::nullopt;
-    const TokenizedSentence& qs = trace.inputs[b];
-    const TokenizedSentence& ks = trace.key_sentence(static_cast<int>(b));
-    const std::vector<std::string> key_words = escaped(ks.words);
-    auto with_keys = [&](const std::string& text) {
-      return fmt::format("{}; columns: keys {}", text, fmt::join(key_words, ", "));
-    };
-    out += '\n';
-    // PyTorch's index of the query's row, and of the key's: [1], or [0][1] in a batch (which
-    // stays one word where a line breaks).
-    const std::string q_index = batch ? fmt::format("{}][{}", b, qi) : std::to_string(qi);
-    const std::string k_index = batch ? fmt::format("{}][{}", b, ki) : std::to_string(ki);
-    // The key's word as Python prints it.
-    const std::string key_repr = python_str_repr(ks.words[static_cast<std::size_t>(ki)]);
-    out += wrapped_line(fmt::format(
-        "the path of token {}, {}{} ({} in PyTorch, which counts from 0)", query,
+  void write_sentence(std::size_t b) {
+    const Eigen::Index qi = query_ - 1, ki = key_ - 1;
+    Sentence s;
+    s.batch = trace_.inputs.size() > 1 ? std::optional<int>(static_cast<int>(b)) : std::nullopt;
+    const TokenizedSentence& qs = trace_.inputs[b];
+    const TokenizedSentence& ks = trace_.key_sentence(static_cast<int>(b));
+    s.key_words = escaped(ks.words);
+    s.q_index = s.batch ? fmt::format("{}][{}", b, qi) : std::to_string(qi);
+    s.k_index = s.batch ? fmt::format("{}][{}", b, ki) : std::to_string(ki);
+    s.key_repr = python_str_repr(ks.words[static_cast<std::size_t>(ki)]);
+    out_ += '\n';
+    out_ += wrapped_line(fmt::format(
+        "the path of token {}, {}{} ({} in PyTorch, which counts from 0)", query_,
         python_str_repr(qs.words[static_cast<std::size_t>(qi)]),
-        batch ? fmt::format(" of sentence {} of {}", b + 1, trace.inputs.size()) : std::string(),
-        batch ? fmt::format("index [{}]", q_index) : fmt::format("row {}", qi)));
-    item(fmt::format("{} = X[{}]: its embedding{}", x_q, q_index,
+        s.batch ? fmt::format(" of sentence {} of {}", b + 1, trace_.inputs.size()) : std::string(),
+        s.batch ? fmt::format("index [{}]", s.q_index) : fmt::format("row {}", qi)));
+    item(fmt::format("{} = X[{}]: its embedding{}", sup("x", query_), s.q_index,
                      named(fmt::format("x_2 = embedded_sentence[{}]", qi))),
-         StepKind::kEmbeddings, trace.step(StepKind::kEmbeddings, no_head, batch).values, qi);
-    // Its query, key and value; in cross-attention it has no key or value, and the key token's
-    // key and value are shown instead.
-    auto projections = [&](std::optional<int> head, const std::string& heads_text) {
-      item(fmt::format("{} = {} W_q: its query{}{}", q_q, x_q, heads_text, named("query_2")),
-           StepKind::kQueries, trace.step(StepKind::kQueries, head, batch).values, qi);
-      if (c.cross) {
-        const std::string x_k = fmt::format("X₂[{}]", k_index);
-        const std::string whose = key_repr + heads_text;
-        item(fmt::format("{} = {} W_k: the key of {}, token {} of the key sentence", sup("k", key),
-                         x_k, whose, key),
-             StepKind::kKeys, trace.step(StepKind::kKeys, head, batch).values, ki);
-        item(fmt::format("{} = {} W_v: the value of {}", sup("v", key), x_k, whose),
-             StepKind::kValues, trace.step(StepKind::kValues, head, batch).values, ki);
-      } else {
-        item(fmt::format("{} = {} W_k: its key{}{}", sup("k", query), x_q, heads_text,
-                         named("key_2")),
-             StepKind::kKeys, trace.step(StepKind::kKeys, head, batch).values, qi);
-        item(fmt::format("{} = {} W_v: its value{}{}", sup("v", query), x_q, heads_text,
-                         named("value_2")),
-             StepKind::kValues, trace.step(StepKind::kValues, head, batch).values, qi);
-      }
-      if (c.rope) {
-        item(fmt::format("{}' = its query turned by its position {}{}", q_q, qi, heads_text),
-             StepKind::kRotatedQueries, trace.step(StepKind::kRotatedQueries, head, batch).values,
-             qi);
-        item(fmt::format("{}' = its key turned by its position {}{}", sup("k", query), qi,
-                         heads_text),
-             StepKind::kRotatedKeys, trace.step(StepKind::kRotatedKeys, head, batch).values, qi);
-      }
-    };
-    if (split) projections(no_head, ", all heads");
-    for (std::int64_t h = 0; h < c.heads; ++h) {
-      if (!head_traced(c, h)) continue;  // a model's head not chosen
-      const std::optional<int> head =
-          c.heads > 1 ? std::optional<int>(static_cast<int>(h)) : std::nullopt;
-      const bool grouped = c.kv_heads != 0 && c.kv_heads != c.heads;
-      if (head) {
-        out += fmt::format("\nhead {} of {}{}\n", h + 1, c.heads,
-                           grouped ? fmt::format(", with K/V head {} of {}",
-                                                 kv_head_of(h, c.heads, c.kv_heads) + 1, c.kv_heads)
-                                   : std::string());
-      }
-      const auto [q, k] = trace.head_queries_keys(head, batch);
-      if (!split) projections(head, "");
-      // One dot product written out, as the walkthrough does for its omega_24.
-      const Matrix& omega = trace.step(StepKind::kOmega, head, batch).values;
-      // The walkthrough counts tokens from 1 but indexes keys from 0: its omega_24 is
-      // query_2.dot(keys[4]), the key of the 5th token. With rotary embeddings the score is the
-      // turned query's and key's.
-      const std::string turned = c.rope ? "'" : "";
-      const std::string queries = c.rope ? "rotated_queries" : "queries";
-      const std::string keys = c.rope ? "rotated_keys" : "keys";
-      // In the split form Q and K hold every head: this head's columns of them (its K/V head's
-      // for the key, with grouped-query heads), as Trace::head_queries_keys takes them.
-      std::string q_cols, k_cols;
-      if (split) {
-        const std::int64_t d_head = c.d_kq / c.heads;
-        const std::int64_t kv_from =
-            kv_head_of(h, c.heads, c.kv_heads == 0 ? c.heads : c.kv_heads) * d_head;
-        q_cols = fmt::format("[{}:{}]", h * d_head, (h + 1) * d_head);
-        k_cols = fmt::format("[{}:{}]", kv_from, kv_from + d_head);
-      }
-      out += '\n';
-      out += wrapped_line(fmt::format(
-          "{} = {}{} · {}{}{}: the score of key {}, {}; in PyTorch {}[{}]{}.dot({}[{}]{})"
-          "{}",
-          sub2("ω", query, key), q_q, turned, sup("k", key), turned,
-          split ? " (this head's columns)" : "", key, key_repr, queries, q_index, q_cols, keys,
-          k_index, k_cols,
-          walkthrough && !c.rope && key == 5
-              ? " (the walkthrough's omega_24 = query_2.dot(keys[4]))"
-              : ""));
-      out += dot_product_terms(q, k, qi, ki, p) +
-             fmt::format(" = {}\n", number(omega(qi, ki), p, false));
-      item(with_keys(fmt::format("ω{} = {}{} K{}ᵀ: its score for every key{}", w_sub, q_q, turned,
-                                 turned, named_after_scores("omega_2"))),
-           StepKind::kOmega, omega, qi);
-      if (c.causal || trace.pad_id) {
-        item(fmt::format("ω{}.masked_fill(M{}, −inf): its scores after the mask", w_sub, w_sub),
-             StepKind::kMaskedOmega, trace.step(StepKind::kMaskedOmega, head, batch).values, qi);
-      }
-      item(with_keys(fmt::format("A{} = softmax(ω{} / √d_k): its attention weights{}", w_sub, w_sub,
-                                 named_after_scores("attention_weights_2"))),
-           StepKind::kAttentionWeights, trace.step(StepKind::kAttentionWeights, head, batch).values,
-           qi);
-      item(fmt::format("{} = Σⱼ A{},ⱼ v⁽ʲ⁾: its context vector{}", sup("z", query), w_sub,
-                       named_after_scores("context_vector_2")),
-           StepKind::kContextVectors, trace.step(StepKind::kContextVectors, head, batch).values,
-           qi);
-      if (c.decode) append_decoded_path(out, trace, head, batch, qi, options);
-      if (c.online_softmax > 0) append_online_path(out, trace, head, batch, qi, options);
+         StepKind::kEmbeddings, values(StepKind::kEmbeddings, std::nullopt, s), qi);
+    if (split()) write_projections(s, std::nullopt, ", all heads");
+    for (std::int64_t h = 0; h < c_.heads; ++h) {
+      if (head_traced(c_, h)) write_head(s, h);  // else a model's head not chosen
     }
-    if (c.heads > 1) {
-      item(fmt::format("{} = {}₁ | … | {}_H: the heads' context vectors side by side",
-                       sup("z", query), sup("z", query), sup("z", query)),
-           StepKind::kContextConcat, trace.step(StepKind::kContextConcat, no_head, batch).values,
-           qi);
+    if (c_.heads > 1) {
+      const std::string z = sup("z", query_);
+      item(fmt::format("{} = {}₁ | … | {}_H: the heads' context vectors side by side", z, z, z),
+           StepKind::kContextConcat, values(StepKind::kContextConcat, std::nullopt, s), qi);
     }
-    if (split) {
-      item(fmt::format("{}: the output projection of its context vector", sup("out", query)),
-           StepKind::kOutput, trace.step(StepKind::kOutput, no_head, batch).values, qi);
+    if (split()) {
+      item(fmt::format("{}: the output projection of its context vector", sup("out", query_)),
+           StepKind::kOutput, values(StepKind::kOutput, std::nullopt, s), qi);
     }
   }
-  return out;
+
+  // Its query, key and value; in cross-attention it has no key or value, and the key token's
+  // key and value are shown instead.
+  void write_projections(const Sentence& s, std::optional<int> head,
+                         const std::string& heads_text) {
+    const Eigen::Index qi = query_ - 1, ki = key_ - 1;
+    const std::string x_q = sup("x", query_), q_q = sup("q", query_);
+    item(fmt::format("{} = {} W_q: its query{}{}", q_q, x_q, heads_text, named("query_2")),
+         StepKind::kQueries, values(StepKind::kQueries, head, s), qi);
+    if (c_.cross) {
+      const std::string x_k = fmt::format("X₂[{}]", s.k_index);
+      const std::string whose = s.key_repr + heads_text;
+      item(fmt::format("{} = {} W_k: the key of {}, token {} of the key sentence", sup("k", key_),
+                       x_k, whose, key_),
+           StepKind::kKeys, values(StepKind::kKeys, head, s), ki);
+      item(fmt::format("{} = {} W_v: the value of {}", sup("v", key_), x_k, whose),
+           StepKind::kValues, values(StepKind::kValues, head, s), ki);
+    } else {
+      item(fmt::format("{} = {} W_k: its key{}{}", sup("k", query_), x_q, heads_text,
+                       named("key_2")),
+           StepKind::kKeys, values(StepKind::kKeys, head, s), qi);
+      item(fmt::format("{} = {} W_v: its value{}{}", sup("v", query_), x_q, heads_text,
+                       named("value_2")),
+           StepKind::kValues, values(StepKind::kValues, head, s), qi);
+    }
+    if (c_.rope) {
+      item(fmt::format("{}' = its query turned by its position {}{}", q_q, qi, heads_text),
+           StepKind::kRotatedQueries, values(StepKind::kRotatedQueries, head, s), qi);
+      item(fmt::format("{}' = its key turned by its position {}{}", sup("k", query_), qi,
+                       heads_text),
+           StepKind::kRotatedKeys, values(StepKind::kRotatedKeys, head, s), qi);
+    }
+  }
+
+  // One dot product written out, as the walkthrough does for its omega_24. The walkthrough
+  // counts tokens from 1 but indexes keys from 0: its omega_24 is query_2.dot(keys[4]), the key
+  // of the 5th token. With rotary embeddings the score is the turned query's and key's. In the
+  // split form Q and K hold every head: this head's columns of them (its K/V head's for the key,
+  // with grouped-query heads), as Trace::head_queries_keys takes them.
+  void write_score(const Sentence& s, std::int64_t h, const Matrix& q, const Matrix& k,
+                   const Matrix& omega) {
+    const std::string turned = c_.rope ? "'" : "";
+    std::string q_cols, k_cols;
+    if (split()) {
+      const std::int64_t d_head = c_.d_kq / c_.heads;
+      const std::int64_t kv_from =
+          kv_head_of(h, c_.heads, c_.kv_heads == 0 ? c_.heads : c_.kv_heads) * d_head;
+      q_cols = fmt::format("[{}:{}]", h * d_head, (h + 1) * d_head);
+      k_cols = fmt::format("[{}:{}]", kv_from, kv_from + d_head);
+    }
+    out_ += '\n';
+    out_ += wrapped_line(fmt::format(
+        "{} = {}{} · {}{}{}: the score of key {}, {}; in PyTorch {}[{}]{}.dot({}[{}]{}){}",
+        sub2("ω", query_, key_), sup("q", query_), turned, sup("k", key_), turned,
+        split() ? " (this head's columns)" : "", key_, s.key_repr,
+        c_.rope ? "rotated_queries" : "queries", s.q_index, q_cols,
+        c_.rope ? "rotated_keys" : "keys", s.k_index, k_cols,
+        walkthrough() && !c_.rope && key_ == 5
+            ? " (the walkthrough's omega_24 = query_2.dot(keys[4]))"
+            : ""));
+    const int p = options_.precision;
+    out_ += dot_product_terms(q, k, query_ - 1, key_ - 1, p) +
+            fmt::format(" = {}\n", number(omega(query_ - 1, key_ - 1), p, false));
+  }
+
+  void write_head(const Sentence& s, std::int64_t h) {
+    const Eigen::Index qi = query_ - 1;
+    const std::optional<int> head =
+        c_.heads > 1 ? std::optional<int>(static_cast<int>(h)) : std::nullopt;
+    const bool grouped = c_.kv_heads != 0 && c_.kv_heads != c_.heads;
+    if (head) {
+      out_ +=
+          fmt::format("\nhead {} of {}{}\n", h + 1, c_.heads,
+                      grouped ? fmt::format(", with K/V head {} of {}",
+                                            kv_head_of(h, c_.heads, c_.kv_heads) + 1, c_.kv_heads)
+                              : std::string());
+    }
+    const auto [q, k] = trace_.head_queries_keys(head, s.batch);
+    if (!split()) write_projections(s, head, "");
+    const Matrix& omega = values(StepKind::kOmega, head, s);
+    write_score(s, h, q, k, omega);
+    auto with_keys = [&](const std::string& text) {
+      return fmt::format("{}; columns: keys {}", text, fmt::join(s.key_words, ", "));
+    };
+    const std::string w_sub = subscript(query_), turned = c_.rope ? "'" : "";
+    item(with_keys(fmt::format("ω{} = {}{} K{}ᵀ: its score for every key{}", w_sub,
+                               sup("q", query_), turned, turned, named_after_scores("omega_2"))),
+         StepKind::kOmega, omega, qi);
+    if (c_.causal || trace_.pad_id) {
+      item(fmt::format("ω{}.masked_fill(M{}, −inf): its scores after the mask", w_sub, w_sub),
+           StepKind::kMaskedOmega, values(StepKind::kMaskedOmega, head, s), qi);
+    }
+    item(with_keys(fmt::format("A{} = softmax(ω{} / √d_k): its attention weights{}", w_sub, w_sub,
+                               named_after_scores("attention_weights_2"))),
+         StepKind::kAttentionWeights, values(StepKind::kAttentionWeights, head, s), qi);
+    item(fmt::format("{} = Σⱼ A{},ⱼ v⁽ʲ⁾: its context vector{}", sup("z", query_), w_sub,
+                     named_after_scores("context_vector_2")),
+         StepKind::kContextVectors, values(StepKind::kContextVectors, head, s), qi);
+    if (c_.decode) append_decoded_path(out_, trace_, head, s.batch, qi, options_);
+    if (c_.online_softmax > 0) append_online_path(out_, trace_, head, s.batch, qi, options_);
+  }
+
+  const Trace& trace_;
+  const TraceConfig& c_;
+  const TextOptions& options_;
+  std::int64_t query_, key_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string render_query_path(const Trace& trace, std::int64_t query, std::int64_t key,
+                              const TextOptions& options) {
+  check_query_and_key(trace, query, key);
+  return QueryPath(trace, query, key, options).write();
 }
 
 }  // namespace attn
