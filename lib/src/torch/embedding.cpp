@@ -31,6 +31,99 @@ Matrix embedding_table(std::uint64_t seed, std::int64_t vocab_size, std::int64_t
   return table;
 }
 
+namespace {
+
+// The rows of the table that a sentence's tokens take, and where each goes in X.
+class RowScatter {
+ public:
+  RowScatter(std::span<const std::int64_t> ids, std::int64_t d_in, Matrix& x)
+      : d_(static_cast<std::uint64_t>(d_in)), x_(x), order_(ids.size()) {
+    // The tokens in order of their ids (stable: a repeated id keeps its tokens' order), and the
+    // distinct ids, ascending: the tokens of rows_[k] are order_[first_[k] .. first_[k + 1]).
+    for (std::size_t t = 0; t < order_.size(); ++t) order_[t] = t;
+    std::stable_sort(order_.begin(), order_.end(),
+                     [&](std::size_t a, std::size_t b) { return ids[a] < ids[b]; });
+    for (std::size_t k = 0; k < order_.size(); ++k) {
+      if (rows_.empty() || rows_.back() != ids[order_[k]]) {
+        rows_.push_back(ids[order_[k]]), first_.push_back(k);
+      }
+    }
+    first_.push_back(order_.size());
+  }
+
+  // The distinct ids, ascending.
+  const std::vector<std::int64_t>& rows() const { return rows_; }
+
+  // Copies elements [from, from + count) of the table, in `values`, into the rows of X whose
+  // tokens have them.
+  void operator()(std::uint64_t from, std::uint64_t count, const float* values) const {
+    const std::uint64_t last = from + count;
+    auto it = std::lower_bound(rows_.begin(), rows_.end(), static_cast<std::int64_t>(from / d_));
+    for (; it != rows_.end() && static_cast<std::uint64_t>(*it) * d_ < last; ++it) {
+      const std::uint64_t begin = std::max(static_cast<std::uint64_t>(*it) * d_, from);
+      const std::uint64_t end = std::min(static_cast<std::uint64_t>(*it) * d_ + d_, last);
+      const auto k = static_cast<std::size_t>(it - rows_.begin());
+      for (std::size_t j = first_[k]; j < first_[k + 1]; ++j) {
+        std::copy(values + (begin - from), values + (end - from),
+                  &x_(static_cast<Eigen::Index>(order_[j]), static_cast<Eigen::Index>(begin % d_)));
+      }
+    }
+  }
+
+ private:
+  std::uint64_t d_;
+  Matrix& x_;
+  std::vector<std::size_t> order_;
+  std::vector<std::int64_t> rows_;
+  std::vector<std::size_t> first_;
+};
+
+// The needed 16-blocks of draws, as runs of consecutive blocks in draw order; the generator skips
+// the draws between runs (discard: no tempering), and draws each run in chunks. A chunk's
+// uniforms come from the one generator in order; its blocks' Box-Muller transforms (two thirds
+// of the time) are independent of each other, so they are split across the threads, each block
+// computed as it would be alone.
+class RunDrawer {
+ public:
+  RunDrawer(TorchGenerator& gen, const RowScatter& scatter, TorchKernel kernel, int threads)
+      : gen_(gen), scatter_(scatter), kernel_(kernel), threads_(threads) {}
+
+  // Draws blocks [first_block, end_block) and scatters them into X.
+  void draw(std::uint64_t first_block, std::uint64_t end_block) {
+    for (std::uint64_t b = first_block; b < end_block; b += kChunkBlocks) {
+      const std::uint64_t blocks = std::min(kChunkBlocks, end_block - b);
+      gen_.discard(b * 16 - position_);
+      chunk_.resize(std::max<std::size_t>(chunk_.size(), blocks * 16));
+      const std::span<float> draws(chunk_.data(), blocks * 16);
+      gen_.fill_uniform01(draws);
+      position_ = (b + blocks) * 16;
+      // About 60 operations per draw (a log, a sine and a cosine per pair, vectorised).
+      parallel_for(
+          static_cast<std::int64_t>(blocks), threads_, 60.0 * static_cast<double>(blocks * 16),
+          [&](std::int64_t begin, std::int64_t end) {
+            const auto k0 = static_cast<std::uint64_t>(begin);
+            const auto k1 = static_cast<std::uint64_t>(end);
+            normal_fill_blocks(draws.subspan(k0 * 16, (k1 - k0) * 16), 0.0f, 1.0f, kernel_);
+            scatter_((b + k0) * 16, (k1 - k0) * 16, chunk_.data() + k0 * 16);
+          });
+    }
+  }
+
+  // Draws consumed so far.
+  std::uint64_t position() const { return position_; }
+
+ private:
+  static constexpr std::uint64_t kChunkBlocks = 8192;  // 512 KiB of draws
+  TorchGenerator& gen_;
+  const RowScatter& scatter_;
+  TorchKernel kernel_;
+  int threads_;
+  std::uint64_t position_ = 0;
+  std::vector<float> chunk_;
+};
+
+}  // namespace
+
 Matrix embed(std::uint64_t seed, std::int64_t vocab_size, std::int64_t d_in,
              std::span<const std::int64_t> ids, TorchKernel kernel, int threads) {
   check_shape(vocab_size, d_in);
@@ -58,90 +151,33 @@ Matrix embed(std::uint64_t seed, std::int64_t vocab_size, std::int64_t d_in,
   // normal_fill: element e is finished by the 16-block e / 16 (uniform draws 16b .. 16b + 15),
   // unless n % 16 != 0 and e >= n - 16: then the tail block (draws n .. n + 15) overwrites it.
   const std::uint64_t full_blocks = n / 16;
-
-  // The tokens in order of their ids (stable: a repeated id keeps its tokens' order), and the
-  // distinct ids, ascending: the tokens of rows[k] are order[first[k] .. first[k + 1]).
-  std::vector<std::size_t> order(ids.size());
-  for (std::size_t t = 0; t < order.size(); ++t) order[t] = t;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return ids[a] < ids[b]; });
-  std::vector<std::int64_t> rows;
-  std::vector<std::size_t> first;
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    if (rows.empty() || rows.back() != ids[order[k]])
-      rows.push_back(ids[order[k]]), first.push_back(k);
-  }
-  first.push_back(order.size());
-
-  // Copies elements [from, from + count) of the table, in `values`, into the rows of X whose
-  // tokens have them.
-  auto scatter = [&](std::uint64_t from, std::uint64_t count, const float* values) {
-    const std::uint64_t last = from + count;
-    auto it = std::lower_bound(rows.begin(), rows.end(), static_cast<std::int64_t>(from / d));
-    for (; it != rows.end() && static_cast<std::uint64_t>(*it) * d < last; ++it) {
-      const std::uint64_t begin = std::max(static_cast<std::uint64_t>(*it) * d, from);
-      const std::uint64_t end = std::min(static_cast<std::uint64_t>(*it) * d + d, last);
-      const auto k = static_cast<std::size_t>(it - rows.begin());
-      for (std::size_t j = first[k]; j < first[k + 1]; ++j) {
-        std::copy(values + (begin - from), values + (end - from),
-                  &x(static_cast<Eigen::Index>(order[j]), static_cast<Eigen::Index>(begin % d)));
-      }
-    }
-  };
-
-  // The needed blocks, as runs of consecutive blocks in draw order; the generator skips the
-  // draws between runs (discard: no tempering), and draws each run in chunks. A chunk's uniforms
-  // come from the one generator in order; its blocks' Box-Muller transforms (two thirds of the
-  // time) are independent of each other, so they are split across the threads, each block
-  // computed as it would be alone.
+  const RowScatter scatter(ids, d_in, x);
   TorchGenerator gen(seed);
-  std::uint64_t position = 0;                   // draws consumed so far
-  constexpr std::uint64_t kChunkBlocks = 8192;  // 512 KiB of draws
-  std::vector<float> chunk;
-  auto draw_run = [&](std::uint64_t first_block, std::uint64_t end_block) {
-    for (std::uint64_t b = first_block; b < end_block; b += kChunkBlocks) {
-      const std::uint64_t blocks = std::min(kChunkBlocks, end_block - b);
-      gen.discard(b * 16 - position);
-      chunk.resize(std::max<std::size_t>(chunk.size(), blocks * 16));
-      const std::span<float> draws(chunk.data(), blocks * 16);
-      gen.fill_uniform01(draws);
-      position = (b + blocks) * 16;
-      // About 60 operations per draw (a log, a sine and a cosine per pair, vectorised).
-      parallel_for(static_cast<std::int64_t>(blocks), threads,
-                   60.0 * static_cast<double>(blocks * 16),
-                   [&](std::int64_t begin, std::int64_t end) {
-                     const auto k0 = static_cast<std::uint64_t>(begin);
-                     const auto k1 = static_cast<std::uint64_t>(end);
-                     normal_fill_blocks(draws.subspan(k0 * 16, (k1 - k0) * 16), 0.0f, 1.0f, kernel);
-                     scatter((b + k0) * 16, (k1 - k0) * 16, chunk.data() + k0 * 16);
-                   });
-    }
-  };
+  RunDrawer drawer(gen, scatter, kernel, threads);
   std::uint64_t run_begin = 0, run_end = 0;  // [begin, end) blocks, empty at first
-  for (const std::int64_t r : rows) {
+  for (const std::int64_t r : scatter.rows()) {
     const std::uint64_t begin = static_cast<std::uint64_t>(r) * d / 16;
     const std::uint64_t end =
         std::min(full_blocks, (static_cast<std::uint64_t>(r) * d + d + 15) / 16);
     if (begin >= end) continue;  // only in the tail
     if (begin > run_end) {
-      if (run_end > run_begin) draw_run(run_begin, run_end);
+      if (run_end > run_begin) drawer.draw(run_begin, run_end);
       run_begin = begin;
     }
     run_end = std::max(run_end, end);
   }
-  if (run_end > run_begin) draw_run(run_begin, run_end);
+  if (run_end > run_begin) drawer.draw(run_begin, run_end);
   if (n % 16 != 0) {
     // The tail block, for the rows with elements in [n - 16, n).
     const std::uint64_t tail_start = n - 16;
-    if (static_cast<std::uint64_t>(rows.back()) * d + d > tail_start) {
+    if (static_cast<std::uint64_t>(scatter.rows().back()) * d + d > tail_start) {
       std::array<float, 16> block{};
-      gen.discard(n - position);
+      gen.discard(n - drawer.position());
       gen.fill_uniform01(block);
       normal_fill_16(block, 0.0f, 1.0f, kernel);
       scatter(tail_start, 16, block.data());
     }
   }
-
   return x;
 }
 
