@@ -78,60 +78,10 @@ Look backward_look(StepKind kind) {
   throw std::logic_error("look: a step kind without a look");
 }
 
-}  // namespace
-
-Look look(StepKind kind) {
+// The looks of the variants' steps (decoding, the online softmax, rotary embeddings) and of a
+// model's; the backward pass's after them.
+Look variant_look(StepKind kind) {
   switch (kind) {
-    case StepKind::kEmbeddings:
-      return {"X", Place::kStage};
-    case StepKind::kEmbeddings2:
-      return {"X₂", Place::kBeside};
-    case StepKind::kWQuery:
-      return {"W_q", Place::kWith, StepKind::kQueries};
-    case StepKind::kWKey:
-      return {"W_k", Place::kWith, StepKind::kQueries};
-    case StepKind::kWValue:
-      return {"W_v", Place::kWith, StepKind::kQueries};
-    case StepKind::kWOut:
-      return {"W_o", Place::kWith, StepKind::kOutput};
-    case StepKind::kBOut:
-      return {"b_o", Place::kWith, StepKind::kOutput};
-    case StepKind::kQueries:
-      return {"Q", Place::kStage};
-    case StepKind::kKeys:
-      return {"K", Place::kBeside};
-    case StepKind::kValues:
-      return {"V", Place::kBeside};
-    case StepKind::kOmega:
-      return {"ω", Place::kStage};
-    case StepKind::kMask:
-      return {"M", Place::kWith, StepKind::kMaskedOmega};
-    case StepKind::kMaskedOmega:
-      return {"masked ω", Place::kStage};
-    case StepKind::kScaledScores:
-      return {"ω/√d_k", Place::kStage};
-    case StepKind::kRowMax:
-      return {"m", Place::kStage};
-    case StepKind::kExponentials:
-      return {"e", Place::kStage};
-    case StepKind::kRowSums:
-      return {"Σ", Place::kStage};
-    case StepKind::kAttentionWeights:
-      return {"A", Place::kStage};
-    case StepKind::kWeightSums:
-      return {"ΣA", Place::kAside, {}, "check: "};
-    case StepKind::kUnmaskedWeights:
-      return {"A'", Place::kAside, {}, "the other way: "};
-    case StepKind::kZeroedWeights:
-      return {"A''", Place::kAside, {}, "  → "};
-    case StepKind::kRenormalizedWeights:
-      return {"A''/Σ", Place::kAside, {}, "  → "};
-    case StepKind::kContextVectors:
-      return {"Z", Place::kStage};
-    case StepKind::kContextConcat:
-      return {"Z", Place::kStage};
-    case StepKind::kOutput:
-      return {"out", Place::kStage};
     case StepKind::kDecodeQuery:
       return {"q_t", Place::kAside, {}, "KV cache, per token t: "};
     case StepKind::kDecodeKey:
@@ -190,6 +140,65 @@ Look look(StepKind kind) {
       return {"Vₕ", Place::kBeside};
     default:
       return backward_look(kind);
+  }
+}
+
+}  // namespace
+
+Look look(StepKind kind) {
+  switch (kind) {
+    case StepKind::kEmbeddings:
+      return {"X", Place::kStage};
+    case StepKind::kEmbeddings2:
+      return {"X₂", Place::kBeside};
+    case StepKind::kWQuery:
+      return {"W_q", Place::kWith, StepKind::kQueries};
+    case StepKind::kWKey:
+      return {"W_k", Place::kWith, StepKind::kQueries};
+    case StepKind::kWValue:
+      return {"W_v", Place::kWith, StepKind::kQueries};
+    case StepKind::kWOut:
+      return {"W_o", Place::kWith, StepKind::kOutput};
+    case StepKind::kBOut:
+      return {"b_o", Place::kWith, StepKind::kOutput};
+    case StepKind::kQueries:
+      return {"Q", Place::kStage};
+    case StepKind::kKeys:
+      return {"K", Place::kBeside};
+    case StepKind::kValues:
+      return {"V", Place::kBeside};
+    case StepKind::kOmega:
+      return {"ω", Place::kStage};
+    case StepKind::kMask:
+      return {"M", Place::kWith, StepKind::kMaskedOmega};
+    case StepKind::kMaskedOmega:
+      return {"masked ω", Place::kStage};
+    case StepKind::kScaledScores:
+      return {"ω/√d_k", Place::kStage};
+    case StepKind::kRowMax:
+      return {"m", Place::kStage};
+    case StepKind::kExponentials:
+      return {"e", Place::kStage};
+    case StepKind::kRowSums:
+      return {"Σ", Place::kStage};
+    case StepKind::kAttentionWeights:
+      return {"A", Place::kStage};
+    case StepKind::kWeightSums:
+      return {"ΣA", Place::kAside, {}, "check: "};
+    case StepKind::kUnmaskedWeights:
+      return {"A'", Place::kAside, {}, "the other way: "};
+    case StepKind::kZeroedWeights:
+      return {"A''", Place::kAside, {}, "  → "};
+    case StepKind::kRenormalizedWeights:
+      return {"A''/Σ", Place::kAside, {}, "  → "};
+    case StepKind::kContextVectors:
+      return {"Z", Place::kStage};
+    case StepKind::kContextConcat:
+      return {"Z", Place::kStage};
+    case StepKind::kOutput:
+      return {"out", Place::kStage};
+    default:
+      return variant_look(kind);
   }
   throw std::logic_error("look: a step kind without a look");
 }
