@@ -262,6 +262,38 @@ void mark_output_product(Recorder& rec, const Weights& w, const Matrix& dz) {
   rec.mark_product(dz.rows(), dz.cols(), rand ? w.w_o.cols() : w.w_o.rows());
 }
 
+// The softmax's backward of one head: r_i = Σ_j dA_ij A_ij, then dL/dS, recorded.
+// torch.softmax's output is nan in a row whose every key is masked; the masked-rows rule zero
+// replaces that row by 0 afterwards (torch.where), whose backward gives the softmax a zero row.
+// Only then are A and dL/dA copied, to give the softmax's backward what autograd gives it.
+const Matrix& record_softmax_backward(Recorder& rec, const Matrix& a, const Matrix& da,
+                                      const Matrix* mask, int item, int hh, const Labels& square) {
+  const TraceConfig& c = rec.config();
+  std::vector<Eigen::Index> full;
+  for (Eigen::Index i = 0; mask && a.cols() > 0 && i < a.rows(); ++i) {
+    if (mask->row(i).minCoeff() == 1.0f) full.push_back(i);
+  }
+  Matrix row_dot;
+  Matrix ds;
+  if (full.empty()) {
+    ds = softmax_backward(a, da, c.kernel, row_dot);
+  } else {
+    Matrix soft = a, da_soft = da;
+    for (const Eigen::Index i : full) {
+      soft.row(i).setConstant(std::bit_cast<float>(0xffc00000u));  // x86's nan, as the softmax
+      if (c.masked_rows == MaskedRows::kZero) da_soft.row(i).setZero();
+    }
+    ds = softmax_backward(soft, da_soft, c.kernel, row_dot);
+  }
+  const std::string full_note =
+      full.empty() ? std::string()
+                   : "a row whose every key is masked is nan: torch.softmax's output there is nan";
+  rec.add(StepKind::kGradRowDot, "r_i = Σ_j dA_ij A_ij", {"T", "1"}, std::move(row_dot), item, hh,
+          {.rows = square.rows, .cols = {"r"}, .note = full_note});
+  return rec.add(StepKind::kGradScaledScores, "dL/dS = A ⊙ (dA − r)", {"T", t_k(c)}, std::move(ds),
+                 item, hh, {.rows = square.rows, .cols = square.cols, .note = full_note});
+}
+
 // One head's attention, backwards, from dL/dZ to the gradients of what it read: dL/dQ, dL/dK and
 // dL/dV (of its K/V head's share, for a shared one; dL/dK' before the rotation back when that
 // waits for the K/V head's sum).
@@ -303,33 +335,7 @@ HeadGrads attend_backward(Recorder& rec, const Trace& trace, const Weights& w, c
                      {t_k(c), d_name}, transposed_product(a, dz, c.threads, c.matmul), item, hh,
                      {.rows = cols, .note = share});
   rec.mark_product(a.cols(), dz.cols(), a.rows());
-  // torch.softmax's output is nan in a row whose every key is masked; the masked-rows rule zero
-  // replaces that row by 0 afterwards (torch.where), whose backward gives the softmax a zero row.
-  // Only then are A and dL/dA copied, to give the softmax's backward what autograd gives it.
-  std::vector<Eigen::Index> full;
-  for (Eigen::Index i = 0; mask && a.cols() > 0 && i < a.rows(); ++i) {
-    if (mask->row(i).minCoeff() == 1.0f) full.push_back(i);
-  }
-  Matrix row_dot;
-  Matrix ds;
-  if (full.empty()) {
-    ds = softmax_backward(a, da, c.kernel, row_dot);
-  } else {
-    Matrix soft = a, da_soft = da;
-    for (const Eigen::Index i : full) {
-      soft.row(i).setConstant(std::bit_cast<float>(0xffc00000u));  // x86's nan, as the softmax
-      if (c.masked_rows == MaskedRows::kZero) da_soft.row(i).setZero();
-    }
-    ds = softmax_backward(soft, da_soft, c.kernel, row_dot);
-  }
-  const std::string full_note =
-      full.empty() ? std::string()
-                   : "a row whose every key is masked is nan: torch.softmax's output there is nan";
-  rec.add(StepKind::kGradRowDot, "r_i = Σ_j dA_ij A_ij", {"T", "1"}, std::move(row_dot), item, hh,
-          {.rows = rows, .cols = {"r"}, .note = full_note});
-  const Matrix& dsr =
-      rec.add(StepKind::kGradScaledScores, "dL/dS = A ⊙ (dA − r)", {"T", t_k(c)}, std::move(ds),
-              item, hh, {.rows = rows, .cols = cols, .note = full_note});
+  const Matrix& dsr = record_softmax_backward(rec, a, da, mask, item, hh, square);
   const std::int64_t d_k = split ? c.d_kq / c.heads : c.d_kq;
   const Matrix& dw =
       rec.add(StepKind::kGradOmega,
