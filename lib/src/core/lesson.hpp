@@ -258,7 +258,7 @@ Matrix attend_heads(Recorder& rec, const Item& item, const Weights& w);
 // split form's output projection.
 void combine_heads(Recorder& rec, const Item& item, const Weights& w, Matrix z);
 
-// --- the backward pass (lesson_backward.cpp, lesson_backward_inputs.cpp) ---------------------
+// --- the backward pass (lesson_loss.cpp, lesson_backward.cpp, lesson_backward_inputs.cpp) ------
 
 // i, when there are several (of heads, of batch items); none otherwise, as the Recorder and
 // Trace::step index steps.
@@ -280,6 +280,10 @@ void check_target(const Trace& trace, Eigen::Index cols);
 // (loss_value). target: for the mse loss.
 float lesson_loss(const TraceConfig& c, const Matrix& outs, const Matrix& target,
                   std::int64_t items);
+
+// Records the loss of every item's final output (checking the mse loss's target), and returns
+// its gradient at each item's output (lesson_loss.cpp).
+std::vector<Matrix> record_loss(Recorder& rec, const Trace& trace, std::int64_t batch);
 
 // The forward pass again for other weights, without recording: one item's final output.
 // mask: the item's (T, T_k) mask as its mask step holds it, or null for none. The shapes of its
