@@ -165,13 +165,13 @@ Outcome run(Options& o) {
   } else if (o.export_dir) {
     outcome = write_export(trace, o);
   } else if (o.format == OutputFormat::kJson) {
-    outcome.out = render_json(trace, o.text.describe);
+    outcome.parts = render_json_parts(trace, o.text.describe);
   } else if (html) {
     outcome.out = render_html(trace, HtmlOptions{o.text.precision, o.steps});
   } else if (o.format == OutputFormat::kCsv) {
-    outcome.out = render_csv(trace);
+    outcome.parts = render_csv_parts(trace);
   } else if (o.format == OutputFormat::kMarkdown) {
-    outcome.out = render_markdown(trace, o.text);
+    outcome.parts = render_markdown_parts(trace, o.text);
   } else if (o.format == OutputFormat::kSummary) {
     outcome.out = stream_summary ? streamed_summary(trace, lines, attention)
                                  : render_summary(trace, kSummaryQueries, config.threads);
@@ -187,12 +187,14 @@ Outcome run(Options& o) {
     if (o.step && o.interactive) {
       outcome.blocks = render_heatmap_blocks(trace, options);
     } else {
-      outcome.out = render_heatmaps(trace, options);
+      // render_heatmaps's text, a heatmap at a time: one blank line between two.
+      outcome.parts = render_heatmap_blocks(trace, options);
+      for (std::size_t i = 1; i < outcome.parts.size(); ++i) outcome.parts[i].insert(0, "\n");
     }
   } else if (o.step && o.interactive) {
     outcome.blocks = render_text_blocks(trace, o.text);
   } else {
-    outcome.out = render_text(trace, o.text);
+    outcome.parts = render_text_blocks(trace, o.text);  // render_text's text, a step at a time
   }
   if (o.expect) {
     TraceDocument run_doc = trace_document(trace, "this run");

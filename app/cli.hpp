@@ -27,6 +27,8 @@ inline constexpr int kExitInvalid = 2;    // invalid input or usage, or output n
 // What a run prints and returns.
 struct Outcome {
   std::string out;                  // for stdout
+  std::vector<std::string> parts;   // for stdout before `out`, one after another: a long trace's
+                                    // steps, not joined into one more copy of the whole
   std::vector<std::string> blocks;  // --step: the text in steps, when stdout may pause
   std::string err;                  // for stderr (a report, not an error)
   int code = kExitOk;

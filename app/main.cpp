@@ -177,6 +177,10 @@ int main(int argc, char** argv) {
   if (!attn::cli::page_steps(outcome.blocks, STDIN_FILENO, STDOUT_FILENO, options.width)) {
     return output_failed(errno);
   }
+  for (std::string& part : outcome.parts) {
+    if (!write_all(STDOUT_FILENO, part)) return output_failed(errno, outcome.exported);
+    std::string().swap(part);  // its memory, for the next part's
+  }
   if (!write_all(STDOUT_FILENO, outcome.out)) return output_failed(errno, outcome.exported);
   // The last chance for a delayed write error (NFS, say) to show.
   if (::close(STDOUT_FILENO) != 0 && errno != EINTR && errno != EBADF) {

@@ -11,8 +11,8 @@
 
 namespace attn {
 
-// A size for a message: "888 bytes", "1.0 KiB", "4.0 GiB" (powers of 1024, one decimal).
-std::string size_text(std::uint64_t bytes);
+// A size for a message: "888 bytes", "1.0 KiB", "4.0 GiB" (powers of 1024, `decimals` decimals).
+std::string size_text(std::uint64_t bytes, int decimals = 1);
 
 // Large matrices from the heap rather than from fresh mmap()s, and the heap kept (glibc's
 // mallopt): a long input's (T, T) steps then reuse the memory of the heads before them instead

@@ -18,7 +18,8 @@ enum class OutputFormat {
 };
 
 // About what a format writes, for the memory estimate (TraceConfig::output_cost): the run's
-// output is held whole until it is written, so that an error leaves no half-written output.
+// output is held whole until it is written, so that an error leaves no half-written output (in
+// parts of about a MiB for text, JSON, CSV, Markdown and heatmaps, never joined into one copy).
 struct OutputCost {
   double per_value = 0.0;  // bytes per value of the trace
   double per_step = 0.0;   // a step's heading, shape, equation and notes
@@ -28,18 +29,21 @@ struct OutputCost {
   bool labels_per_cell = false;
 };
 
-// Per value: 12 bytes for text, 14 for JSON, 60 for CSV (a row per cell, with its labels), 40
-// for heatmaps (colour escapes), none for the summary, which reduces each step to a line, none
-// for the overview, which computes no step, 160 for an SVG figure (a rectangle and a text
-// element per cell), and 30 for the HTML page (each value exact in its data, and in a table cell
-// or a working). Per step, measured as the peak memory of batches of short sentences beyond the
-// steps' own: 448 bytes for the summary (its line), 832 for text, 448 for Markdown, 1 KiB for
-// JSON, 384 for heatmaps, 6.5 KiB for the HTML page (a section, and its copies as the page is
-// put together), 128 for CSV. Copies of each label, measured on one word of 5 MB: 1.5 for the
-// summary (some of the attention's rows), 5 for text, 3 for JSON, Markdown and CSV (besides
-// the CSV's label in every cell), 2 for heatmaps and SVG, 6 for the HTML page. An output string
-// grows by doubling, and a step is rendered before it is appended, so a label written once is
-// held more than once at the peak.
-OutputCost output_cost(OutputFormat format);
+// Per value, the peak memory of whole runs beyond the values' own 4 bytes, measured for each
+// format on runs of 400 to 1,500 tokens, one to four heads, causal and not, with the backward
+// pass and without (peak RSS, the largest per value, and a tenth more): text 30 bytes and 1.5
+// more for each decimal of `precision` (the steps' text, held until written, and the copies of
+// a step's text as it grows), Markdown 26 and 1.5 a decimal, JSON 30, CSV 60 (a row per cell,
+// with its labels), heatmaps 18 (colour escapes, a heatmap at a time), the HTML page 80 (each value
+// exact in its data, and in a table cell or a working, and the page put together from its parts),
+// an SVG figure 160 (a rectangle and a text element per cell); none for the summary, which reduces
+// each step to a line, and none for the overview, which computes no step. Per step, measured as
+// the peak memory of batches of short sentences beyond the steps' own: 448 bytes for the
+// summary (its line), 832 for text, 448 for Markdown, 1 KiB for JSON, 384 for heatmaps, 6.5 KiB
+// for the HTML page (a section, and its copies as the page is put together), 128 for CSV.
+// Copies of each label, measured on one word of 5 MB: 1.5 for the summary (some of the
+// attention's rows), 5 for text, 3 for JSON, Markdown and CSV (besides the CSV's label in every
+// cell), 2 for heatmaps and SVG, 6 for the HTML page.
+OutputCost output_cost(OutputFormat format, int precision = 4);
 
 }  // namespace attn

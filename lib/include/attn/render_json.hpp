@@ -21,6 +21,8 @@ inline constexpr int kJsonSchemaVersion = 1;
 // "nan", "inf" and "-inf" as strings). With `describe` (--describe), each step also has
 // "description", before its values: what it computes and why, as text shows it.
 std::string render_json(const Trace& trace, bool describe = false);
+// The same text in parts of about a MiB, one after another (a long trace's is not held twice).
+std::vector<std::string> render_json_parts(const Trace& trace, bool describe = false);
 
 // The manifest of an export: everything a script needs besides the .npy files. {"tool",
 // "version", "schema_version", "settings", "dictionary", "inputs", "cross"} as render_json has

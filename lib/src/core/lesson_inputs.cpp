@@ -26,17 +26,23 @@ MemoryEstimate check_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t
                             std::int64_t batch, bool padded, std::int64_t tokens) {
   const MemoryEstimate e = estimate_memory(c, t_q, t_k, batch, padded, tokens);
   const double need = e.bytes(c, t_q, t_k);
+  const std::uint64_t need_bytes =
+      need < 1.8e19 ? static_cast<std::uint64_t>(need) : ~std::uint64_t{0};
+  // Decimals enough that the need and the limit read as different sizes (1.04 GiB, not 1.0).
+  int decimals = 1;
+  while (decimals < 3 && size_text(need_bytes, decimals) == size_text(c.max_memory, decimals)) {
+    ++decimals;
+  }
   const auto run = [&] {
-    return fmt::format(
-        "this run would need about {} (T = {} token{}{}, {} head{})",
-        size_text(need < 1.8e19 ? static_cast<std::uint64_t>(need) : ~std::uint64_t{0}), t_q,
-        t_q == 1 ? "" : "s", batch > 1 ? fmt::format(" x {} sentences", batch) : "", c.heads,
-        c.heads > 1 ? "s" : "");
+    return fmt::format("this run would need about {} (T = {} token{}{}, {} head{})",
+                       size_text(need_bytes, decimals), t_q, t_q == 1 ? "" : "s",
+                       batch > 1 ? fmt::format(" x {} sentences", batch) : "", c.heads,
+                       c.heads > 1 ? "s" : "");
   };
   if (need > static_cast<double>(c.max_memory)) {
     throw Error(fmt::format("{}, more than the memory limit of {}: trace fewer tokens, or raise "
                             "the limit",
-                            run(), size_text(c.max_memory)),
+                            run(), size_text(c.max_memory, decimals)),
                 Setting::kMaxMemory);
   }
   if (need < kMachineCheckBytes) return e;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 #include "attn/error.hpp"
@@ -50,20 +51,21 @@ std::span<const EnumName<OutputFormat>> names_of<OutputFormat>() {
   return kOutputFormats;
 }
 
-OutputCost output_cost(OutputFormat format) {
+OutputCost output_cost(OutputFormat format, int precision) {
+  const double decimals = 1.5 * static_cast<double>(std::max(precision, 0));
   switch (format) {
     case OutputFormat::kCsv:
       return {.per_value = 60.0, .per_step = 128.0, .label_copies = 3.0, .labels_per_cell = true};
     case OutputFormat::kJson:
-      return {.per_value = 14.0, .per_step = 1024.0, .label_copies = 3.5};
+      return {.per_value = 30.0, .per_step = 1024.0, .label_copies = 3.5};
     case OutputFormat::kMarkdown:
-      return {.per_value = 12.0, .per_step = 448.0, .label_copies = 3.0};
+      return {.per_value = 26.0 + decimals, .per_step = 448.0, .label_copies = 3.0};
     case OutputFormat::kHeatmap:
-      return {.per_value = 40.0, .per_step = 384.0, .label_copies = 2.0};
+      return {.per_value = 18.0, .per_step = 384.0, .label_copies = 2.0};
     case OutputFormat::kSvg:
       return {.per_value = 160.0, .per_step = 0.0, .label_copies = 2.0};
     case OutputFormat::kHtml:
-      return {.per_value = 30.0, .per_step = 6656.0, .label_copies = 6.0};
+      return {.per_value = 80.0, .per_step = 6656.0, .label_copies = 6.0};
     case OutputFormat::kSummary:
       return {.per_value = 0.0, .per_step = 448.0, .label_copies = 1.5};
     case OutputFormat::kOverview:
@@ -71,7 +73,7 @@ OutputCost output_cost(OutputFormat format) {
     case OutputFormat::kText:
       break;
   }
-  return {.per_value = 12.0, .per_step = 832.0, .label_copies = 5.0};
+  return {.per_value = 30.0 + decimals, .per_step = 832.0, .label_copies = 5.0};
 }
 
 template <>

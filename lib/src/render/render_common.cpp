@@ -54,6 +54,15 @@ std::string token_table(const Vocabulary& vocabulary, const Tokenizer& tokenizer
 
 namespace render_detail {
 
+std::string joined(const std::vector<std::string>& parts) {
+  std::size_t size = 0;
+  for (const std::string& p : parts) size += p.size();
+  std::string out;
+  out.reserve(size);
+  for (const std::string& p : parts) out += p;
+  return out;
+}
+
 constexpr std::string_view kSuperscriptDigits[] = {"⁰", "¹", "²", "³", "⁴",
                                                    "⁵", "⁶", "⁷", "⁸", "⁹"};
 constexpr std::string_view kSubscriptDigits[] = {"₀", "₁", "₂", "₃", "₄", "₅", "₆", "₇", "₈", "₉"};

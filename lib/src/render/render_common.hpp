@@ -17,6 +17,34 @@
 
 namespace attn::render_detail {
 
+// A long output written in parts of about a MiB: never one string that grows by copying itself,
+// nor joined into one more copy of the whole (cli writes the parts one after another).
+class PartWriter {
+ public:
+  // The part being written; the same string object for the writer's life.
+  std::string& text() { return current_; }
+  // Starts a new part once the current one holds a MiB or more.
+  void cut_if_long() {
+    if (current_.size() >= kPartBytes) {
+      parts_.push_back(std::move(current_));
+      current_ = std::string();
+    }
+  }
+  // The parts, the last one too.
+  std::vector<std::string> finish() && {
+    if (!current_.empty()) parts_.push_back(std::move(current_));
+    return std::move(parts_);
+  }
+
+ private:
+  static constexpr std::size_t kPartBytes = std::size_t{1} << 20;
+  std::string current_;
+  std::vector<std::string> parts_;
+};
+
+// The parts one after another, in one string.
+std::string joined(const std::vector<std::string>& parts);
+
 // x⁽²⁾: a name with a superscript index in parentheses.
 std::string sup(std::string_view name, std::int64_t i);
 // ω₂,₅: one cell, row and column (tokens, counted from 1) apart by a comma, so that it never reads

@@ -11,6 +11,7 @@
 #include "attn/describe.hpp"
 #include "attn/names.hpp"
 #include "attn/version.hpp"
+#include "render_common.hpp"
 
 namespace attn {
 
@@ -195,10 +196,12 @@ std::string float_text(float value) {
   return fmt::format("{}", value);
 }
 
-std::string render_json(const Trace& trace, bool describe) {
+std::vector<std::string> render_json_parts(const Trace& trace, bool describe) {
   // Written by hand around the values, so that each row is one line and each number the
   // shortest float32 text; nlohmann::json writes the strings and the small objects.
-  std::string out = document_head(trace);
+  render_detail::PartWriter parts;
+  std::string& out = parts.text();
+  out = document_head(trace);
   out += "  \"steps\": [";
   for (std::size_t i = 0; i < trace.steps.size(); ++i) {
     const Step& s = trace.steps[i];
@@ -221,11 +224,16 @@ std::string render_json(const Trace& trace, bool describe) {
         }
       }
       out += "]";
+      parts.cut_if_long();
     }
     out += "\n      ]\n    }";
   }
   out += "\n  ]\n}\n";
-  return out;
+  return std::move(parts).finish();
+}
+
+std::string render_json(const Trace& trace, bool describe) {
+  return render_detail::joined(render_json_parts(trace, describe));
 }
 
 }  // namespace attn

@@ -55,12 +55,14 @@ std::string md_label(const std::string& s) { return md_text(escape_controls(s), 
 
 }  // namespace
 
-std::string render_csv(const Trace& trace) {
+std::vector<std::string> render_csv_parts(const Trace& trace) {
   // A model's trace names its layer, and numbers heads from 0 as h.L.attn does (head_number);
   // every other trace numbers heads from 1.
   const bool model = trace.config.model != nullptr;
-  std::string out = model ? "step,layer,head,batch,row,col,row_label,col_label,value\n"
-                          : "step,head,batch,row,col,row_label,col_label,value\n";
+  render_detail::PartWriter parts;
+  std::string& out = parts.text();
+  out = model ? "step,layer,head,batch,row,col,row_label,col_label,value\n"
+              : "step,head,batch,row,col,row_label,col_label,value\n";
   for (const Step& s : trace.steps) {
     const std::string head = s.head ? std::to_string(head_number(trace.config, *s.head)) : "";
     // The layer of the steps that are h.L's: ln_1 on (not the embeddings or the stream before).
@@ -85,12 +87,17 @@ std::string render_csv(const Trace& trace) {
                                          : std::string()),
                            value);
       }
+      parts.cut_if_long();
     }
   }
-  return out;
+  return std::move(parts).finish();
 }
 
-std::string render_markdown(const Trace& trace, const TextOptions& options) {
+std::string render_csv(const Trace& trace) {
+  return render_detail::joined(render_csv_parts(trace));
+}
+
+std::vector<std::string> render_markdown_parts(const Trace& trace, const TextOptions& options) {
   const int precision = options.precision;
   std::string preamble;
   render_detail::append_preamble(preamble, trace);
@@ -102,8 +109,9 @@ std::string render_markdown(const Trace& trace, const TextOptions& options) {
     longest = std::max(longest, run);
   }
   const std::string fence(std::max<std::size_t>(3, longest + 1), '~');
-  std::string out =
-      fmt::format("## Self-attention, step by step\n\n{}text\n{}{}\n\n", fence, preamble, fence);
+  render_detail::PartWriter parts;
+  std::string& out = parts.text();
+  out = fmt::format("## Self-attention, step by step\n\n{}text\n{}{}\n\n", fence, preamble, fence);
   const std::size_t n = trace.steps.size();
   for (std::size_t i = 0; i < n; ++i) {
     const Step& s = trace.steps[i];
@@ -139,9 +147,14 @@ std::string render_markdown(const Trace& trace, const TextOptions& options) {
         out += fmt::format(" {} |", v);
       }
       out += "\n";
+      parts.cut_if_long();
     }
   }
-  return out;
+  return std::move(parts).finish();
+}
+
+std::string render_markdown(const Trace& trace, const TextOptions& options) {
+  return render_detail::joined(render_markdown_parts(trace, options));
 }
 
 }  // namespace attn

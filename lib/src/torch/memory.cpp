@@ -17,12 +17,13 @@
 
 namespace attn {
 
-std::string size_text(std::uint64_t bytes) {
+std::string size_text(std::uint64_t bytes, int decimals) {
   constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   auto v = static_cast<double>(bytes);
   int u = 0;
   while (v >= 1024.0 && u < 6) v /= 1024.0, ++u;
-  return u == 0 ? fmt::format("{} bytes", bytes) : fmt::format("{:.1f} {}", v, kUnits[u]);
+  return u == 0 ? fmt::format("{} bytes", bytes)
+                : fmt::format("{:.{}f} {}", v, decimals, kUnits[u]);
 }
 
 void keep_heap() {

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The memory estimate holds what a run holds: for each format that prints every value, a run of
+# some thousands of values per step, on one thread (two threads fault the estimate's pages in
+# first, so their peak is the estimate itself), peaks within its own estimate (the one that
+# --max-memory refuses a run by) and the process's own start (its code and libraries, 12 MiB).
+# Usage: estimate.sh BINARY PEAK_RSS
+set -uo pipefail
+binary=$1
+peak_rss=$2
+if [ "${ATTN_SANITIZED:-0}" = 1 ]; then
+  echo "SKIPPED: the sanitizers' shadow memory is no run's own"
+  exit 77
+fi
+words=$(seq -s ' ' 700)
+failed=0
+estimate_kib() {  # ARGS...: the estimate, in KiB, from the refusal at a limit of 1 KiB
+  local message number unit
+  message=$("$binary" --max-memory 1K "$@" 2>&1 >/dev/null)
+  number=$(sed -n 's/.*would need about \([0-9.]*\) \([KMG]i*B\).*/\1/p' <<<"$message")
+  unit=$(sed -n 's/.*would need about \([0-9.]*\) \([KMG]i*B\).*/\2/p' <<<"$message")
+  case $unit in
+    KiB) awk -v n="$number" 'BEGIN { printf "%d", n }' ;;
+    MiB) awk -v n="$number" 'BEGIN { printf "%d", n * 1024 }' ;;
+    GiB) awk -v n="$number" 'BEGIN { printf "%d", n * 1024 * 1024 }' ;;
+    *) echo "no estimate in: $message" >&2; echo 0 ;;
+  esac
+}
+for format in text json csv markdown html heatmap; do
+  for extra in "--heads 3" "--causal --backward"; do
+    # shellcheck disable=SC2086  # the options are words
+    args=(--threads 1 --format "$format" $extra "$words")
+    estimate=$(estimate_kib "${args[@]}")
+    read -r status peak < <("$peak_rss" "$binary" --max-memory 4G "${args[@]}")
+    if [ "$status" != 0 ] || [ "$estimate" -le 0 ] || [ "$peak" -gt $((estimate + 12 * 1024)) ]; then
+      echo "FAIL: --format $format $extra: exit $status, peak $peak KiB, estimate $estimate KiB"
+      failed=1
+    else
+      echo "ok: --format $format $extra: peak $peak KiB, estimate $estimate KiB"
+    fi
+  done
+done
+exit $failed
