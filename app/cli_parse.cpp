@@ -164,6 +164,10 @@ std::vector<std::string> check_arguments(const CLI::App& app, const CLI::App& di
     // An option's value is the next argument, unless given as --name=value or -sVALUE.
     const bool value_attached =
         long_form ? arg.find('=') != std::string_view::npos : arg.size() > 2;
+    // A flag takes no value, not even an empty one (CLI11 reads --causal= as --causal).
+    if (opt->get_expected_max() == 0 && long_form && value_attached) {
+      throw Error(fmt::format("{} is a flag and takes no value: give {} alone", name, name));
+    }
     if (opt->get_expected_min() > 0 && !value_attached) ++i;
   }
   return words;

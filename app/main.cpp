@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
   // ATTN_ISA=avx512|avx2|plain: the instruction set of the vectorised code, to measure each path
   // on one CPU. Every path gives the same bits.
   if (const char* isa = std::getenv("ATTN_ISA"); isa != nullptr && *isa != '\0') {
-    const std::string shown = attn::escape_controls(isa);
+    const std::string shown = isa;  // fail() escapes the message's control characters
     const std::optional<attn::Isa> chosen = attn::isa_named(isa);
     if (!chosen) return fail("ATTN_ISA=" + shown + ": allowed avx512, avx2, plain");
     if (*chosen > attn::cpu_isa()) {

@@ -555,7 +555,10 @@ case_attn_isa_same_bits_on_every_path() {
     done
   done
 }
-case_error_attn_isa_unknown() { ATTN_ISA=sse4 expect_error "ATTN_ISA=sse4: allowed avx512, avx2, plain"; }
+case_error_attn_isa_unknown() {
+  ATTN_ISA=sse4 expect_error "ATTN_ISA=sse4: allowed avx512, avx2, plain" &&
+    ATTN_ISA=$'avx2\n' expect_error 'ATTN_ISA=avx2\x0a: allowed avx512, avx2, plain'
+}
 case_timings() {
   # Each step's wall time on stderr; stdout as without --timings.
   run --timings --format summary
@@ -935,7 +938,9 @@ case_size_is_decimal() {
   [ "$(cat "$work/status")" = 2 ] && grep -q "more than the memory limit of 100 bytes" "$work/stderr"
 }
 case_error_flag_with_a_value() {
-  expect_error "--causal is a flag and takes no value: give --causal alone" --causal=3
+  expect_error "--causal is a flag and takes no value: give --causal alone" --causal=3 &&
+    expect_error "--causal is a flag and takes no value: give --causal alone" --causal= &&
+    expect_error "--version is a flag and takes no value: give --version alone" --version=
 }
 case_error_option_without_its_value() {
   expect_error "--seed needs a value (see attn-trace --help)" --seed &&
