@@ -512,6 +512,30 @@ TEST_CASE("parse_csv refuses UTF-16, naming the line: it would be read as one fi
                   attn::Error);
 }
 
+TEST_CASE("parse_csv refuses a number beside a character that does not show as a row label") {
+  // U+00A0, U+200B, a second byte order mark (the file's first is dropped), U+3000 and U+2060,
+  // before or after the number.
+  const std::pair<std::string, std::string> cases[] = {{"\u00a01", "00A0"},
+                                                       {"\u200b-2.5", "200B"},
+                                                       {"\ufeff\ufeff1e3", "FEFF"},
+                                                       {"1\u3000", "3000"},
+                                                       {"\u2060\u00a00x10", "2060"}};
+  for (const auto& [field, code] : cases) {
+    CAPTURE(code);
+    try {
+      (void)attn::parse_csv(field + ",2,3\n", "m.csv");
+      FAIL("not refused");
+    } catch (const attn::Error& e) {
+      const std::string what = e.what();
+      CHECK(what.starts_with("m.csv: line 1, column 1: '"));
+      CHECK(what.ends_with("' is a number beside a character that does not show (U+" + code +
+                           "), and would be taken for a row label: remove that character"));
+    }
+  }
+  // A label beside such a character is a label.
+  CHECK(attn::parse_csv("\u00a0x,2\n", "m.csv").row_labels == Names{"\u00a0x"});
+}
+
 TEST_CASE("parse_csv refuses a first column that only looks like labels: numbers in other syntax") {
   for (const std::string label : {"0x1p3", "0x10", "-0X1.8P1", "1_000", "1 2", "1 000.5", "1'000",
                                   "\"1,5\"", "+1_0e3", "\"1,000,000\"", "0x_1"}) {

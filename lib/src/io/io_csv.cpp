@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -130,6 +131,41 @@ bool looks_like_number(std::string_view f) {
   return separated && whole + fraction > 0 && exponent('e', is_digit) && i == f.size();
 }
 
+// A character that does not show: Unicode white space other than ASCII's (Python's
+// str.isspace()), and the invisible format characters (soft hyphen, zero-width space and
+// joiners, direction marks, word joiner, byte order mark).
+bool invisible(char32_t c) {
+  return c == 0x85 || c == 0xA0 || c == 0xAD || c == 0x1680 || c == 0x180E ||
+         (c >= 0x2000 && c <= 0x200F) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+         (c >= 0x205F && c <= 0x2064) || c == 0x3000 || c == 0xFEFF;
+}
+
+// The field without the characters that do not show at its ends, and the first of them; nullopt
+// when it has none there.
+std::optional<std::pair<std::string_view, char32_t>> visible_part(std::string_view f) {
+  std::optional<char32_t> first;
+  std::size_t begin = 0;
+  std::size_t end = f.size();
+  for (char32_t c = 0; begin < f.size();) {
+    const std::size_t len = decode_utf8(f, begin, c);
+    if (len == 0 || !invisible(c)) break;
+    if (!first) first = c;
+    begin += len;
+  }
+  // From the end: the start of each character, by its first byte.
+  while (end > begin) {
+    std::size_t start = end - 1;
+    while (start > begin && (static_cast<unsigned char>(f[start]) & 0xC0) == 0x80) --start;
+    char32_t c = 0;
+    const std::size_t len = decode_utf8(f, start, c);
+    if (len != end - start || !invisible(c)) break;
+    if (!first) first = c;
+    end = start;
+  }
+  if (!first) return std::nullopt;
+  return std::pair{trim(f.substr(begin, end - begin)), *first};
+}
+
 }  // namespace
 
 LoadedMatrix parse_csv(std::string_view text, const std::string& source) {
@@ -187,6 +223,16 @@ LoadedMatrix parse_csv(std::string_view text, const std::string& source) {
             "{}: line {}, column 1: the row label is not valid UTF-8 (byte {}): labels must be "
             "UTF-8 text",
             source, line_numbers[r], bad));
+      }
+      if (const auto visible = visible_part(label);
+          visible && !visible->first.empty() &&
+          (is_number(std::string(visible->first)) || looks_like_number(visible->first))) {
+        throw Error(fmt::format(
+            "{}: line {}, column 1: {} is a number beside a character that does not show "
+            "(U+{:04X}), and would be taken for a row label: remove that character",
+            source, line_numbers[r],
+            fmt::format("'{}'", escape_controls(label, EscapeStyle::kStrRepr)),
+            static_cast<std::uint32_t>(visible->second)));
       }
       if (looks_like_number(label)) {
         throw Error(fmt::format(
