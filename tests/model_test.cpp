@@ -408,6 +408,22 @@ TEST_CASE("every malformed checkpoint gets one clear error") {
         "FILE: n_head is 0: it must be a positive integer");
   CHECK(open_error(safetensors(ok), R"({"n_head": 2, "layer_norm_epsilon": "x"})", 0) ==
         "FILE: layer_norm_epsilon is \"x\": it must be a number in (0, 1)");
+  // Hugging Face's settings that change the scores: GPT-2's own values only.
+  CHECK(open_error(safetensors(ok),
+                   R"({"n_head": 2, "scale_attn_weights": true, "reorder_and_upcast_attn": false,
+                       "scale_attn_by_inverse_layer_idx": null})",
+                   0) == "opened");
+  CHECK(open_error(safetensors(ok), R"({"n_head": 2, "scale_attn_weights": false})", 0) ==
+        "FILE: scale_attn_weights is false, which leaves the scores undivided by √d_head: this "
+        "tool traces GPT-2's own attention (scale_attn_weights true)");
+  CHECK(
+      open_error(safetensors(ok), R"({"n_head": 2, "scale_attn_by_inverse_layer_idx": true})", 0) ==
+      "FILE: scale_attn_by_inverse_layer_idx is true, which divides the scores by the layer's "
+      "number too: this tool traces GPT-2's own attention (scale_attn_by_inverse_layer_idx "
+      "false)");
+  CHECK(open_error(safetensors(ok), R"({"n_head": 2, "reorder_and_upcast_attn": 1})", 0) ==
+        "FILE: reorder_and_upcast_attn is 1, which is neither true nor false: this tool traces "
+        "GPT-2's own attention (reorder_and_upcast_attn false)");
   // Not a file.
   test::TempDir dir;
   CHECK_THROWS_WITH_AS(

@@ -123,6 +123,25 @@ void read_config(const std::string& where, const std::string& text, std::int64_t
     }
     c.layer_norm_epsilon = it->get<double>();
   }
+  // Settings of Hugging Face's GPT2Attention that change its scores; GPT-2's own are the default.
+  const struct {
+    const char* key;
+    bool gpt2;
+    const char* other;  // what the other value does
+  } kScoreSettings[] = {
+      {"scale_attn_weights", true, "leaves the scores undivided by √d_head"},
+      {"scale_attn_by_inverse_layer_idx", false, "divides the scores by the layer's number too"},
+      {"reorder_and_upcast_attn", false, "scales the scores before their product, in float32"}};
+  for (const auto& setting : kScoreSettings) {
+    const auto it = cfg.find(setting.key);
+    if (it == cfg.end() || it->is_null() || (it->is_boolean() && it->get<bool>() == setting.gpt2)) {
+      continue;
+    }
+    throw Error(fmt::format(
+        "{}: {} is {}, which {}: this tool traces GPT-2's own attention ({} {})", where,
+        setting.key, it->dump(), it->is_boolean() ? setting.other : "is neither true nor false",
+        setting.key, setting.gpt2 ? "true" : "false"));
+  }
   if (const auto it = cfg.find("activation_function"); it != cfg.end() && !it->is_null()) {
     const std::string name = it->is_string() ? it->get<std::string>() : it->dump();
     if (name == "gelu_new") {
