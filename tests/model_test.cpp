@@ -537,4 +537,26 @@ TEST_CASE("a nan or an infinity in a tensor the trace reads is refused with its 
   CHECK(trace_error("h.1.mlp.c_proj.bias", 0, "F32", nan) == "traced");
 }
 
+TEST_CASE("token and position embeddings whose sum overflows are refused at h₀, not as nan") {
+  // wte's and wpe's values all 2e38: finite, their sum is not.
+  auto e = tiny_gpt2(1);
+  for (Entry& x : e) {
+    if (x.name != "wte.weight" && x.name != "wpe.weight") continue;
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(2e38f);
+    for (int i = 0; i < 8 * 4; ++i) {
+      for (int b = 0; b < 4; ++b) x.bytes.push_back(static_cast<unsigned char>(bits >> (8 * b)));
+    }
+    x.bytes.resize(static_cast<std::size_t>(x.shape[0] * x.shape[1]) * 4);
+  }
+  test::TempDir dir;
+  write(dir / "model.safetensors", safetensors(e));
+  TraceConfig c;
+  c.model = Gpt2Checkpoint::open((dir / "model.safetensors").string(), 2);
+  c.sentences = {"!"};
+  CHECK_THROWS_WITH_AS(run_trace(c),
+                       "the input embeddings h₀ = wte[ids] + wpe overflow float32 at row 1, column "
+                       "1 (inf): the given numbers are too large; scale them down",
+                       Error);
+}
+
 }  // namespace attn

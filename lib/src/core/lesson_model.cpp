@@ -30,11 +30,13 @@ Inputs embed_model(Trace& trace, Recorder& rec) {
                 index, std::nullopt, {.rows = s.words, .note = note});
     const Matrix& at = rec.add(StepKind::kPositionEmbeddings, fmt::format("wpe[0 … {}]", t - 1),
                                {"T", "d_model"}, positions, index, std::nullopt, {.rows = s.words});
-    inputs.x.push_back(
-        &rec.add(StepKind::kEmbeddings, "h₀ = wte[ids] + wpe[0 … T−1]", {"T", "d_model"},
-                 tokens + at, index, std::nullopt,
-                 {.rows = s.words,
-                  .title = several ? "" : "the model's input: token plus position embeddings"}));
+    // Two finite rows can sum past float32's range: refused here, not as the queries' nan.
+    inputs.x.push_back(&require_finite(
+        rec.add(StepKind::kEmbeddings, "h₀ = wte[ids] + wpe[0 … T−1]", {"T", "d_model"},
+                tokens + at, index, std::nullopt,
+                {.rows = s.words,
+                 .title = several ? "" : "the model's input: token plus position embeddings"}),
+        "the input embeddings h₀ = wte[ids] + wpe"));
   }
   return inputs;
 }

@@ -271,7 +271,8 @@ const Matrix& require_finite(const Matrix& m, const char* what, Eigen::Index fir
         throw Error(
             fmt::format("{} overflow float32 at row {}, column {} ({}): the given numbers "
                         "are too large; scale them down",
-                        what, first_row + i + 1, j + 1, m(i, j)));
+                        what, first_row + i + 1, j + 1,
+                        std::isnan(m(i, j)) ? "nan" : (m(i, j) < 0.0f ? "-inf" : "inf")));
       }
     }
   }
