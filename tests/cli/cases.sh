@@ -2030,6 +2030,16 @@ case_overview_memory_as_the_run_counts_it() {
       ! grep -Eq '^ *(KiB|bytes)' "$work/narrow" || { echo "COLUMNS=$columns"; cat "$work/narrow"; return 1; }
   done
 }
+case_error_width_from_a_file_names_it() {
+  # A width that a file sets is refused in the file's terms, not as a d_in no option gave.
+  awk 'BEGIN { for (r = 0; r < 2; r++) { for (c = 0; c < 9000; c++) printf "%s1", c ? "," : ""; print "" } }' \
+    >"$work/wide.csv"
+  printf '1,2\n' >"$work/x.csv"
+  expect_error "X in $work/wide.csv has shape [2, 9000]: a width of 9000 is out of range, allowed 1..8192" \
+    --x "$work/wide.csv" &&
+    expect_error "W_q in $work/wide.csv has shape [2, 9000]: a width of 9000 is out of range, allowed 1..8192" \
+      --x "$work/x.csv" --w-query "$work/wide.csv"
+}
 case_rope_theta_without_rope() {
   expect_error "--rope-theta sets the rotary embeddings: it goes with --rope" --rope-theta 500000
 }

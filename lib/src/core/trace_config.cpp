@@ -165,6 +165,37 @@ void apply_given_shapes(TraceConfig& c) {
   check_given_output(c);
 }
 
+// The widths that a model or given matrices set, in their terms: a file's shape or a model's
+// n_embd, rather than the d_in or d_kq that no option gave.
+void check_given_widths(const TraceConfig& c) {
+  auto refuse = [](const std::string& what, std::int64_t width) {
+    throw Error(fmt::format("{}: a width of {} is out of range, allowed 1..{}", what, width,
+                            kMaxDimension));
+  };
+  auto outside = [](std::int64_t width) { return width < 1 || width > kMaxDimension; };
+  if (c.model) {
+    if (outside(c.d_in)) refuse(fmt::format("the model's n_embd is {}", c.d_in), c.d_in);
+    return;
+  }
+  for (const auto* g : {&c.x, &c.embedding}) {
+    if (*g && outside(c.d_in)) {
+      refuse(fmt::format("{} in {} has shape {}", g == &c.x ? "X" : "the embedding table",
+                         (*g)->source, (*g)->shape()),
+             c.d_in);
+    }
+  }
+  const std::optional<GivenMatrix>* weights[] = {&c.w_query, &c.w_key, &c.w_value};
+  const char* symbols[] = {"W_q", "W_k", "W_v"};
+  for (int i = 0; i < 3; ++i) {
+    const std::int64_t width = i == 2 ? c.d_v : c.d_kq;
+    if (*weights[i] && outside(width)) {
+      refuse(fmt::format("{} in {} has shape {}", symbols[i], (*weights[i])->source,
+                         (*weights[i])->shape()),
+             width);
+    }
+  }
+}
+
 // The backward pass's settings: the loss and its target, the learning rate.
 void check_backward(TraceConfig& c) {
   if (!c.backward) {
@@ -248,6 +279,7 @@ TraceConfig resolve(const TraceConfig& config) {
   resolve_model(c);
   apply_given_shapes(c);
   if (c.x && !c.embedding) c.vocab_size = std::max<std::int64_t>(c.vocab_size, 1);
+  check_given_widths(c);
   check_range("vocabulary size", c.vocab_size, 1, kMaxVocabSize);
   check_range("d_in", c.d_in, 1, kMaxDimension);
   check_range("d_kq", c.d_kq, 1, kMaxDimension);
