@@ -133,6 +133,12 @@ TEST_CASE("a trace's steps are read field by field: each wrong one is named") {
        "\"shape\" is [1, 3] but its values are 1 row of 2: they must agree"},
       {R"({"id": "a", "head": null, "batch": null, "shape": [-1, 2], "values": [[1, 2]]})",
        "\"shape\" is [-1, 2] but its values are 1 row of 2: they must agree"},
+      {R"({"id": "a", "head": null, "batch": null, "values": [[[1]]]})",
+       "row 1 holds an array: a row is an array of numbers"},
+      {R"({"id": "a", "head": null, "batch": null, "row_labels": ["x"], "values": [[1], [2]]})",
+       "\"row_labels\" has 1 label for 2 rows: one each, or none"},
+      {R"({"id": "a", "head": null, "batch": null, "col_labels": ["x", "y"], "values": [[1]]})",
+       "\"col_labels\" has 2 labels for 1 column: one each, or none"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.first);

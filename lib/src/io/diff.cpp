@@ -113,6 +113,12 @@ Matrix values_of(const json& s) {
       throw Error(fmt::format("row {} is {}: a row is an array of values", r + 1, brief(row)));
     }
     if (r == 0) cols = static_cast<Eigen::Index>(row.size());
+    for (const json& value : row) {
+      if (value.is_array() || value.is_object()) {
+        throw Error(
+            fmt::format("row {} holds {}: a row is an array of numbers", r + 1, brief(value)));
+      }
+    }
     if (static_cast<Eigen::Index>(row.size()) != cols) {
       throw Error(
           fmt::format("row {} has {} value{} where row 1 has {}: the rows of a "
@@ -248,6 +254,17 @@ TraceDocument parse_trace_json(std::string_view text, const std::string& source)
       step.row_labels = labels_of(s, "row_labels");
       step.col_labels = labels_of(s, "col_labels");
       step.values = values_of(s);
+      // Labels name the rows and the columns: one each, or none.
+      const std::pair<const std::vector<std::string>*, Eigen::Index> labelled[] = {
+          {&step.row_labels, step.values.rows()}, {&step.col_labels, step.values.cols()}};
+      for (const auto& [labels, count] : labelled) {
+        if (labels->empty() || static_cast<Eigen::Index>(labels->size()) == count) continue;
+        const bool rows = labels == &step.row_labels;
+        throw Error(fmt::format("\"{}\" has {} label{} for {} {}{}: one each, or none",
+                                rows ? "row_labels" : "col_labels", labels->size(),
+                                labels->size() == 1 ? "" : "s", count, rows ? "row" : "column",
+                                count == 1 ? "" : "s"));
+      }
       out.steps.push_back(std::move(step));
     } catch (const json::exception& e) {
       // "[json.exception.type_error.302] type must be string, but is number": the part after
