@@ -168,6 +168,22 @@ std::vector<std::string> check_arguments(const CLI::App& app, const CLI::App& di
     if (opt->get_expected_max() == 0 && long_form && value_attached) {
       throw Error(fmt::format("{} is a flag and takes no value: give {} alone", name, name));
     }
+    // A list's items are joined by commas: an empty one (",omega", "a,,b") names nothing, and
+    // CLI11 would drop it unseen.
+    if (opt->get_delimiter() != '\0' && opt->get_expected_min() > 0) {
+      const std::string_view value =
+          value_attached ? (long_form ? arg.substr(arg.find('=') + 1) : arg.substr(2))
+                         : (i + 1 < argc ? std::string_view(argv[i + 1]) : std::string_view());
+      const std::string doubled(2, opt->get_delimiter());
+      if ((value_attached || i + 1 < argc) && !value.empty() &&
+          (value.front() == opt->get_delimiter() || value.back() == opt->get_delimiter() ||
+           value.find(doubled) != std::string_view::npos)) {
+        throw Error(
+            fmt::format("{}: '{}' has an empty item: join the items with single commas, "
+                        "like omega,keys",
+                        name, value));
+      }
+    }
     if (opt->get_expected_min() > 0 && !value_attached) ++i;
   }
   return words;

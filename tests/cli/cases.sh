@@ -2040,6 +2040,13 @@ case_error_width_from_a_file_names_it() {
     expect_error "W_q in $work/wide.csv has shape [2, 9000]: a width of 9000 is out of range, allowed 1..8192" \
       --x "$work/x.csv" --w-query "$work/wide.csv"
 }
+case_error_steps_with_an_empty_item() {
+  # CLI11 drops an empty item of a list unseen: ",omega" would be read as "omega".
+  expect_error "--steps: ',omega' has an empty item: join the items with single commas, like omega,keys" \
+    --steps ,omega &&
+    expect_error "--steps: 'omega,,keys' has an empty item: join the items with single commas, like omega,keys" \
+      --steps=omega,,keys
+}
 case_rope_theta_without_rope() {
   expect_error "--rope-theta sets the rotary embeddings: it goes with --rope" --rope-theta 500000
 }
