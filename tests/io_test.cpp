@@ -520,7 +520,11 @@ TEST_CASE("parse_csv refuses a number beside a character that does not show as a
                                                        {"\ufeff\ufeff1e3", "FEFF"},
                                                        {"1\u3000", "3000"},
                                                        {"\u2060\u00a00x10", "2060"}};
-  for (const auto& [field, code] : cases) {
+  for (const auto& c : cases) {
+    // Named copies, not structured bindings: clang 14 refuses a lambda (CAPTURE's) that captures
+    // a binding.
+    const std::string& field = c.first;
+    const std::string& code = c.second;
     CAPTURE(code);
     try {
       (void)attn::parse_csv(field + ",2,3\n", "m.csv");
