@@ -25,6 +25,9 @@ std::vector<std::string> tokenize(std::string_view sentence,
 // would throw.
 std::optional<std::size_t> count_words(std::string_view sentence);
 
+// White space as Python's str.isspace() defines it: ASCII's and Unicode's.
+bool is_space(char32_t c);
+
 // Whether the text is empty or white space alone (Python's str.isspace(): ASCII and Unicode),
 // as a blank line of a batch is. Invalid UTF-8 is not blank.
 bool is_blank(std::string_view text);

@@ -94,14 +94,13 @@ std::string escape_controls(std::string_view text, EscapeStyle style) {
   return out;
 }
 
-namespace {
-
-// White space as Python's str.isspace() defines it.
 bool is_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
          c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
          c == 0x205F || c == 0x3000;
 }
+
+namespace {
 
 // Where a sentence stops being readable: the byte of invalid UTF-8 or of a control character.
 struct ScanStop {

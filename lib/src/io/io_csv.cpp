@@ -131,13 +131,12 @@ bool looks_like_number(std::string_view f) {
   return separated && whole + fraction > 0 && exponent('e', is_digit) && i == f.size();
 }
 
-// A character that does not show: Unicode white space other than ASCII's (Python's
-// str.isspace()), and the invisible format characters (soft hyphen, zero-width space and
-// joiners, direction marks, word joiner, byte order mark).
+// A character that does not show: white space (Python's str.isspace(), beyond the ASCII spaces
+// that trim() drops), and the invisible format characters (soft hyphen, zero-width space and
+// joiners, direction marks, word joiner and the invisible operators, byte order mark).
 bool invisible(char32_t c) {
-  return c == 0x85 || c == 0xA0 || c == 0xAD || c == 0x1680 || c == 0x180E ||
-         (c >= 0x2000 && c <= 0x200F) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         (c >= 0x205F && c <= 0x2064) || c == 0x3000 || c == 0xFEFF;
+  return is_space(c) || c == 0xAD || c == 0x180E || (c >= 0x200B && c <= 0x200F) ||
+         (c >= 0x2060 && c <= 0x2064) || c == 0xFEFF;
 }
 
 // The field without the characters that do not show at its ends, and the first of them; nullopt
