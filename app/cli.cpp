@@ -176,7 +176,7 @@ Outcome run(Options& o) {
     outcome.out = stream_summary ? streamed_summary(trace, lines, attention)
                                  : render_summary(trace, kSummaryQueries, config.threads);
   } else if (o.format == OutputFormat::kSvg) {
-    outcome.out = render_svg(trace, SvgOptions{o.text.precision});
+    outcome.parts = render_svg_parts(trace, SvgOptions{o.text.precision});
   } else if (o.format == OutputFormat::kHeatmap) {
     if (o.steps.empty()) {
       // ω, the scaled scores and the weights; the masked scores too when there is a mask.

@@ -369,7 +369,8 @@ TraceConfig make_config(Options& o) {
     o.config.threads = *o.threads;
   }
   // What the chosen output writes per value, for the memory estimate.
-  o.config.output_cost = o.export_dir ? OutputCost{} : output_cost(o.format, o.text.precision);
+  o.config.output_cost = o.export_dir ? export_cost(o.format == OutputFormat::kSvg)
+                                      : output_cost(o.format, o.text.precision);
   if (o.explain) parse_cell(*o.explain);
   if (o.explain_grad) parse_cell(*o.explain_grad, "--explain-grad");
   return o.config;

@@ -2047,6 +2047,12 @@ case_error_steps_with_an_empty_item() {
     expect_error "--steps: 'omega,,keys' has an empty item: join the items with single commas, like omega,keys" \
       --steps=omega,,keys
 }
+# Rows whose kept keys' weights underflow in the softmax over every key: the causal lesson's
+# renormalized weights are 0 / 0 there, and the notes say so rather than "the same weights".
+case_causal_underflow() {
+  expect_output causal_underflow --x tests/golden/inputs/underflow.csv --causal --backward \
+    --steps renormalized_weights,grad_omega_other_way
+}
 case_rope_theta_without_rope() {
   expect_error "--rope-theta sets the rotary embeddings: it goes with --rope" --rope-theta 500000
 }

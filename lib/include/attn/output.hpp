@@ -27,6 +27,11 @@ struct OutputCost {
   // and the column's label in every cell instead (labels_per_cell).
   double label_copies = 0.0;
   bool labels_per_cell = false;
+  // A format that draws a figure at a time (SVG): bytes per value of the largest figure, its text
+  // held until written. A figure is every slice of one step (figure_of_step: --format svg's one
+  // figure), or one slice (an export's figure beside each slice's file).
+  double per_figure_value = 0.0;
+  bool figure_of_step = false;
 };
 
 // Per value, the peak memory of whole runs beyond the values' own 4 bytes, measured for each
@@ -36,8 +41,11 @@ struct OutputCost {
 // a step's text as it grows), Markdown 26 and 1.5 a decimal, JSON 30, CSV 60 (a row per cell,
 // with its labels), heatmaps 18 (colour escapes, a heatmap at a time), the HTML page 80 (each value
 // exact in its data, and in a table cell or a working, and the page put together from its parts),
-// an SVG figure 160 (a rectangle and a text element per cell); none for the summary, which reduces
-// each step to a line, and none for the overview, which computes no step. Per step, measured as
+// none for the summary, which reduces each step to a line, and none for the overview, which
+// computes no step. An SVG figure is written in parts as it is drawn, one figure at a time: 125
+// bytes per value of the largest figure (a rectangle per cell: 74–75 bytes a cell in figures of
+// 600 to 2,000 tokens, 113 for a cell that is −inf or nan, drawn with a border; and a tenth
+// more), none for the others. Per step, measured as
 // the peak memory of batches of short sentences beyond the steps' own: 448 bytes for the
 // summary (its line), 832 for text, 448 for Markdown, 1 KiB for JSON, 384 for heatmaps, 6.5 KiB
 // for the HTML page (a section, and its copies as the page is put together), 128 for CSV.
@@ -45,5 +53,9 @@ struct OutputCost {
 // attention's rows), 5 for text, 3 for JSON, Markdown and CSV (besides the CSV's label in every
 // cell), 2 for heatmaps and SVG, 6 for the HTML page.
 OutputCost output_cost(OutputFormat format, int precision = 4);
+
+// What an export holds beyond the trace's values (its .npy files are written from them): its
+// manifest, whole, and with `figures` an SVG figure of each slice, one at a time.
+OutputCost export_cost(bool figures);
 
 }  // namespace attn

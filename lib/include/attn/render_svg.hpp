@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "attn/trace.hpp"
 
@@ -40,6 +41,13 @@ std::string render_svg(const Trace& trace, std::span<const std::size_t> steps,
 // The figure of every step of the trace, which must be the slices of one step (after
 // select_steps with one id). Throws attn::Error naming the ids when there are several, or none.
 std::string render_svg(const Trace& trace, const SvgOptions& options);
+
+// The same figures in parts of about a MiB, whose concatenation is render_svg's text: a large
+// grid's figure is never one string that grows by copying itself (a program writes the parts one
+// after another).
+std::vector<std::string> render_svg_parts(const Trace& trace, std::span<const std::size_t> steps,
+                                          const SvgOptions& options);
+std::vector<std::string> render_svg_parts(const Trace& trace, const SvgOptions& options);
 
 // Text for XML character data and attribute values: &, <, >, " and ' as entities. Requires:
 // text holds no control character other than tab (escape_controls removes them).

@@ -354,19 +354,27 @@ bool released_unread(StepKind kind);
 std::vector<PlannedStep> plan_steps(const TraceConfig& config, std::int64_t t_q, std::int64_t t_k,
                                     std::int64_t batch, bool padded, std::int64_t tokens = 0);
 
+// Whether a run's heads go through blocks of query rows (release_scores and stream_scores):
+// not with decode or online_softmax, whose lessons read a head's whole scores.
+bool rows_at_a_time(const TraceConfig& config);
+
 // The query rows of a block when a head's scores are computed rows at a time
 // (stream_scores): score_block_rows, or 0 for about 1 MiB of scores a block, a multiple of 48 (at
 // least 48).
 std::int64_t score_block_rows(const TraceConfig& config, std::int64_t t_k);
 
 // What a run of this plan holds, counted: the float32 values (every planned step's, one head's
-// scores at a time with release_scores, and the backward pass's working copies), the steps'
-// records, their labels (a token for each row of T rows and each key column of a (T, T_k)
-// step), the values in labelled rows or columns (for a CSV, which writes labels in every cell),
-// and the tokens of the sentences.
+// scores at a time with release_scores, and `working`: what no output writes, the backward
+// pass's working copies, a masked item's own mask, a head's next scores as they are computed),
+// the steps' records, their labels (a token for each row of T rows and each key column of a
+// (T, T_k) step), the values in labelled rows or columns (for a CSV, which writes labels in every
+// cell), and the tokens of the sentences.
 struct MemoryEstimate {
   double floats = 0.0, working = 0.0, steps = 0.0, labels = 0.0, labelled_values = 0.0,
          tokens = 0.0;
+  // The values of the largest step (every slice of one id) and of the largest slice: the largest
+  // figure, as OutputCost::figure_of_step counts one.
+  double largest_step = 0.0, largest_slice = 0.0;
   // About the bytes: these, each at a measured size (a step's record about 768 bytes; each
   // token's label held in about three lists of 48-byte strings, and its text about eight times),
   // plus what the renderer writes for them (config.output_cost).

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ struct Labels {
   // it goes. Rows at a time, the note gets the largest of every block's.
   std::optional<float> largest = {};
   std::string id_suffix = {};  // after the catalogue's id, for a step recorded once per token
+  // A note that names rows: `note_of` makes it, in place of `note`, from the largest (0 without
+  // one) and the rows flagged (0-based, of these values). Rows at a time, it is made once every
+  // block is in, from every block's rows, numbered in the whole step.
+  std::vector<Eigen::Index> flagged_rows = {};
+  std::function<std::string(float largest, const std::vector<Eigen::Index>& rows)> note_of = {};
 };
 
 // The block a Recorder is recording (begin_rows): its rows, and the steps it adds to, in order.
@@ -39,6 +45,8 @@ struct RecorderBlock {
   std::vector<RowDigester> digesters;
   std::vector<std::string> notes;  // a `largest` note's text, before formatting
   std::vector<std::optional<float>> largest;
+  std::vector<std::vector<Eigen::Index>> flagged_rows;  // Labels::flagged_rows, of the whole step
+  std::vector<decltype(Labels::note_of)> note_of;
   std::vector<double> work;   // each step's planned_work()
   std::deque<Matrix> values;  // this block's values, as add() returned them
 };
@@ -301,6 +309,11 @@ struct ItemGrads {
 // The weights', X's and the embedding table's gradients, then the step of gradient descent.
 void record_input_grads(Recorder& rec, const Trace& trace, const Inputs& inputs, const Weights& w,
                         const std::vector<ItemGrads>& items);
+
+// "row 3" or "rows 3, 5" (1-based numbers; past ten, "rows 1, …, 10 and 5 more"); with verbs,
+// "row 3 is" or "rows 3, 5 are".
+std::string rows_text(const std::vector<std::string>& rows, std::string_view one_verb = {},
+                      std::string_view many_verb = {});
 
 // After the forward steps: the loss and every gradient back to the inputs (config.backward).
 void backward(Trace& trace, Recorder& rec, const Inputs& inputs, const Weights& w);

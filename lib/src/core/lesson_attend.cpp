@@ -17,12 +17,6 @@ namespace {
 
 bool split_form(const TraceConfig& c) { return c.multihead == MultiheadForm::kSplit; }
 
-// Whether a head's attention goes through blocks of query rows (the summary of a long input).
-// The KV cache and the online softmax read the head's whole scores: they are traced whole.
-bool rows_at_a_time(const TraceConfig& c) {
-  return c.release_scores && c.stream_scores && !c.decode && c.online_softmax == 0;
-}
-
 // The keys' length: T, or T₂ for cross-attention.
 std::string t_k(const TraceConfig& c) { return c.cross ? "T₂" : "T"; }
 
@@ -142,31 +136,56 @@ void causal_lesson(Recorder& rec, const Item& item, const Matrix& omega, const M
   const Labels labels{.rows = item.queries.words, .cols = item.keys.words};
   const Matrix& plain =
       rec.add(StepKind::kUnmaskedWeights, fmt::format("A' = softmax(ω / √{})", symbols(c).d_k),
-              {"T", t_k(c)}, softmax_rows(scale(omega, d_k), c.kernel), item.index, head, labels);
+              {"T", t_k(c)}, softmax_in_place(scale(omega, d_k), c.kernel).weights, item.index,
+              head, labels);
   Matrix zeroed = plain;
   for (Eigen::Index i = 0; i < zeroed.size(); ++i) {
     if (item.mask.values.data()[i] != 0.0f) zeroed.data()[i] = 0.0f;
   }
+  Matrix renormalized = renormalize_rows(zeroed);
   rec.add(StepKind::kZeroedWeights, std::string(step_info(StepKind::kZeroedWeights).equation),
-          {"T", t_k(c)}, zeroed, item.index, head, labels);
-  const Matrix renormalized = renormalize_rows(zeroed);
+          {"T", t_k(c)}, std::move(zeroed), item.index, head, labels);
+  // A row that keeps a key can still be all 0 after the mask: the softmax over every key gave
+  // each kept key 0 (exp underflows in float32 when a masked score is far larger).
   float worst = 0.0f;
-  for (Eigen::Index i = 0; i < a.size(); ++i) {
-    const float d = std::fabs(renormalized.data()[i] - a.data()[i]);
-    if (std::isfinite(d)) worst = std::max(worst, d);
+  std::vector<Eigen::Index> underflowed;
+  for (Eigen::Index i = 0; i < a.rows(); ++i) {
+    bool nan_row = false, keeps_a_key = false;
+    for (Eigen::Index j = 0; j < a.cols(); ++j) {
+      const float d = std::fabs(renormalized(i, j) - a(i, j));
+      if (std::isfinite(d)) worst = std::max(worst, d);
+      nan_row = nan_row || std::isnan(renormalized(i, j));
+      keeps_a_key = keeps_a_key || item.mask.values(i, j) == 0.0f;
+    }
+    if (nan_row && keeps_a_key) underflowed.push_back(i);
   }
   Labels note = labels;
-  note.note =
-      "the same weights as attention_weights: the largest difference is {0:.1e}, float32 "
-      "rounding" +
-      (item.mask.fully_masked.empty()
-           ? std::string()
-           : fmt::format("; rows {} are all 0 after the mask, and 0 / 0 is nan",
-                         fmt::join(item.mask.fully_masked, ", ")));
   note.largest = worst;
+  note.flagged_rows = std::move(underflowed);
+  note.note_of = [fully_masked = item.mask.fully_masked](float largest,
+                                                         const std::vector<Eigen::Index>& rows) {
+    std::vector<std::string> numbers;
+    for (const Eigen::Index r : rows) numbers.push_back(std::to_string(r + 1));
+    std::string text = fmt::format(
+        "the same weights as attention_weights{}: the largest difference is {:.1e}, float32 "
+        "rounding",
+        numbers.empty() ? std::string() : " but in " + rows_text(numbers), largest);
+    if (!numbers.empty()) {
+      text += fmt::format(
+          "; in {} the softmax over every key left 0 for each key the mask keeps (exp underflows "
+          "in float32 beside a far larger masked score), so 0 / 0 is nan, where "
+          "attention_weights masks before its softmax",
+          rows_text(numbers));
+    }
+    if (!fully_masked.empty()) {
+      text += fmt::format("; {} all 0 after the mask, and 0 / 0 is nan",
+                          rows_text(fully_masked, "is", "are"));
+    }
+    return text;
+  };
   rec.add(StepKind::kRenormalizedWeights,
           std::string(step_info(StepKind::kRenormalizedWeights).equation), {"T", t_k(c)},
-          renormalized, item.index, head, std::move(note));
+          std::move(renormalized), item.index, head, std::move(note));
 }
 
 }  // namespace

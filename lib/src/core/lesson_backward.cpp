@@ -133,11 +133,25 @@ void other_way_backward(Recorder& rec, const Trace& trace, const Matrix& da, con
   for (Eigen::Index i = 0; i < r.rows(); ++i) {
     if (std::isfinite(r(i, 0))) r_largest = std::max(r_largest, std::fabs(r(i, 0)));
   }
+  // Rows that are nan here and not in grad_omega: the renormalized weights' rows of 0 / 0.
+  std::vector<std::string> nan_rows;
+  for (Eigen::Index i = 0; i < dw.rows(); ++i) {
+    for (Eigen::Index j = 0; j < dw.cols(); ++j) {
+      if (std::isnan(dw(i, j)) && !std::isnan(domega(i, j))) {
+        nan_rows.push_back(std::to_string(i + 1));
+        break;
+      }
+    }
+  }
   Labels back = square;
   back.note = fmt::format(
       "r'_i = Σ_j dL/dA'_ij A'_ij is 0 up to rounding (at most {:.1e}), so the masked scores get "
-      "almost nothing; the largest difference from grad_omega is {:.1e}, float32 rounding",
-      r_largest, largest_difference(dw, domega));
+      "almost nothing; the largest difference from grad_omega is {:.1e}, float32 rounding{}",
+      r_largest, largest_difference(dw, domega),
+      nan_rows.empty() ? std::string()
+                       : fmt::format("; in {} it is nan, where grad_omega is not, as the "
+                                     "renormalized weights are nan there (0 / 0)",
+                                     rows_text(nan_rows)));
   rec.add(StepKind::kGradOmegaOtherWay, fmt::format("dL/dω' = A' ⊙ (dL/dA' − r') / √{}", d_k),
           {"T", t}, std::move(dw), item, hh, std::move(back));
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "attn/trace.hpp"
@@ -120,10 +121,13 @@ double label_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k) {
   return text / std::max(count, 1.0) + 2.0;
 }
 
+// The floats of a 2 MiB page.
+constexpr double kPageFloats = double{1 << 21} / 4.0;
+
 MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
                            std::int64_t batch, bool padded, std::int64_t tokens) {
   const bool split = c.multihead == MultiheadForm::kSplit;
-  double values = 0.0, squares = 0.0;
+  double values = 0.0, squares = 0.0, square_steps = 0.0;
   // With release_head_steps (lesson_heads.cpp), the steps only a head reads are freed when the
   // head is done, and an item's Q, K and V (the split form's) when its heads are: one head's and
   // one item's are held. Each head's Z is written into the heads side by side as it is done,
@@ -135,10 +139,15 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
   // With release_unread, the (T, T_k) steps it frees, of the forward and of the backward pass.
   const bool unread = c.backward && c.release_unread;
   double unread_forward = 0.0, unread_backward = 0.0;
+  // Each kind's values, every slice's: a step's (decode's per-token ids counted as one step).
+  std::unordered_map<StepKind, double> per_kind;
+  double largest_slice = 0.0;
   for (const PlannedStep& s : plan_steps(c, t_q, t_k, batch, padded, tokens)) {
     const double n = static_cast<double>(s.rows) * static_cast<double>(s.cols);
     values += n;
     steps += 1.0;
+    per_kind[s.kind] += n;
+    largest_slice = std::max(largest_slice, n);
     const bool token_rows =
         !weight_like(s.kind) && s.kind != StepKind::kLoss && s.kind != StepKind::kLossAfterStep;
     const bool key_cols = labelled_columns(s.kind);
@@ -148,6 +157,7 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
     // The (T, T_k) steps, whose columns are keys: release_scores frees them head by head.
     if (step_info(s.kind).scores) {
       squares += n;
+      square_steps += 1.0;
       if (unread && released_unread(s.kind)) {
         (released_unread_forward(s.kind) ? unread_forward : unread_backward) += n;
       }
@@ -183,19 +193,31 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
   const bool in_place = !c.causal && !c.softmax_steps && c.online_softmax == 0;
   const double held_per_row = in_place ? (padded ? 2.0 : 1.0) * static_cast<double>(t_k)
                                        : squares / static_cast<double>(batch * c.heads * t_q);
-  if (c.release_scores && c.stream_scores) {
+  // Working memory beyond the steps, which no output writes: a masked item holds its whole
+  // (T, T_k) mask while its heads record theirs (Mask::values; rows at a time, a block's rows).
+  double held_aside = (c.causal || padded) && !rows_at_a_time(c)
+                          ? static_cast<double>(t_q) * static_cast<double>(t_k)
+                          : 0.0;
+  if (rows_at_a_time(c)) {
     // A block of rows of one head's (T, T_k) steps at a time, and its K and V packed once.
     const auto rows = static_cast<double>(std::min(score_block_rows(c, t_k), t_q));
     values += held_per_row * rows + static_cast<double>(t_k) * static_cast<double>(c.d_kq + c.d_v) -
               squares;
-    const auto items = static_cast<double>(std::max<std::int64_t>(batch, 1));
-    if (c.release_head_steps && heads > 0.0) {
-      values += per_head / heads - per_head + per_item / items - per_item +
-                (c.heads > 1 ? 0.0 : contexts / items);
-    }
   } else if (c.release_scores) {
-    // One head's (T, T_k) steps are held at a time.
+    // One head's (T, T_k) steps are held at a time (the KV cache and the online softmax read
+    // them whole), and one more as it is computed; each in whole 2 MiB pages, which a large
+    // matrix's ends share with no other (runs of 1,500 and 3,000 tokens with --decode, --window
+    // or --online-softmax peaked at 1.08–1.11 times one head's steps).
+    const double held = in_place ? 1.0 : square_steps / static_cast<double>(batch * c.heads) + 1.0;
     values += held_per_row * static_cast<double>(t_q) - squares;
+    held_aside +=
+        (in_place ? 0.0 : static_cast<double>(t_k) * static_cast<double>(t_q)) + held * kPageFloats;
+  }
+  if (c.release_scores && c.stream_scores && c.release_head_steps && heads > 0.0) {
+    // Recorder::release_from: a head's own steps are freed when it is done.
+    const auto items = static_cast<double>(std::max<std::int64_t>(batch, 1));
+    values += per_head / heads - per_head + per_item / items - per_item +
+              (c.heads > 1 ? 0.0 : contexts / items);
   } else if (unread) {
     // One head's of each at a time: a head's forward ones are freed before the next head's are
     // made, and the last head's before the backward pass begins.
@@ -206,13 +228,17 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
   // row that masks every key (the softmax's backward reads nan there), or the forward pass
   // again for the loss after --lr's step (one (T, T_k) matrix).
   const double working =
-      c.backward ? 2.0 * static_cast<double>(t_q) * static_cast<double>(t_k) : 0.0;
+      held_aside + (c.backward ? 2.0 * static_cast<double>(t_q) * static_cast<double>(t_k) : 0.0);
+  double largest_step = 0.0;
+  for (const auto& [kind, n] : per_kind) largest_step = std::max(largest_step, n);
   return {.floats = values + working,
           .working = working,
           .steps = steps,
           .labels = labels,
           .labelled_values = labelled_values,
-          .tokens = static_cast<double>(batch * t_q + (c.cross ? t_k : 0))};
+          .tokens = static_cast<double>(batch * t_q + (c.cross ? t_k : 0)),
+          .largest_step = largest_step,
+          .largest_slice = largest_slice};
 }
 
 }  // namespace
@@ -222,7 +248,8 @@ double MemoryEstimate::bytes(const TraceConfig& c, std::int64_t t_q, std::int64_
   const double label = label_bytes(c, t_q, t_k);
   // The values, each step's record and what the format writes for it, each label as written,
   // and the sentences' labels and text as held.
-  return matrix_bytes(c) + steps * (kStepRecordBytes + out.per_step) +
+  const double figure = (out.figure_of_step ? largest_step : largest_slice) * out.per_figure_value;
+  return matrix_bytes(c) + figure + steps * (kStepRecordBytes + out.per_step) +
          labels * label * out.label_copies + (out.labels_per_cell ? labelled_values * label : 0.0) +
          tokens * (kLabelLists * kLabelRecordBytes + kTextCopies * label);
 }
@@ -246,7 +273,9 @@ MemoryEstimate estimate_memory(const TraceConfig& c, std::int64_t t_q, std::int6
       .steps = two.steps + (three.steps - two.steps) * more,
       .labels = two.labels + (three.labels - two.labels) * more,
       .labelled_values = two.labelled_values + (three.labelled_values - two.labelled_values) * more,
-      .tokens = two.tokens + (three.tokens - two.tokens) * more};
+      .tokens = two.tokens + (three.tokens - two.tokens) * more,
+      .largest_step = two.largest_step + (three.largest_step - two.largest_step) * more,
+      .largest_slice = three.largest_slice};
 }
 
 double estimate_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k, std::int64_t batch,

@@ -294,6 +294,10 @@ double planned_work(const PlannedStep& step) {
   return static_cast<double>(step.rows) * static_cast<double>(step.cols) * per_value;
 }
 
+bool rows_at_a_time(const TraceConfig& c) {
+  return c.release_scores && c.stream_scores && !c.decode && c.online_softmax == 0;
+}
+
 std::int64_t score_block_rows(const TraceConfig& c, std::int64_t t_k) {
   if (c.score_block_rows > 0) return c.score_block_rows;
   // About 1 MiB of scores per thread (up to 4), so that each thread's rows of a block stay in its

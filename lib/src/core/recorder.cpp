@@ -93,12 +93,15 @@ const Matrix& Recorder::add(StepKind kind, std::string equation, std::vector<std
                                  : std::nullopt);
     b.notes.push_back(std::move(labels.note));
     b.largest.emplace_back();
+    b.flagged_rows.emplace_back();
+    b.note_of.push_back(std::move(labels.note_of));
     b.work.push_back(work);
     return add_rows(trace_.steps.back(), std::move(values), labels);
   }
   s.row_labels = std::move(labels.rows);
-  s.note = labels.largest ? fmt::format(fmt::runtime(labels.note), *labels.largest)
-                          : std::move(labels.note);
+  s.note = labels.note_of   ? labels.note_of(labels.largest.value_or(0.0f), labels.flagged_rows)
+           : labels.largest ? fmt::format(fmt::runtime(labels.note), *labels.largest)
+                            : std::move(labels.note);
   share_labels(s);
   s.rows_done = rows;
   s.values = std::move(values);
@@ -122,6 +125,7 @@ const Matrix& Recorder::add_rows(Step& s, Matrix values, const Labels& labels) {
   if (labels.largest) {
     b.largest[i] = b.largest[i] ? std::max(*b.largest[i], *labels.largest) : *labels.largest;
   }
+  for (const Eigen::Index r : labels.flagged_rows) b.flagged_rows[i].push_back(b.first + r);
   s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - last_).count();
   bool finite = false;
   if (s.columns_are_keys) {
@@ -190,8 +194,9 @@ void Recorder::end_rows() {
     Step& s = trace_.steps[b.steps[i]];
     share_labels(s);
     if (s.columns_are_keys) s.digest = std::make_shared<StepDigest>(b.digesters[i].finish());
-    s.note =
-        b.largest[i] ? fmt::format(fmt::runtime(b.notes[i]), *b.largest[i]) : std::move(b.notes[i]);
+    s.note = b.note_of[i]   ? b.note_of[i](b.largest[i].value_or(0.0f), b.flagged_rows[i])
+             : b.largest[i] ? fmt::format(fmt::runtime(b.notes[i]), *b.largest[i])
+                            : std::move(b.notes[i]);
   }
   block_.reset();
 }
@@ -261,6 +266,20 @@ void Recorder::release_from(std::size_t first) {
 const Matrix& Recorder::require_finite(const Matrix& m, const char* what,
                                        Eigen::Index first_row) const {
   return &m == known_finite_ ? m : lesson::require_finite(m, what, first_row);
+}
+
+std::string rows_text(const std::vector<std::string>& rows, std::string_view one_verb,
+                      std::string_view many_verb) {
+  constexpr std::size_t kNamed = 10;  // a long list names the first ten and counts the rest
+  const bool one = rows.size() == 1;
+  const std::string_view verb = one ? one_verb : many_verb;
+  const std::size_t named = std::min(rows.size(), kNamed);
+  const std::string more =
+      rows.size() > named ? fmt::format(" and {} more", rows.size() - named) : std::string();
+  return fmt::format(
+      "{} {}{}{}{}", one ? "row" : "rows",
+      fmt::join(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(named), ", "), more,
+      verb.empty() ? "" : " ", verb);
 }
 
 const Matrix& require_finite(const Matrix& m, const char* what, Eigen::Index first_row) {

@@ -381,7 +381,10 @@ std::vector<std::string> write_export(const Trace& trace, const std::filesystem:
   for (const ExportEntry& e : plan) {
     const std::string header = export_npy_header(e);
     staging.write(e.name, npy_parts(trace, e, header));
-    if (!e.figure.empty()) staging.write(e.figure, {render_svg(trace, e.steps, *figures)});
+    if (!e.figure.empty()) {
+      const std::vector<std::string> figure = render_svg_parts(trace, e.steps, *figures);
+      staging.write(e.figure, std::vector<std::string_view>(figure.begin(), figure.end()));
+    }
   }
   const std::string manifest = render_manifest(trace, plan);
   staging.write("manifest.json", {manifest});

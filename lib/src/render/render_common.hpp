@@ -21,13 +21,17 @@ namespace attn::render_detail {
 // nor joined into one more copy of the whole (cli writes the parts one after another).
 class PartWriter {
  public:
+  PartWriter() { current_.reserve(kReservedBytes); }
   // The part being written; the same string object for the writer's life.
   std::string& text() { return current_; }
-  // Starts a new part once the current one holds a MiB or more.
+  // Starts a new part once the current one holds a MiB or more. A part's memory is taken whole
+  // at its start, a MiB and 64 KiB, so that less than 64 KiB written past the MiB before this is
+  // called never makes it grow by doubling: a part holds about its text, not up to twice it.
   void cut_if_long() {
     if (current_.size() >= kPartBytes) {
       parts_.push_back(std::move(current_));
       current_ = std::string();
+      current_.reserve(kReservedBytes);
     }
   }
   // The parts, the last one too.
@@ -38,6 +42,7 @@ class PartWriter {
 
  private:
   static constexpr std::size_t kPartBytes = std::size_t{1} << 20;
+  static constexpr std::size_t kReservedBytes = kPartBytes + (std::size_t{64} << 10);
   std::string current_;
   std::vector<std::string> parts_;
 };

@@ -222,9 +222,9 @@ std::vector<std::string> render_json_parts(const Trace& trace, bool describe) {
         } else {
           out += float_text(v);
         }
+        parts.cut_if_long();
       }
       out += "]";
-      parts.cut_if_long();
     }
     out += "\n      ]\n    }";
   }

@@ -159,8 +159,9 @@ Panel panel_of(const Trace& trace, const Step& s, int precision) {
   return p;
 }
 
-std::string draw_panel(const Panel& p, int precision) {
-  std::string out;
+// Appends the panel to the writer's parts, a row of cells at a time.
+void draw_panel(const Panel& p, int precision, render_detail::PartWriter& w) {
+  std::string& out = w.text();
   const Matrix& m = p.step->values;  // (rows, cols): one slice of the step
   int y = 0;
   if (!p.heading.empty()) {
@@ -209,6 +210,7 @@ std::string draw_panel(const Panel& p, int precision) {
       } else if (!finite && p.cell_height >= 8) {
         out += text_element(tx, ty, "×", "text-anchor=\"middle\" fill=\"#666666\"");
       }
+      w.cut_if_long();
     }
   }
   y += p.cell_height * static_cast<int>(m.rows()) + 10;
@@ -241,7 +243,6 @@ std::string draw_panel(const Panel& p, int precision) {
     out += text_element(0, y + 12, line, "class=\"key\"");
     y += kLine;
   }
-  return out;
 }
 
 std::string gradient(std::string_view id, Ramp ramp) {
@@ -296,8 +297,8 @@ std::string xml_escape(std::string_view text) {
   return out;
 }
 
-std::string render_svg(const Trace& trace, std::span<const std::size_t> steps,
-                       const SvgOptions& options) {
+std::vector<std::string> render_svg_parts(const Trace& trace, std::span<const std::size_t> steps,
+                                          const SvgOptions& options) {
   if (options.precision < 0 || options.precision > 8) {
     throw Error(fmt::format("precision {} is not in 0..8", options.precision));
   }
@@ -351,7 +352,9 @@ std::string render_svg(const Trace& trace, std::span<const std::size_t> steps,
   const int height = 2 * kMargin + title_height + static_cast<int>(down) * panel_height +
                      static_cast<int>(down - 1) * kPanelGap;
 
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  render_detail::PartWriter w;
+  std::string& out = w.text();
+  out += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" height=\"{1}\" "
       "viewBox=\"0 0 {0} {1}\" font-family=\"monospace\" font-size=\"12\" fill=\"#000000\">\n",
@@ -374,17 +377,27 @@ std::string render_svg(const Trace& trace, std::span<const std::size_t> steps,
     const int y =
         kMargin + title_height + static_cast<int>(k / across) * (panel_height + kPanelGap);
     out += fmt::format("<g transform=\"translate({} {})\" class=\"panel\">\n", x, y);
-    out += draw_panel(panels[k], options.precision);
+    draw_panel(panels[k], options.precision, w);
     out += "</g>\n";
   }
-  return out + "</svg>\n";
+  out += "</svg>\n";
+  return std::move(w).finish();
 }
 
-std::string render_svg(const Trace& trace, const SvgOptions& options) {
+std::vector<std::string> render_svg_parts(const Trace& trace, const SvgOptions& options) {
   if (trace.steps.empty()) throw Error("an SVG figure needs a step to draw");
   std::vector<std::size_t> steps;
   for (std::size_t i = 0; i < trace.steps.size(); ++i) steps.push_back(i);
-  return render_svg(trace, steps, options);
+  return render_svg_parts(trace, steps, options);
+}
+
+std::string render_svg(const Trace& trace, std::span<const std::size_t> steps,
+                       const SvgOptions& options) {
+  return render_detail::joined(render_svg_parts(trace, steps, options));
+}
+
+std::string render_svg(const Trace& trace, const SvgOptions& options) {
+  return render_detail::joined(render_svg_parts(trace, options));
 }
 
 }  // namespace attn

@@ -86,8 +86,8 @@ std::vector<std::string> render_csv_parts(const Trace& trace) {
                                          ? s.col_labels[static_cast<std::size_t>(c)]
                                          : std::string()),
                            value);
+        parts.cut_if_long();
       }
-      parts.cut_if_long();
     }
   }
   return std::move(parts).finish();
@@ -145,9 +145,9 @@ std::vector<std::string> render_markdown_parts(const Trace& trace, const TextOpt
         std::string v = f.format(s.values(r, c));
         v.erase(0, v.find_first_not_of(' '));
         out += fmt::format(" {} |", v);
+        parts.cut_if_long();
       }
       out += "\n";
-      parts.cut_if_long();
     }
   }
   return std::move(parts).finish();
