@@ -65,6 +65,18 @@ Outcome write_export(const Trace& trace, const Options& o) {
 // id or number on a long input is refused at once, with the error that the trace would give.
 void check_against_plan(const Options& o, const PlannedRun& run) {
   if (!o.steps.empty()) require_step_ids(o.steps, planned_step_ids(run.steps));
+  if (o.format == OutputFormat::kSvg && !o.export_dir && o.steps.size() == 1) {
+    // A decoding step's id without _t<t> picks the step of every token.
+    std::vector<std::string> picked;
+    for (const std::string& id : planned_step_ids(run.steps)) {
+      if (step_id_chosen(o.steps, id)) picked.push_back(id);
+    }
+    if (picked.size() > 1) {
+      throw Error(fmt::format(
+          "--format svg draws one step: --steps {} picks {}, {} to {}: choose one, like --steps {}",
+          o.steps[0], picked.size(), picked.front(), picked.back(), picked.front()));
+    }
+  }
   const bool cross = run.config.cross.has_value();
   if (o.explain_grad) {
     const auto [i, j] = parse_cell(*o.explain_grad, "--explain-grad");

@@ -319,6 +319,12 @@ bool too_small_for_threads(const TraceConfig& c) {
 }  // namespace
 
 TraceConfig make_config(Options& o) {
+  // A step named twice is the step once, in every format.
+  std::vector<std::string> steps;
+  for (std::string& id : o.steps) {
+    if (std::find(steps.begin(), steps.end(), id) == steps.end()) steps.push_back(std::move(id));
+  }
+  o.steps = std::move(steps);
   check_view_options(o);
   choose_model(o);
   choose_tokenizer(o);

@@ -175,6 +175,11 @@ std::vector<std::string> check_arguments(const CLI::App& app, const CLI::App& di
           value_attached ? (long_form ? arg.substr(arg.find('=') + 1) : arg.substr(2))
                          : (i + 1 < argc ? std::string_view(argv[i + 1]) : std::string_view());
       const std::string doubled(2, opt->get_delimiter());
+      if ((value_attached || i + 1 < argc) && value.empty()) {
+        throw Error(fmt::format(
+            "{}: the value is empty: give one or more items joined by commas, like omega,keys",
+            name));
+      }
       if ((value_attached || i + 1 < argc) && !value.empty() &&
           (value.front() == opt->get_delimiter() || value.back() == opt->get_delimiter() ||
            value.find(doubled) != std::string_view::npos)) {

@@ -274,12 +274,23 @@ std::string prompt_text(std::size_t step, std::size_t n, std::size_t width) {
   return candidates.back().substr(0, width > 1 ? width - 1 : 0);
 }
 
-constexpr std::string_view kKeys =
-    "\nkeys:\n"
-    "  Enter, space, \u2192   the next step (after the last one: the end)\n"
-    "  b, \u2190              the previous step, drawn again\n"
-    "  q, Ctrl-D         quit\n"
-    "  ?                 these keys\n";
+// The keys, as a list whose lines fit in `width` columns (67 or 24 wide): a terminal would wrap
+// a longer line.
+std::string_view keys_text(std::size_t width) {
+  constexpr std::string_view kKeys =
+      "\nkeys:\n"
+      "  Enter, space, \u2192   the next step (after the last one: the end)\n"
+      "  b, \u2190              the previous step, drawn again\n"
+      "  q, Ctrl-D         quit\n"
+      "  ?                 these keys\n";
+  constexpr std::string_view kShortKeys =
+      "\nkeys:\n"
+      "  Enter, space, \u2192: next\n"
+      "  b, \u2190: back\n"
+      "  q, Ctrl-D: quit\n"
+      "  ?: these keys\n";
+  return width > 67 ? kKeys : kShortKeys;
+}
 
 // The prompt, on the cursor's line (cleared first: after SIGCONT the old one may be there).
 bool show_prompt(int fd, const std::string& prompt) {
@@ -338,7 +349,7 @@ bool page_steps(const std::vector<std::string>& blocks, int in_fd, int out_fd, s
         ::raise(SIGINT);  // the handler restores the terminal; returns only if SIGINT is ignored
         return true;
       case Key::kHelp:
-        if (!write_all(out_fd, kKeys)) return false;
+        if (!write_all(out_fd, keys_text(width))) return false;
         continue;
       case Key::kNext:
         if (at + 1 == n) return true;

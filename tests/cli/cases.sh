@@ -265,8 +265,9 @@ case_exported_weights_read_back_give_the_same_trace() {
       --w-query "$dir/02_w_query.npy" --w-key "$dir/03_w_key.npy" --w-value "$dir/04_w_value.npy" \
       --steps omega,attention_weights,context_vectors >"$work/b.json" &&
     "$binary" diff "$work/a.json" "$work/b.json" --atol 0 --rtol 0 >"$work/report"
-  # b has only three steps: the rest are reported as only in a; those three are equal.
-  grep -q "^different: 0 of 96 cells differ, in 0 of 11 steps; 8 steps in only one trace" "$work/report"
+  # b has only three steps: the rest are reported as only in a; those three are equal, and
+  # they are the steps compared.
+  grep -q "^different: 0 of 96 cells differ, in 0 of 3 steps; 8 steps in only one trace" "$work/report"
 }
 case_your_journey_x() { expect_output your_journey --x data/your_journey.csv --d-kq 2 --d-v 2; }
 case_your_journey_labels_from_sentence() {
@@ -390,6 +391,20 @@ case_text_within_80_columns() {
     [ "$widest" -le 80 ] || { echo "FAIL: $how: a line of $widest columns"; return 1; }
     grep -q 'token1[0-9]*$\|token1[0-9]*[,:;)]' "$work/stdout" || { echo "FAIL: $how: words split"; return 1; }
   done
+  # Written-out arithmetic, whose numbers set its length: broken before an "=" or a "+".
+  for how in "--explain-grad 2,3 --backward --causal" "--query 2 --d-kq 8 --d-v 8" \
+    "--x tests/golden/inputs/large_values.csv --explain 4,1" "--explain 1,1 --heads 2 -s a -s b_c_d"; do
+    # shellcheck disable=SC2086
+    run $how
+    [ "$(cat "$work/status")" = 0 ] || { echo "FAIL: $how: exit $(cat "$work/status")"; return 1; }
+    widest=$(grep -Ev '^(tensor\(| +[-0-9[]|\|)' "$work/stdout" | LC_ALL=C.UTF-8 wc -L)
+    [ "$widest" -le 80 ] || { echo "FAIL: $how: a line of $widest columns"; return 1; }
+  done
+}
+# A number of 1e8 or more, or one that would read 0 at the precision, is written as PyTorch
+# prints it then: in scientific notation.
+case_explain_large_values() {
+  expect_output explain_large_values --x tests/golden/inputs/large_values.csv --explain 4,1
 }
 case_step_mode_does_not_pause_when_piped() { expect_output default --step; }
 # A real terminal: tmux runs the command in a session of its own; tmux_wait_for reads the screen.
@@ -2012,7 +2027,7 @@ case_counts_and_signs_in_words() {
   grep -q "^  L = Z.sum()    one row, columns: 1 value$" "$work/stdout" || { cat "$work/stdout"; return 1; }
   run --backward --explain-grad 3,1 -s "Life is short" -s "eat dessert first" --heads 2 \
     --multihead split --d-out 4 --init linear
-  grep -q "^3. through the softmax: .* − (-0.0577)) = 0.0137$" "$work/stdout" &&
+  grep -q "^   = 0.3214 × (-0.0150 − (-0.0577)) = 0.0137$" "$work/stdout" &&
     ! grep -q " − -" "$work/stdout" || { cat "$work/stdout" "$work/stderr"; return 1; }
 }
 case_overview_memory_as_the_run_counts_it() {
@@ -2045,7 +2060,25 @@ case_error_steps_with_an_empty_item() {
   expect_error "--steps: ',omega' has an empty item: join the items with single commas, like omega,keys" \
     --steps ,omega &&
     expect_error "--steps: 'omega,,keys' has an empty item: join the items with single commas, like omega,keys" \
-      --steps=omega,,keys
+      --steps=omega,,keys &&
+    expect_error "--steps: the value is empty: give one or more items joined by commas, like omega,keys" \
+      --steps "" &&
+    expect_error "--steps: the value is empty: give one or more items joined by commas, like omega,keys" \
+      --steps=
+}
+# A row that masks every key under the rule zero: dL/dA reaches the softmax as 0, and the
+# working says why.
+case_explain_grad_zero_rule() {
+  expect_output explain_grad_zero_rule --cross 'p q r' --window 1 --masked-rows zero --backward \
+    'a b c d' --explain-grad 4,1
+}
+# A step named twice is drawn once; a decoding step's bare id picks one step per token, which
+# one figure cannot draw.
+case_svg_step_named_twice() {
+  expect_output svg_omega --format svg --steps omega,omega --precision 2 &&
+    expect_output svg_omega --format svg --steps omega --steps omega --precision 2 &&
+    expect_error "--format svg draws one step: --steps key_cache picks 6, key_cache_t1 to key_cache_t6: choose one, like --steps key_cache_t1" \
+      --decode --format svg --steps key_cache
 }
 # Rows whose kept keys' weights underflow in the softmax over every key: the causal lesson's
 # renormalized weights are 0 / 0 there, and the notes say so rather than "the same weights".

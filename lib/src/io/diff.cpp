@@ -296,7 +296,7 @@ TraceDocument trace_document(const Trace& trace, const std::string& source) {
 
 DiffResult diff_traces(const TraceDocument& a, const TraceDocument& b, const DiffOptions& o) {
   DiffResult result;
-  std::size_t cells = 0, differing_cells = 0, differing_steps = 0, missing = 0;
+  std::size_t cells = 0, differing_cells = 0, compared = 0, differing_steps = 0, missing = 0;
   auto find = [](const TraceDocument& doc, const DocumentStep& s) -> const DocumentStep* {
     for (const DocumentStep& t : doc.steps) {
       if (t.id == s.id && t.head == s.head && t.batch == s.batch) return &t;
@@ -312,6 +312,7 @@ DiffResult diff_traces(const TraceDocument& a, const TraceDocument& b, const Dif
       ++missing;
       continue;
     }
+    ++compared;  // a step of both traces
     if (sa.values.rows() != sb->values.rows() || sa.values.cols() != sb->values.cols()) {
       result.report +=
           fmt::format("{}: shape [{}, {}] in {}, [{}, {}] in {}\n", where(sa), sa.values.rows(),
@@ -342,7 +343,8 @@ DiffResult diff_traces(const TraceDocument& a, const TraceDocument& b, const Dif
     }
   }
   result.equal = differing_cells == 0 && differing_steps == 0 && missing == 0;
-  const std::string tolerance = fmt::format("atol {:g}, rtol {:g}", o.atol, o.rtol);
+  // -0 is the tolerance 0 (adding 0.0 makes it +0).
+  const std::string tolerance = fmt::format("atol {:g}, rtol {:g}", o.atol + 0.0, o.rtol + 0.0);
   const auto count = [](std::size_t n, std::string_view noun) {
     return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
   };
@@ -352,8 +354,8 @@ DiffResult diff_traces(const TraceDocument& a, const TraceDocument& b, const Dif
   } else {
     result.report +=
         fmt::format("different: {} of {} differ, in {} of {}; {} in only one trace ({})\n",
-                    differing_cells, count(cells, "cell"), differing_steps,
-                    count(a.steps.size(), "step"), count(missing, "step"), tolerance);
+                    differing_cells, count(cells, "cell"), differing_steps, count(compared, "step"),
+                    count(missing, "step"), tolerance);
   }
   return result;
 }

@@ -136,7 +136,10 @@ std::string number(float v, int precision, bool factor) {
   // as x86's arithmetic makes it, as "-nan").
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : (factor ? "(-inf)" : "-inf");
-  std::string s = fmt::format("{:.{}f}", static_cast<double>(v), precision);
+  const double size = std::fabs(static_cast<double>(v));
+  const bool scientific = size >= 1e8 || (size > 0.0 && size < 0.5 * std::pow(10.0, -precision));
+  std::string s = scientific ? fmt::format("{:.{}e}", static_cast<double>(v), precision)
+                             : fmt::format("{:.{}f}", static_cast<double>(v), precision);
   if (s[0] == '-' && s.find_first_not_of("0.", 1) == std::string::npos) s.erase(0, 1);
   return factor && s[0] == '-' ? "(" + s + ")" : s;
 }
@@ -395,6 +398,61 @@ std::string wrap_items(std::string_view prefix, const std::vector<std::string>& 
 
 std::string wrapped_line(std::string_view text, std::string_view indent) {
   return wrap_words(text, kTextWidth, indent) + "\n";
+}
+
+namespace {
+
+// The last place in `line` where it may break before an "= " or a "+ " outside parentheses whose
+// text before it fits `width` columns, after `from`; npos when there is none.
+std::size_t arithmetic_break(std::string_view line, std::size_t from, std::size_t width) {
+  std::size_t best = std::string_view::npos;
+  int depth = 0;
+  for (std::size_t i = 0; i + 2 < line.size(); ++i) {
+    depth += line[i] == '(' ? 1 : line[i] == ')' ? -1 : 0;
+    if (i > from && depth == 0 && line[i] == ' ' && (line[i + 1] == '=' || line[i + 1] == '+') &&
+        line[i + 2] == ' ') {
+      if (display_width(line.substr(0, i)) > width) break;
+      best = i;
+    }
+  }
+  return best;
+}
+
+// One line wider than kTextWidth: broken before its "= " and "+ " where they fit, else at its
+// spaces; each later line indented 3 more than it.
+std::string fit_line(std::string_view line) {
+  const std::size_t lead = std::min(line.find_first_not_of(' '), line.size());
+  const std::string indent(std::min<std::size_t>(lead + 3, 24), ' ');
+  std::string out;
+  std::string rest(line);
+  while (display_width(rest) > kTextWidth) {
+    const std::size_t at = arithmetic_break(rest, indent.size(), kTextWidth);
+    if (at == std::string_view::npos) break;
+    out += rest.substr(0, at) + "\n";
+    rest = indent + rest.substr(at + 1);
+  }
+  return out + wrap_words(rest, kTextWidth, indent);
+}
+
+}  // namespace
+
+std::string fit_to_width(std::string text) {
+  std::string out;
+  std::string_view rest = text;
+  bool changed = false;
+  while (!rest.empty()) {
+    const std::size_t newline = rest.find('\n');
+    const std::string_view line = rest.substr(0, newline);
+    rest = newline == std::string_view::npos ? std::string_view{} : rest.substr(newline + 1);
+    if (display_width(line) > kTextWidth) {
+      out += fit_line(line);
+      changed = true;
+    } else {
+      out += line;
+    }
+    if (newline != std::string_view::npos) out += '\n';
+  }
+  return changed ? out : text;
 }
 
 bool is_walkthrough(const Trace& trace) {

@@ -66,6 +66,10 @@ std::string wrap_items(std::string_view prefix, const std::vector<std::string>& 
 // `text` wrapped at its spaces to kTextWidth, the lines after the first beginning with `indent`,
 // then a newline.
 std::string wrapped_line(std::string_view text, std::string_view indent = "  ");
+// Every line of `text` wider than kTextWidth wrapped at its spaces, its later lines indented 3
+// more than it; the others as they are. For the views that write out arithmetic whose length
+// the numbers set (--explain, --explain-grad, --query).
+std::string fit_to_width(std::string text);
 // True when the run is the walkthrough's own: its sentence, no --cross, no --x, one head, so that
 // its variable names (x_2, query_2, omega_24) mean what they say.
 bool is_walkthrough(const Trace& trace);
@@ -79,7 +83,9 @@ std::string vector_text(const Matrix& m, Eigen::Index row, int precision);
 // Python's repr of a str: 'Life', "don't", 'a\x1bb', 'a\xa0b', '\ufeffLife' (every character that
 // str.isprintable() rejects escaped as Python does: escape_controls' kStrRepr).
 std::string python_str_repr(std::string_view s);
-// A number in a written-out sum at `precision` decimals; a negative factor in parentheses.
+// A number in a written-out sum at `precision` decimals; a negative factor in parentheses. One
+// that is 1e8 or more in size, or not 0 but 0 at `precision` decimals, in scientific notation
+// (−5.4165e+37, 3.2000e-06), as PyTorch's printing switches to it.
 std::string number(float v, int precision, bool factor = true);
 // Throws Error unless query is a token of the (query) sentence and key one of the keys'
 // sentence (1-based), naming the value and the sentence's length.

@@ -172,7 +172,7 @@ std::string render_explain(const Trace& trace, std::int64_t i, std::int64_t j,
       if (c.online_softmax > 0) explain_online_row(out, trace, head, batch, i - 1, options);
     }
   }
-  return out;
+  return fit_to_width(std::move(out));
 }
 
 }  // namespace attn

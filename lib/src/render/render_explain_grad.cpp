@@ -41,6 +41,17 @@ void explain_grad_cell(std::string& out, const Trace& trace, std::optional<int> 
 
   out += fmt::format("2. the row's weighted mean {} = Σⱼ dL/dA{},ⱼ · A{},ⱼ, term by term\n", r,
                      subscript(i), subscript(i));
+  if (trace.config.masked_rows == MaskedRows::kZero && std::isnan(w.row_dot)) {
+    // The rule zero is torch.where(row masked, 0, softmax): the softmax below it still gives nan
+    // in this row, and the where passes it 0, not dL/dA.
+    out += wrapped_line(
+        fmt::format(
+            "   (every key of row {0} is masked: the rule zero's torch.where(row masked, 0, "
+            "softmax) gives the row 0, and passes the softmax under it 0 for dL/dA{1},ⱼ; "
+            "that softmax's own A{1},ⱼ is nan)",
+            i, subscript(i)),
+        "    ");
+  }
   std::size_t label_width = 0;
   for (const std::string& word : ks.words) {
     label_width = std::max(label_width, python_str_repr(word).size() - 2);
@@ -89,7 +100,7 @@ std::string render_explain_grad(const Trace& trace, std::int64_t i, std::int64_t
       explain_grad_cell(out, trace, head, batch, i - 1, j - 1, options.precision);
     }
   }
-  return out;
+  return fit_to_width(std::move(out));
 }
 
 }  // namespace attn

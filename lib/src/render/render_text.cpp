@@ -29,8 +29,12 @@ void render_detail::append_labelled_tensor(std::string& out, const Matrix& m,
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const bool labelled = i < row_labels.size();
     if (labelled && above) {
-      // Indented as the row's first value: after "tensor([[" or the "        [" of a later row.
-      const std::size_t indent = std::min(rows[i].find_first_not_of(" [tensor("), rows[i].size());
+      // Indented as the row's first value: after "tensor([[" or the "        [" of a later row
+      // (not after the space that a value's sign leaves, nor into a "nan").
+      const std::string_view row = rows[i];
+      std::size_t indent = std::min(row.find_first_not_of(' '), row.size());
+      if (row.substr(indent).starts_with("tensor(")) indent += 7;
+      while (indent < row.size() && row[indent] == '[') ++indent;
       out += fmt::format("{}# {}\n", std::string(indent, ' '), escape_controls(row_labels[i]));
     }
     out += rows[i];
@@ -312,7 +316,7 @@ class QueryPath {
 std::string render_query_path(const Trace& trace, std::int64_t query, std::int64_t key,
                               const TextOptions& options) {
   check_query_and_key(trace, query, key);
-  return QueryPath(trace, query, key, options).write();
+  return fit_to_width(QueryPath(trace, query, key, options).write());
 }
 
 }  // namespace attn
