@@ -139,6 +139,12 @@ Outcome run(Options& o) {
     return outcome;
   }
   const std::shared_ptr<Progress> progress = watch(o, config);
+  // The steps after the last one chosen are not computed; the HTML page's workings read the
+  // whole trace, and --query, --explain and --explain-grad their own steps.
+  if (!(o.format == OutputFormat::kHtml && !o.export_dir) && !o.explain && !o.query &&
+      !o.explain_grad) {
+    config.shown_steps = o.steps;
+  }
   // The summary of a plain run reduces each step to a line as soon as it is final, and frees the
   // (T, T) scores head by head: a long input needs one head's scores in memory, not all. A
   // backward pass reads every head's weights again, so it frees only the scores nothing reads.

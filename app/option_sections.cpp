@@ -39,7 +39,9 @@ std::vector<OptionSpec> view_options() {
        "all",
        "step ids of this run, comma-separated; may be repeated; not with `--query`",
        "Only these steps, by id, comma-separated (docs/cli.md lists the ids)",
-       "only these steps, in every format and export; an id the run lacks is refused at once",
+       "only these steps, in every format and export; an id the run lacks is refused at once. "
+       "The steps after the last of them are not computed (but for `--format html`, whose "
+       "workings read every step)",
        {},
        false,
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {

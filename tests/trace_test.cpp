@@ -1067,3 +1067,39 @@ TEST_CASE("on_record reports the share of the planned work done, up to 1 at the 
     CHECK(omega_records == (streamed ? 2 * 3 * 6 : 2 * 3));
   }
 }
+
+TEST_CASE("a run that shows some steps stops after them, and they are the whole run's") {
+  // shown_steps (--steps): the steps after the last one shown are not computed. For every step
+  // id of each variant, the steps kept are the whole run's, bit for bit, with the same notes.
+  std::vector<attn::TraceConfig> configs(7);
+  configs[1].causal = true, configs[1].heads = 2, configs[1].backward = true;
+  configs[2].heads = 2, configs[2].multihead = attn::MultiheadForm::kSplit;
+  configs[2].d_kq = configs[2].d_v = 4, configs[2].rope = true, configs[2].kv_heads = 1;
+  configs[3].sentences = {"a b c", "d"}, configs[3].softmax_steps = true;
+  configs[4].decode = true, configs[4].online_softmax = 2;
+  configs[5].cross = "The quick brown fox", configs[5].window = 2;
+  configs[6].backward = true, configs[6].learning_rate = 0.5;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    CAPTURE(i);
+    const attn::Trace whole = attn::run_trace(configs[i]);
+    for (const std::string& id : attn::step_ids(whole.steps)) {
+      CAPTURE(id);
+      attn::TraceConfig c = configs[i];
+      c.shown_steps = {id};
+      attn::Trace shown = attn::run_trace(c);
+      attn::Trace all = whole;
+      attn::select_steps(shown, {id});
+      attn::select_steps(all, {id});
+      REQUIRE(shown.steps.size() == all.steps.size());
+      for (std::size_t k = 0; k < all.steps.size(); ++k) {
+        CHECK(shown.steps[k].id == all.steps[k].id);
+        CHECK(shown.steps[k].note == all.steps[k].note);
+        CHECK(test::bits_of(shown.steps[k].values) == test::bits_of(all.steps[k].values));
+      }
+    }
+    // The first step alone: nothing after the inputs is computed.
+    attn::TraceConfig c = configs[i];
+    c.shown_steps = {whole.steps.front().id};
+    CHECK(attn::run_trace(c).steps.size() < whole.steps.size() / 2);
+  }
+}

@@ -182,6 +182,13 @@ struct TraceConfig {
   // the share of the run's planned work then done (0 to 1, by planned_work): for a progress
   // display.
   std::function<void(const Step&, double done)> on_record;
+  // The steps a program will show, as --steps names them (step_id_chosen), or empty for every
+  // step: the run ends at the first point after the last of them in the plan where no step is
+  // half done (between the inputs, the weights, the items, the heads and the backward pass), so
+  // that the steps after it are not computed. The trace then holds those steps and possibly a
+  // few after them (select_steps keeps the shown ones); the memory estimate is still the whole
+  // plan's.
+  std::vector<std::string> shown_steps;
   // Called with the run's plan as soon as the sentences' lengths are known, before anything is
   // embedded or computed (and before on_memory_estimate): a program may refuse the run there
   // (throw) for what it will ask of the trace, such as a step id (require_step_ids) or a token
@@ -400,6 +407,11 @@ std::vector<std::string> step_ids(const std::deque<Step>& steps);
 // The ids of the steps a run of this plan records, each once, in order: the same list as
 // step_ids of the run's steps (a decoded token's steps carry the token: "decode_query_t2").
 std::vector<std::string> planned_step_ids(const std::vector<PlannedStep>& plan);
+
+// How many of the plan's steps a run records before every step that `shown` picks
+// (step_id_chosen) is recorded: up to the last of them; the whole plan when `shown` is empty or
+// picks none.
+std::size_t planned_stop(const std::vector<PlannedStep>& plan, std::span<const std::string> shown);
 
 // Throws Error for an id of `chosen` that picks none of `ids` (step_id_chosen): "step 'X' is not
 // in this trace: its steps are A, B, ...".

@@ -51,6 +51,10 @@ struct RecorderBlock {
   std::deque<Matrix> values;  // this block's values, as add() returned them
 };
 
+// Thrown by Recorder::stop_if_done once every step that TraceConfig::shown_steps names is
+// recorded: run_trace ends the run there.
+struct RunDone {};
+
 // Records steps into a trace, adding the batch and head dimensions to their shapes where they
 // apply, and hands them on (TraceConfig::on_step) once they are final.
 class Recorder {
@@ -107,6 +111,11 @@ class Recorder {
   // next one planned, so the plan that the memory estimate adds up is the one that allocates.
   void follow(std::vector<PlannedStep> plan);
 
+  // Called where no step is half done (between the inputs, the weights, the items, the heads and
+  // the backward pass): throws RunDone once every step that config.shown_steps names is
+  // recorded, so that the steps after them are not computed.
+  void stop_if_done() const;
+
   // lesson::require_finite(m, what, first_row), except that a block of rows that add() has just
   // digested is not read again: its statistics counted its finite values.
   const Matrix& require_finite(const Matrix& m, const char* what, Eigen::Index first_row = 0) const;
@@ -126,6 +135,7 @@ class Recorder {
   std::int64_t batch_size_;
   std::vector<PlannedStep> plan_;
   std::size_t recorded_ = 0;
+  std::size_t stop_ = 0;  // the planned steps after which the run may end (shown_steps)
   double planned_work_ = 0.0, work_done_ = 0.0;  // the plan's planned_work(), and what is done
   std::size_t flushed_ = 0;
   const Matrix* known_finite_ = nullptr;  // the values add() returned last, if digested and finite

@@ -41,6 +41,7 @@ Matrix attend_heads(Recorder& rec, const Item& item, const Weights& w) {
   if (c.multihead == MultiheadForm::kWrapper) {
     // The walkthrough's wrapper: each head projects with its own weights.
     for (std::int64_t h = 0; h < c.heads; ++h) {
+      rec.stop_if_done();
       const auto head = static_cast<int>(h);
       const std::size_t first = rec.recorded();
       const Qkv p = rotate(
@@ -67,6 +68,7 @@ Matrix attend_heads(Recorder& rec, const Item& item, const Weights& w) {
                                p.v->middleCols(g * hd, hd), hd));
       continue;
     }
+    rec.stop_if_done();
     const std::size_t first = rec.recorded();
     if (c.model) {
       // A model's head: its Q, K and V split from c_attn's output, the head's own steps.

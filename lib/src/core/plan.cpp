@@ -266,9 +266,12 @@ std::vector<PlannedStep> plan_steps(const TraceConfig& c, std::int64_t t_q, std:
   return plan;
 }
 
-std::vector<std::string> planned_step_ids(const std::vector<PlannedStep>& plan) {
+namespace {
+
+// Each planned step's id, in order: a decoding step's with its token (_t<t>, from 1).
+std::vector<std::string> each_planned_id(const std::vector<PlannedStep>& plan) {
   std::vector<std::string> ids;
-  std::unordered_set<std::string> seen;
+  ids.reserve(plan.size());
   std::int64_t token = 0;  // the decoded token of the steps from a kDecodeQuery on (from 1)
   for (const PlannedStep& s : plan) {
     std::string id(step_info(s.kind).id);
@@ -278,9 +281,30 @@ std::vector<std::string> planned_step_ids(const std::vector<PlannedStep>& plan) 
     } else {
       token = 0;
     }
+    ids.push_back(std::move(id));
+  }
+  return ids;
+}
+
+}  // namespace
+
+std::vector<std::string> planned_step_ids(const std::vector<PlannedStep>& plan) {
+  std::vector<std::string> ids;
+  std::unordered_set<std::string> seen;
+  for (std::string& id : each_planned_id(plan)) {
     if (seen.insert(id).second) ids.push_back(std::move(id));
   }
   return ids;
+}
+
+std::size_t planned_stop(const std::vector<PlannedStep>& plan, std::span<const std::string> shown) {
+  if (shown.empty()) return plan.size();
+  const std::vector<std::string> ids = each_planned_id(plan);
+  std::size_t stop = 0;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (step_id_chosen(shown, ids[i])) stop = i + 1;
+  }
+  return stop == 0 ? plan.size() : stop;  // an id the plan lacks is refused by the caller
 }
 
 double planned_work(const PlannedStep& step) {

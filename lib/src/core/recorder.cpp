@@ -163,8 +163,13 @@ void Recorder::share_labels(Step& s) {
 
 void Recorder::follow(std::vector<PlannedStep> plan) {
   plan_ = std::move(plan);
+  stop_ = planned_stop(plan_, trace_.config.shown_steps);
   planned_work_ = 0.0;
-  for (const PlannedStep& s : plan_) planned_work_ += planned_work(s);
+  for (std::size_t i = 0; i < stop_; ++i) planned_work_ += planned_work(plan_[i]);
+}
+
+void Recorder::stop_if_done() const {
+  if (!block_ && stop_ < plan_.size() && recorded_ >= stop_) throw RunDone{};
 }
 
 double Recorder::done() const {

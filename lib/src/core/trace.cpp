@@ -216,18 +216,22 @@ const TokenizedSentence& Trace::key_sentence(int batch) const {
   return cross ? *cross : inputs.at(static_cast<std::size_t>(batch));
 }
 
-Trace run_trace(const TraceConfig& config) {
-  Trace trace;
-  trace.config = resolve(config);
-  lesson::Recorder rec(trace);
+namespace {
+
+// Every step of the run, in the plan's order: the inputs, the weights, each item's heads and
+// their combination, then the backward pass. Between them, the run ends once the steps that
+// config.shown_steps names are recorded (Recorder::stop_if_done).
+void record_run(Trace& trace, lesson::Recorder& rec) {
   const lesson::Inputs inputs = lesson::tokenize_and_embed(trace, rec);
   // A model's attention reads ln_1 of the stream entering its layer: each item's, before the
   // layer's weights.
   const std::vector<const Matrix*> x =
       trace.config.model ? lesson::enter_layer(rec, inputs.x, trace.inputs) : inputs.x;
+  rec.stop_if_done();
   lesson::Weights weights = lesson::draw_weights(rec);
   weights.rope = lesson::record_rope_tables(rec, inputs.x[0]->rows());
   for (std::size_t b = 0; b < inputs.x.size(); ++b) {
+    rec.stop_if_done();
     const auto index = static_cast<int>(b);
     const TokenizedSentence& queries = trace.inputs[b];
     const TokenizedSentence& keys = trace.key_sentence(index);
@@ -237,9 +241,25 @@ Trace run_trace(const TraceConfig& config) {
                             *x[b],
                             inputs.x_cross ? *inputs.x_cross : *x[b],
                             lesson::make_mask(trace, queries, keys)};
-    lesson::combine_heads(rec, item, weights, lesson::attend_heads(rec, item, weights));
+    Matrix z = lesson::attend_heads(rec, item, weights);
+    rec.stop_if_done();
+    lesson::combine_heads(rec, item, weights, std::move(z));
   }
+  rec.stop_if_done();
   if (trace.config.backward) lesson::backward(trace, rec, inputs, weights);
+}
+
+}  // namespace
+
+Trace run_trace(const TraceConfig& config) {
+  Trace trace;
+  trace.config = resolve(config);
+  lesson::Recorder rec(trace);
+  try {
+    record_run(trace, rec);
+  } catch (const lesson::RunDone&) {
+    // Every step that config.shown_steps names is recorded; the rest is not computed.
+  }
   rec.flush();
   return trace;
 }
