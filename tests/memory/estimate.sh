@@ -25,52 +25,36 @@ estimate_kib() {  # ARGS...: the estimate, in KiB, from the refusal at a limit o
     *) echo "no estimate in: $message" >&2; echo 0 ;;
   esac
 }
+folder=$(mktemp -d)
+trap 'rm -rf "$folder"' EXIT
+check() {  # FORMAT EXTRA SENTENCE: one run on one thread, its peak against its estimate
+  local args estimate status peak
+  # shellcheck disable=SC2206  # the options are words
+  args=(--threads 1 --format "$1" $2 "$3")
+  estimate=$(estimate_kib "${args[@]}")
+  read -r status peak < <("$peak_rss" "$binary" --max-memory 4G "${args[@]}")
+  rm -rf "$folder/x"
+  if [ "$status" != 0 ] || [ "$estimate" -le 0 ] || [ "$peak" -gt $((estimate + 12 * 1024)) ]; then
+    echo "FAIL: --format $1 $2: exit $status, peak $peak KiB, estimate $estimate KiB"
+    failed=1
+  else
+    echo "ok: --format $1 $2: peak $peak KiB, estimate $estimate KiB"
+  fi
+}
 for format in text json csv markdown html heatmap; do
-  for extra in "--heads 3" "--causal --backward"; do
-    # shellcheck disable=SC2086  # the options are words
-    args=(--threads 1 --format "$format" $extra "$words")
-    estimate=$(estimate_kib "${args[@]}")
-    read -r status peak < <("$peak_rss" "$binary" --max-memory 4G "${args[@]}")
-    if [ "$status" != 0 ] || [ "$estimate" -le 0 ] || [ "$peak" -gt $((estimate + 12 * 1024)) ]; then
-      echo "FAIL: --format $format $extra: exit $status, peak $peak KiB, estimate $estimate KiB"
-      failed=1
-    else
-      echo "ok: --format $format $extra: peak $peak KiB, estimate $estimate KiB"
-    fi
-  done
+  for extra in "--heads 3" "--causal --backward"; do check "$format" "$extra" "$words"; done
 done
 # A summary that holds a head's scores whole: the KV cache's and the online softmax's lessons
 # read them (every other summary goes through blocks of rows).
 long=$(seq -s ' ' 1500)
 for extra in "--decode --window 4" "--causal --online-softmax 1"; do
-  # shellcheck disable=SC2086  # the options are words
-  args=(--threads 1 --format summary $extra "$long")
-  estimate=$(estimate_kib "${args[@]}")
-  read -r status peak < <("$peak_rss" "$binary" --max-memory 4G "${args[@]}")
-  if [ "$status" != 0 ] || [ "$estimate" -le 0 ] || [ "$peak" -gt $((estimate + 12 * 1024)) ]; then
-    echo "FAIL: --format summary $extra: exit $status, peak $peak KiB, estimate $estimate KiB"
-    failed=1
-  else
-    echo "ok: --format summary $extra: peak $peak KiB, estimate $estimate KiB"
-  fi
+  check summary "$extra" "$long"
 done
 # An SVG figure: one of a step's slices together, or an export's figure beside each slice's file,
 # drawn one at a time (fewer tokens: an export writes a figure of every step).
-folder=$(mktemp -d)
-trap 'rm -rf "$folder"' EXIT
 short=$(seq -s ' ' 300)
 for extra in "--causal --steps masked_omega" "--heads 3 --steps omega" \
   "--heads 3 --export $folder/x" "--causal --backward --export $folder/x"; do
-  # shellcheck disable=SC2086  # the options are words
-  args=(--threads 1 --format svg $extra "$short")
-  estimate=$(estimate_kib "${args[@]}")
-  read -r status peak < <("$peak_rss" "$binary" --max-memory 4G "${args[@]}")
-  rm -rf "$folder/x"
-  if [ "$status" != 0 ] || [ "$estimate" -le 0 ] || [ "$peak" -gt $((estimate + 12 * 1024)) ]; then
-    echo "FAIL: --format svg $extra: exit $status, peak $peak KiB, estimate $estimate KiB"
-    failed=1
-  else
-    echo "ok: --format svg $extra: peak $peak KiB, estimate $estimate KiB"
-  fi
+  check svg "$extra" "$short"
 done
 exit $failed
