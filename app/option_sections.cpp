@@ -162,7 +162,9 @@ std::vector<OptionSpec> own_number_options() {
                             "`.npy`, `.csv`, `.json`; not with `--embedding`, `--cross`, "
                             "`--vocab-size`, `--d-in`",
                             &Options::x));
-  own.push_back(file_option("--embedding", "The embedding table (V × d_in) instead of nn.Embedding",
+  own.push_back(file_option("--embedding",
+                            "The embedding table (V × d_in) instead of nn.Embedding, read as "
+                            "nn.Embedding.from_pretrained reads it (a padding row as given)",
                             "not with `--vocab-size`, `--d-in`", &Options::embedding));
   own.push_back(file_option("--w-query",
                             "W_q instead of a drawn one, in the layout --init stores it",

@@ -2072,6 +2072,12 @@ case_explain_grad_zero_rule() {
   expect_output explain_grad_zero_rule --cross 'p q r' --window 1 --masked-rows zero --backward \
     'a b c d' --explain-grad 4,1
 }
+# A given table's padding row is read as it is, as nn.Embedding.from_pretrained(E, padding_idx)
+# reads it (only a table that nn.Embedding draws has it zero).
+case_embedding_padding_row_as_given() {
+  expect_output embedding_padding_row -s "a b c" -s a --embedding tests/golden/inputs/pad_table.csv \
+    --steps embeddings,omega
+}
 # A step named twice is drawn once; a decoding step's bare id picks one step per token, which
 # one figure cannot draw.
 case_svg_step_named_twice() {

@@ -105,7 +105,11 @@ void record_softmax_parts(Recorder& rec, const Item& item, SoftmaxParts& parts,
           {"T", t_k(rec.config())}, std::move(parts.exponentials), item.index, head,
           {.rows = rows, .cols = item.keys.words});
   rec.add(StepKind::kRowSums, std::string(step_info(StepKind::kRowSums).equation), {"T", "1"},
-          parts.row_sum, item.index, head, {.rows = rows, .cols = {"sum"}});
+          parts.row_sum, item.index, head,
+          {.rows = rows,
+           .cols = {"sum"},
+           .note = "added as torch.softmax adds them inside its kernel, in its vector lanes' "
+                   "order: the last bit can differ from exponentials.sum(dim=-1)'s"});
 }
 
 // The check: every row of A sums to 1, up to float32 rounding.

@@ -247,8 +247,9 @@ void tokenize_inputs(Trace& trace, const LengthsKnown& known, const LengthsKnown
   check_embedding_labels(trace);
 }
 
-// The rows of the ids: from the given table, or nn.Embedding's as PyTorch draws them; the
-// padding token's rows zero, as padding_idx makes them.
+// The rows of the ids: from the given table, as nn.Embedding.from_pretrained(E, padding_idx)
+// reads them (the padding token's row as given: padding_idx only keeps it from the gradient);
+// or nn.Embedding's as PyTorch draws them, whose padding row padding_idx zeroes.
 Matrix embed_ids(const Trace& trace, const std::vector<std::int64_t>& ids) {
   const TraceConfig& c = trace.config;
   Matrix x(static_cast<Eigen::Index>(ids.size()), c.d_in);  // (ΣT, d_in)
@@ -256,9 +257,9 @@ Matrix embed_ids(const Trace& trace, const std::vector<std::int64_t>& ids) {
     for (std::size_t r = 0; r < ids.size(); ++r) {
       x.row(static_cast<Eigen::Index>(r)) = c.embedding->values.row(ids[r]);
     }
-  } else {
-    x = embed(c.seed, c.vocab_size, c.d_in, ids, c.kernel, c.threads);
+    return x;
   }
+  x = embed(c.seed, c.vocab_size, c.d_in, ids, c.kernel, c.threads);
   for (std::size_t r = 0; r < ids.size(); ++r) {
     if (trace.pad_id && ids[r] == *trace.pad_id) x.row(static_cast<Eigen::Index>(r)).setZero();
   }
@@ -334,8 +335,14 @@ Inputs tokenize_and_embed(Trace& trace, Recorder& rec) {
     equation = c.embedding
                    ? fmt::format("X = E(ids), padding_idx={}", *trace.pad_id)
                    : fmt::format("X = Embedding(V, d_in, padding_idx={})(ids)", *trace.pad_id);
-    note = fmt::format("'{}' rows are zero: padding_idx={} zeroes that row of the table", kPadToken,
-                       *trace.pad_id);
+    note = c.embedding
+               ? fmt::format(
+                     "'{}' rows are row {} of the table in {}, as given: "
+                     "nn.Embedding.from_pretrained(E, padding_idx={}) reads it as it is, "
+                     "and padding_idx only keeps it out of the gradient",
+                     kPadToken, *trace.pad_id, c.embedding->source, *trace.pad_id)
+               : fmt::format("'{}' rows are zero: padding_idx={} zeroes that row of the table",
+                             kPadToken, *trace.pad_id);
   } else if (c.embedding) {
     note = fmt::format("the rows of the embedding table E in {}", c.embedding->source);
   }
