@@ -159,7 +159,7 @@ Panel panel_of(const Trace& trace, const Step& s, int precision) {
   return p;
 }
 
-// Appends the panel to the writer's parts, a row of cells at a time.
+// Appends the panel to the writer's parts, cut after each cell.
 void draw_panel(const Panel& p, int precision, render_detail::PartWriter& w) {
   std::string& out = w.text();
   const Matrix& m = p.step->values;  // (rows, cols): one slice of the step
