@@ -114,6 +114,23 @@ std::shared_ptr<Progress> watch(const Options& o, TraceConfig& config) {
   return progress;
 }
 
+// The summary of a plain run reduces each step to a line as soon as it is final, and frees the
+// (T, T) scores head by head: a long input needs one head's scores in memory, not all. A
+// backward pass reads every head's weights again, so it frees only the scores nothing reads.
+// The chosen steps' lines and attention sections go to `lines` and `attention`.
+void stream_into(const Options& o, TraceConfig& config, std::string& lines,
+                 std::string& attention) {
+  config.release_scores = !config.backward;
+  config.stream_scores = !config.backward;
+  config.release_head_steps = !config.backward;
+  config.release_unread = config.backward;
+  config.on_step = [&o, &config, &lines, &attention](const Step& s) {
+    if (!o.steps.empty() && !step_id_chosen(o.steps, s.id)) return;
+    lines += summary_step_line(s, config.threads, &config);
+    attention += summary_attention(s, kSummaryQueries, config.threads, &config);
+  };
+}
+
 // A streamed summary: its head, then the lines and the attention sections made as the steps
 // came, with one copy of them, each part freed once it is in.
 std::string streamed_summary(const Trace& trace, std::string& lines, std::string& attention) {
@@ -139,35 +156,19 @@ Outcome run(Options& o) {
     return outcome;
   }
   const std::shared_ptr<Progress> progress = watch(o, config);
-  // The steps after the last one chosen are not computed; the HTML page's workings read the
-  // whole trace, and --query, --explain and --explain-grad their own steps.
-  if (!(o.format == OutputFormat::kHtml && !o.export_dir) && !o.explain && !o.query &&
-      !o.explain_grad) {
-    config.shown_steps = o.steps;
-  }
-  // The summary of a plain run reduces each step to a line as soon as it is final, and frees the
-  // (T, T) scores head by head: a long input needs one head's scores in memory, not all. A
-  // backward pass reads every head's weights again, so it frees only the scores nothing reads.
-  const bool stream_summary = o.format == OutputFormat::kSummary && !o.expect && !o.export_dir &&
-                              !o.explain && !o.query && !o.explain_grad;
+  // A view of the trace's steps, not --query, --explain or --explain-grad, which read their own.
+  const bool steps_view = !o.explain && !o.query && !o.explain_grad;
+  // The HTML page shows the chosen steps itself: its workings need the whole trace.
+  const bool html = steps_view && o.format == OutputFormat::kHtml && !o.export_dir;
+  // The steps after the last one chosen are not computed.
+  if (steps_view && !html) config.shown_steps = o.steps;
+  const bool stream_summary =
+      steps_view && o.format == OutputFormat::kSummary && !o.expect && !o.export_dir;
   std::string lines, attention;
-  if (stream_summary) {
-    config.release_scores = !config.backward;
-    config.stream_scores = !config.backward;
-    config.release_head_steps = !config.backward;
-    config.release_unread = config.backward;
-    config.on_step = [&](const Step& s) {
-      if (!o.steps.empty() && !step_id_chosen(o.steps, s.id)) return;
-      lines += summary_step_line(s, config.threads, &config);
-      attention += summary_attention(s, kSummaryQueries, config.threads, &config);
-    };
-  }
+  if (stream_summary) stream_into(o, config, lines, attention);
   Trace trace = run_trace(config);
   progress->finish();
   const auto computed = std::chrono::steady_clock::now();
-  // The HTML page shows the chosen steps itself: its workings need the whole trace.
-  const bool html =
-      o.format == OutputFormat::kHtml && !o.explain && !o.query && !o.export_dir && !o.explain_grad;
   if (!o.steps.empty() && !html) select_steps(trace, o.steps);
 
   Outcome outcome;

@@ -12,6 +12,57 @@
 
 namespace attn::cli {
 
+namespace {
+
+// How the chosen view is drawn: its decimals, colours and cells, the softmax's steps, the
+// descriptions and the pauses.
+std::vector<OptionSpec> drawing_options() {
+  std::vector<OptionSpec> shown;
+  shown.push_back(number(
+      "--precision", "4", "0 .. 8", "Decimals printed, as torch.set_printoptions(precision=N)",
+      "decimals printed, as `torch.set_printoptions(precision=N)`",
+      [](Options & o) -> auto& { return o.text.precision; }, integer_in<int>(0, 8, "0..8")));
+  shown.push_back(choice(
+      "--color", "C", ColorChoice::kAuto,
+      "Heatmap colour: auto (on a terminal, unless NO_COLOR or TERM=dumb), never (shading), "
+      "256 or 24bit",
+      "the heatmaps' colour: `auto` is 24-bit when `COLORTERM` is `truecolor` or `24bit`, else "
+      "256 colours, on a terminal; shading characters when stdout is not a terminal, `NO_COLOR` "
+      "is set or `TERM` is `dumb`; `never` always shades",
+      [](Options& o) -> ColorChoice& { return o.color; }));
+  shown.push_back(choice(
+      "--heatmap-form", "F", HeatmapForm::kAuto,
+      "Heatmap cells: auto (values when the grid fits the width, else blocks), values or blocks",
+      "how heatmap cells are drawn: `values` prints each value on its colour, `blocks` one "
+      "coloured block per cell with the tokens numbered and a key below; `auto` draws values when "
+      "the grid fits the width (`COLUMNS`, the terminal's, or 80 when piped), else blocks",
+      [](Options& o) -> HeatmapForm& { return o.heatmap_form; }));
+  shown.push_back(flag("--softmax-steps",
+                       "Show the softmax's row max, exponentials and sums as steps, and check "
+                       "that each row of weights sums to 1",
+                       "record the softmax's row max, exponentials and row sums as steps, and "
+                       "`weight_sums`: each row's sum and its residual",
+                       [](Options& o) -> bool& { return o.config.softmax_steps; }));
+  shown.push_back(flag("--describe",
+                       "Add a sentence or two under each step: what it computes and why",
+                       "a sentence or two under each step's header: text, markdown and heatmaps, "
+                       "`--query` and `--explain`; a `description` field in JSON",
+                       [](Options& o) -> bool& { return o.text.describe; }));
+  shown.push_back(
+      flag("--step",
+           "Pause after each step on a terminal, for one key: Enter or space goes "
+           "on, b goes back, q quits, ? lists the keys",
+           "text and heatmaps on a terminal: pause after each step, the last one too, for "
+           "one key: Enter, space or → goes on (at the last step: ends), b or ← "
+           "draws the previous step again, q or Ctrl-D quits at once, ? lists the "
+           "keys ([the keys](#stepping-through-a-trace---step)); no pause when stdin "
+           "or stdout is not a terminal",
+           [](Options& o) -> bool& { return o.step; }));
+  return shown;
+}
+
+}  // namespace
+
 std::vector<OptionSpec> view_options() {
   std::vector<OptionSpec> shown;
   shown.push_back(choice(
@@ -72,46 +123,7 @@ std::vector<OptionSpec> view_options() {
        [](CLI::App& app, Options& o, DiffCommand&, const std::string& help) {
          return app.add_option("--explain", o.explain, help);
        }});
-  shown.push_back(number(
-      "--precision", "4", "0 .. 8", "Decimals printed, as torch.set_printoptions(precision=N)",
-      "decimals printed, as `torch.set_printoptions(precision=N)`",
-      [](Options & o) -> auto& { return o.text.precision; }, integer_in<int>(0, 8, "0..8")));
-  shown.push_back(choice(
-      "--color", "C", ColorChoice::kAuto,
-      "Heatmap colour: auto (on a terminal, unless NO_COLOR or TERM=dumb), never (shading), "
-      "256 or 24bit",
-      "the heatmaps' colour: `auto` is 24-bit when `COLORTERM` is `truecolor` or `24bit`, else "
-      "256 colours, on a terminal; shading characters when stdout is not a terminal, `NO_COLOR` "
-      "is set or `TERM` is `dumb`; `never` always shades",
-      [](Options& o) -> ColorChoice& { return o.color; }));
-  shown.push_back(choice(
-      "--heatmap-form", "F", HeatmapForm::kAuto,
-      "Heatmap cells: auto (values when the grid fits the width, else blocks), values or blocks",
-      "how heatmap cells are drawn: `values` prints each value on its colour, `blocks` one "
-      "coloured block per cell with the tokens numbered and a key below; `auto` draws values when "
-      "the grid fits the width (`COLUMNS`, the terminal's, or 80 when piped), else blocks",
-      [](Options& o) -> HeatmapForm& { return o.heatmap_form; }));
-  shown.push_back(flag("--softmax-steps",
-                       "Show the softmax's row max, exponentials and sums as steps, and check "
-                       "that each row of weights sums to 1",
-                       "record the softmax's row max, exponentials and row sums as steps, and "
-                       "`weight_sums`: each row's sum and its residual",
-                       [](Options& o) -> bool& { return o.config.softmax_steps; }));
-  shown.push_back(flag("--describe",
-                       "Add a sentence or two under each step: what it computes and why",
-                       "a sentence or two under each step's header: text, markdown and heatmaps, "
-                       "`--query` and `--explain`; a `description` field in JSON",
-                       [](Options& o) -> bool& { return o.text.describe; }));
-  shown.push_back(
-      flag("--step",
-           "Pause after each step on a terminal, for one key: Enter or space goes "
-           "on, b goes back, q quits, ? lists the keys",
-           "text and heatmaps on a terminal: pause after each step, the last one too, for "
-           "one key: Enter, space or → goes on (at the last step: ends), b or ← "
-           "draws the previous step again, q or Ctrl-D quits at once, ? lists the "
-           "keys ([the keys](#stepping-through-a-trace---step)); no pause when stdin "
-           "or stdout is not a terminal",
-           [](Options& o) -> bool& { return o.step; }));
+  for (OptionSpec& spec : drawing_options()) shown.push_back(std::move(spec));
   return shown;
 }
 

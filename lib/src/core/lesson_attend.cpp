@@ -78,8 +78,7 @@ Scores score(Recorder& rec, const Item& item, const HeadRows& h, std::optional<i
 std::string fully_masked_note(const TraceConfig& c, const Mask& mask) {
   if (mask.fully_masked.empty()) return {};
   const bool one = mask.fully_masked.size() == 1;
-  const std::string rows = fmt::format("{} {} {}", one ? "row" : "rows",
-                                       fmt::join(mask.fully_masked, ", "), one ? "masks" : "mask");
+  const std::string rows = rows_text(mask.fully_masked, "masks", "mask");
   return c.masked_rows == MaskedRows::kNan
              ? fmt::format(
                    "{} every key: the softmax of a row of −inf is nan, as torch.softmax gives it "

@@ -124,9 +124,8 @@ double label_bytes(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k) {
 // The floats of a 2 MiB page.
 constexpr double kPageFloats = double{1 << 21} / 4.0;
 
-MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
-                           std::int64_t batch, bool padded, std::int64_t tokens) {
-  const bool split = c.multihead == MultiheadForm::kSplit;
+// The plan's steps, counted by what holds them.
+struct PlanTally {
   double values = 0.0, squares = 0.0, square_steps = 0.0;
   // With release_head_steps (lesson_heads.cpp), the steps only a head reads are freed when the
   // head is done, and an item's Q, K and V (the split form's) when its heads are: one head's and
@@ -137,29 +136,35 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
   // of a step whose columns are labelled.
   double steps = 0.0, labels = 0.0, labelled_values = 0.0;
   // With release_unread, the (T, T_k) steps it frees, of the forward and of the backward pass.
-  const bool unread = c.backward && c.release_unread;
   double unread_forward = 0.0, unread_backward = 0.0;
-  // Each kind's values, every slice's: a step's (decode's per-token ids counted as one step).
+  // The largest step (every slice of one kind; decode's per-token ids counted as one step), and
+  // the largest slice.
+  double largest_step = 0.0, largest_slice = 0.0;
+};
+
+PlanTally tally_plan(const TraceConfig& c, const std::vector<PlannedStep>& plan) {
+  const bool split = c.multihead == MultiheadForm::kSplit;
+  const bool unread = c.backward && c.release_unread;
+  PlanTally t;
   std::unordered_map<StepKind, double> per_kind;
-  double largest_slice = 0.0;
-  for (const PlannedStep& s : plan_steps(c, t_q, t_k, batch, padded, tokens)) {
+  for (const PlannedStep& s : plan) {
     const double n = static_cast<double>(s.rows) * static_cast<double>(s.cols);
-    values += n;
-    steps += 1.0;
+    t.values += n;
+    t.steps += 1.0;
     per_kind[s.kind] += n;
-    largest_slice = std::max(largest_slice, n);
+    t.largest_slice = std::max(t.largest_slice, n);
     const bool token_rows =
         !weight_like(s.kind) && s.kind != StepKind::kLoss && s.kind != StepKind::kLossAfterStep;
     const bool key_cols = labelled_columns(s.kind);
-    labels += (token_rows ? static_cast<double>(s.rows) : 0.0) +
-              (key_cols ? static_cast<double>(s.cols) : 0.0);
-    labelled_values += (token_rows ? n : 0.0) + (key_cols ? n : 0.0);
+    t.labels += (token_rows ? static_cast<double>(s.rows) : 0.0) +
+                (key_cols ? static_cast<double>(s.cols) : 0.0);
+    t.labelled_values += (token_rows ? n : 0.0) + (key_cols ? n : 0.0);
     // The (T, T_k) steps, whose columns are keys: release_scores frees them head by head.
     if (step_info(s.kind).scores) {
-      squares += n;
-      square_steps += 1.0;
+      t.squares += n;
+      t.square_steps += 1.0;
       if (unread && released_unread(s.kind)) {
-        (released_unread_forward(s.kind) ? unread_forward : unread_backward) += n;
+        (released_unread_forward(s.kind) ? t.unread_forward : t.unread_backward) += n;
       }
       continue;
     }
@@ -169,12 +174,12 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
       case StepKind::kValues:
       case StepKind::kRotatedQueries:
       case StepKind::kRotatedKeys:
-        (split ? per_item : per_head) += n;
+        (split ? t.per_item : t.per_head) += n;
         break;
       case StepKind::kContextVectors:
-        contexts += n;
-        heads += 1.0;
-        per_head += n;
+        t.contexts += n;
+        t.heads += 1.0;
+        t.per_head += n;
         break;
       case StepKind::kHeadQueries:
       case StepKind::kHeadKeys:
@@ -182,17 +187,25 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
       case StepKind::kRowMax:
       case StepKind::kRowSums:
       case StepKind::kWeightSums:
-        per_head += n;
+        t.per_head += n;
         break;
       default:
         break;
     }
   }
+  for (const auto& [kind, n] : per_kind) t.largest_step = std::max(t.largest_step, n);
+  return t;
+}
+
+MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
+                           std::int64_t batch, bool padded, std::int64_t tokens) {
+  const PlanTally t = tally_plan(c, plan_steps(c, t_q, t_k, batch, padded, tokens));
+  double values = t.values;
   // Without the causal lesson and the softmax's steps, a head's (T, T_k) steps are computed in
   // one matrix, each in the memory of the one before (and a padded run has its mask).
   const bool in_place = !c.causal && !c.softmax_steps && c.online_softmax == 0;
   const double held_per_row = in_place ? (padded ? 2.0 : 1.0) * static_cast<double>(t_k)
-                                       : squares / static_cast<double>(batch * c.heads * t_q);
+                                       : t.squares / static_cast<double>(batch * c.heads * t_q);
   // Working memory beyond the steps, which no output writes: a masked item holds its whole
   // (T, T_k) mask while its heads record theirs (Mask::values; rows at a time, a block's rows).
   double held_aside = (c.causal || padded) && !rows_at_a_time(c)
@@ -202,43 +215,43 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
     // A block of rows of one head's (T, T_k) steps at a time, and its K and V packed once.
     const auto rows = static_cast<double>(std::min(score_block_rows(c, t_k), t_q));
     values += held_per_row * rows + static_cast<double>(t_k) * static_cast<double>(c.d_kq + c.d_v) -
-              squares;
+              t.squares;
   } else if (c.release_scores) {
     // One head's (T, T_k) steps are held at a time (the KV cache and the online softmax read
     // them whole), and one more as it is computed; each in whole 2 MiB pages, which a large
     // matrix's ends share with no other (runs of 1,500 and 3,000 tokens with --decode, --window
     // or --online-softmax peaked at 1.08–1.11 times one head's steps).
-    const double held = in_place ? 1.0 : square_steps / static_cast<double>(batch * c.heads) + 1.0;
-    values += held_per_row * static_cast<double>(t_q) - squares;
+    const double held =
+        in_place ? 1.0 : t.square_steps / static_cast<double>(batch * c.heads) + 1.0;
+    values += held_per_row * static_cast<double>(t_q) - t.squares;
     held_aside +=
         (in_place ? 0.0 : static_cast<double>(t_k) * static_cast<double>(t_q)) + held * kPageFloats;
   }
-  if (c.release_scores && c.stream_scores && c.release_head_steps && heads > 0.0) {
+  if (c.release_scores && c.stream_scores && c.release_head_steps && t.heads > 0.0) {
     // Recorder::release_from: a head's own steps are freed when it is done.
     const auto items = static_cast<double>(std::max<std::int64_t>(batch, 1));
-    values += per_head / heads - per_head + per_item / items - per_item +
-              (c.heads > 1 ? 0.0 : contexts / items);
-  } else if (unread) {
+    values += t.per_head / t.heads - t.per_head + t.per_item / items - t.per_item +
+              (c.heads > 1 ? 0.0 : t.contexts / items);
+  } else if (c.backward && c.release_unread) {
     // One head's of each at a time: a head's forward ones are freed before the next head's are
     // made, and the last head's before the backward pass begins.
     const auto units = static_cast<double>(std::max<std::int64_t>(batch * c.heads, 1));
-    values += std::max(unread_forward, unread_backward) / units - unread_forward - unread_backward;
+    values += std::max(t.unread_forward, t.unread_backward) / units - t.unread_forward -
+              t.unread_backward;
   }
   // The backward pass's working copies beyond its steps, one head at a time: A and dL/dA with a
   // row that masks every key (the softmax's backward reads nan there), or the forward pass
   // again for the loss after --lr's step (one (T, T_k) matrix).
   const double working =
       held_aside + (c.backward ? 2.0 * static_cast<double>(t_q) * static_cast<double>(t_k) : 0.0);
-  double largest_step = 0.0;
-  for (const auto& [kind, n] : per_kind) largest_step = std::max(largest_step, n);
   return {.floats = values + working,
           .working = working,
-          .steps = steps,
-          .labels = labels,
-          .labelled_values = labelled_values,
+          .steps = t.steps,
+          .labels = t.labels,
+          .labelled_values = t.labelled_values,
           .tokens = static_cast<double>(batch * t_q + (c.cross ? t_k : 0)),
-          .largest_step = largest_step,
-          .largest_slice = largest_slice};
+          .largest_step = t.largest_step,
+          .largest_slice = t.largest_slice};
 }
 
 }  // namespace
