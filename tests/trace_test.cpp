@@ -1102,4 +1102,28 @@ TEST_CASE("a run that shows some steps stops after them, and they are the whole 
     c.shown_steps = {whole.steps.front().id};
     CHECK(attn::run_trace(c).steps.size() < whole.steps.size() / 2);
   }
+  // A head's projections alone: its scores are not computed.
+  attn::TraceConfig c;
+  c.heads = 2, c.shown_steps = {"values"};
+  const attn::Trace projected = attn::run_trace(c);
+  CHECK(projected.steps.back().kind == attn::StepKind::kValues);
+  CHECK(projected.steps.back().head == 1);
+}
+
+TEST_CASE("a run that shows some steps is estimated up to the last of them") {
+  // T = 16,384, d_in 1024, 8 heads of 128, the text trace: every head's (T, T) steps are held.
+  attn::TraceConfig c;
+  c.d_in = 1024, c.d_kq = c.d_v = 128, c.heads = 8, c.vocab_size = 16384;
+  c.output_cost = attn::output_cost(attn::OutputFormat::kText);
+  c = attn::resolve(c);
+  const double whole = attn::estimate_bytes(c, 16384, 16384, 1, false);
+  c.shown_steps = {"embeddings"};
+  const double embedded = attn::estimate_bytes(c, 16384, 16384, 1, false);
+  c.shown_steps = {"omega"};  // every head's ω: up to the last head's
+  const double scored = attn::estimate_bytes(c, 16384, 16384, 1, false);
+  CHECK(whole > 64.0 * (1u << 30));
+  // X and its text, and a tenth more (the weights are not drawn yet).
+  CHECK(embedded < 1.1 * 16384.0 * 1024 * (4.0 + c.output_cost.per_value));
+  CHECK(scored > 8 * 16384.0 * 16384 * 4);
+  CHECK(scored < whole);
 }

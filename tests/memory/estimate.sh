@@ -44,6 +44,11 @@ check() {  # FORMAT EXTRA SENTENCE: one run on one thread, its peak against its 
 for format in text json csv markdown html heatmap; do
   for extra in "--heads 3" "--causal --backward"; do check "$format" "$extra" "$words"; done
 done
+# --steps: the run ends once the steps chosen are recorded, and its estimate counts only the
+# steps up to them.
+for extra in "--heads 3 --steps queries" "--causal --backward --steps attention_weights"; do
+  check text "$extra" "$words"
+done
 # A summary that holds a head's scores whole: the KV cache's and the online softmax's lessons
 # read them (every other summary goes through blocks of rows).
 long=$(seq -s ' ' 1500)

@@ -111,8 +111,8 @@ class Recorder {
   // next one planned, so the plan that the memory estimate adds up is the one that allocates.
   void follow(std::vector<PlannedStep> plan);
 
-  // Called where no step is half done (between the inputs, the weights, the items, the heads and
-  // the backward pass): throws RunDone once every step that config.shown_steps names is
+  // Called where no step is half done (between the inputs, the weights, the items, a head's
+  // projections and its scores, the heads and the backward pass): throws RunDone once every step that config.shown_steps names is
   // recorded, so that the steps after them are not computed.
   void stop_if_done() const;
 

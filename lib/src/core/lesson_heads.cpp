@@ -46,6 +46,7 @@ Matrix attend_heads(Recorder& rec, const Item& item, const Weights& w) {
       const std::size_t first = rec.recorded();
       const Qkv p = rotate(
           rec, item, project(rec, item, w.heads[static_cast<std::size_t>(h)], head), w.rope, head);
+      rec.stop_if_done();  // --steps queries: the scores are not computed
       place_head(z, c.heads, h, attend(rec, item, *p.q, *p.k, *p.v, c.d_kq, head));
       rec.flush();              // this head's scores are done with
       rec.release_from(first);  // and its Q, K, V and Z (z holds its columns)

@@ -197,9 +197,22 @@ PlanTally tally_plan(const TraceConfig& c, const std::vector<PlannedStep>& plan)
   return t;
 }
 
+// A step of the backward pass (StepKind lists them in recording order, from the loss).
+bool backward_step(StepKind kind) {
+  return kind >= StepKind::kLoss && kind <= StepKind::kLossAfterStep;
+}
+
 MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
                            std::int64_t batch, bool padded, std::int64_t tokens) {
-  const PlanTally t = tally_plan(c, plan_steps(c, t_q, t_k, batch, padded, tokens));
+  // With --steps, the run ends once the steps chosen are recorded (Recorder::stop_if_done): the
+  // plan's steps up to the last of them are computed and held, the rest are not.
+  std::vector<PlannedStep> plan = plan_steps(c, t_q, t_k, batch, padded, tokens);
+  plan.resize(planned_stop(plan, c.shown_steps));
+  const PlanTally t = tally_plan(c, plan);
+  // What the scores' and the backward pass's working memory is for, if the run gets that far.
+  const bool attends = t.square_steps > 0.0;
+  const bool backward =
+      std::any_of(plan.begin(), plan.end(), [](const PlannedStep& s) { return backward_step(s.kind); });
   double values = t.values;
   // Without the causal lesson and the softmax's steps, a head's (T, T_k) steps are computed in
   // one matrix, each in the memory of the one before (and a padded run has its mask).
@@ -208,10 +221,12 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
                                        : t.squares / static_cast<double>(batch * c.heads * t_q);
   // Working memory beyond the steps, which no output writes: a masked item holds its whole
   // (T, T_k) mask while its heads record theirs (Mask::values; rows at a time, a block's rows).
-  double held_aside = (c.causal || padded) && !rows_at_a_time(c)
+  double held_aside = attends && (c.causal || padded) && !rows_at_a_time(c)
                           ? static_cast<double>(t_q) * static_cast<double>(t_k)
                           : 0.0;
-  if (rows_at_a_time(c)) {
+  if (!attends) {
+    // The run ends before the first head's scores.
+  } else if (rows_at_a_time(c)) {
     // A block of rows of one head's (T, T_k) steps at a time, and its K and V packed once.
     const auto rows = static_cast<double>(std::min(score_block_rows(c, t_k), t_q));
     values += held_per_row * rows + static_cast<double>(t_k) * static_cast<double>(c.d_kq + c.d_v) -
@@ -232,7 +247,7 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
     const auto items = static_cast<double>(std::max<std::int64_t>(batch, 1));
     values += t.per_head / t.heads - t.per_head + t.per_item / items - t.per_item +
               (c.heads > 1 ? 0.0 : t.contexts / items);
-  } else if (c.backward && c.release_unread) {
+  } else if (backward && c.release_unread) {
     // One head's of each at a time: a head's forward ones are freed before the next head's are
     // made, and the last head's before the backward pass begins.
     const auto units = static_cast<double>(std::max<std::int64_t>(batch * c.heads, 1));
@@ -243,7 +258,7 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
   // row that masks every key (the softmax's backward reads nan there), or the forward pass
   // again for the loss after --lr's step (one (T, T_k) matrix).
   const double working =
-      held_aside + (c.backward ? 2.0 * static_cast<double>(t_q) * static_cast<double>(t_k) : 0.0);
+      held_aside + (backward ? 2.0 * static_cast<double>(t_q) * static_cast<double>(t_k) : 0.0);
   return {.floats = values + working,
           .working = working,
           .steps = t.steps,
