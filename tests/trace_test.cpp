@@ -1122,8 +1122,9 @@ TEST_CASE("a run that shows some steps is estimated up to the last of them") {
   c.shown_steps = {"omega"};  // every head's ω: up to the last head's
   const double scored = attn::estimate_bytes(c, 16384, 16384, 1, false);
   CHECK(whole > 64.0 * (1u << 30));
-  // X and its text, and a tenth more (the weights are not drawn yet).
-  CHECK(embedded < 1.1 * 16384.0 * 1024 * (4.0 + c.output_cost.per_value));
+  // X, and its text as the one step written, and a tenth more (the weights are not drawn yet).
+  CHECK(embedded > 16384.0 * 1024 * (4.0 + c.output_cost.per_value_alone));
+  CHECK(embedded < 1.1 * 16384.0 * 1024 * (4.0 + c.output_cost.per_value_alone));
   CHECK(scored > 8 * 16384.0 * 16384 * 4);
   CHECK(scored < whole);
 }

@@ -1198,7 +1198,7 @@ case_error_run_larger_than_its_cgroup_memory_limit() {
   local status=$?
   rmdir "$group"
   # The message as docs/errors.md shows it.
-  grep -x "    attn-trace: error: this run would need about 2.1 GiB .*" docs/errors.md |
+  grep -x "    attn-trace: error: this run would need about 1.1 GiB .*" docs/errors.md |
     sed 's/^    //' >"$work/expected_stderr"
   [ -s "$work/expected_stderr" ] || { echo "FAIL: the message is not in docs/errors.md"; return 1; }
   [ $status = 2 ] || { echo "FAIL: exit code $status"; cat "$work/stderr"; return 1; }

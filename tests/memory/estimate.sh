@@ -49,9 +49,11 @@ done
 for extra in "--heads 3 --steps queries" "--causal --backward --steps attention_weights"; do
   check text "$extra" "$words"
 done
+# One large step written, held two or three times over as it is written.
+long=$(seq -s ' ' 1500)
+for format in text heatmap; do check "$format" "--steps attention_weights" "$long"; done
 # A summary that holds a head's scores whole: the KV cache's and the online softmax's lessons
 # read them (every other summary goes through blocks of rows).
-long=$(seq -s ' ' 1500)
 for extra in "--decode --window 4" "--causal --online-softmax 1"; do
   check summary "$extra" "$long"
 done

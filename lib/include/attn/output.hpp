@@ -22,7 +22,10 @@ enum class OutputFormat {
 // parts of about a MiB for text, JSON, CSV, Markdown and heatmaps, never joined into one copy).
 struct OutputCost {
   double per_value = 0.0;  // bytes per value of the trace
-  double per_step = 0.0;   // a step's heading, shape, equation and notes
+  // Bytes per value of the largest step written, where the run writes the chosen steps (--steps):
+  // a whole trace's per_value counts the working copies of one step among many. 0: per_value.
+  double per_value_alone = 0.0;
+  double per_step = 0.0;  // a step's heading, shape, equation and notes
   // Times each row's or key column's label (a token) is written per step; a CSV writes the row's
   // and the column's label in every cell instead (labels_per_cell).
   double label_copies = 0.0;
@@ -42,13 +45,16 @@ struct OutputCost {
 // with its labels), heatmaps 18 (colour escapes, a heatmap at a time), the HTML page 80 (each value
 // exact in its data, and in a table cell or a working, and the page put together from its parts),
 // none for the summary, which reduces each step to a line, and none for the overview, which
-// computes no step. An SVG figure is written in parts as it is drawn, one figure at a time: 125
-// bytes per value of the largest figure (a rectangle per cell: 74–75 bytes a cell in figures of
-// 600 to 2,000 tokens, 113 for a cell that is −inf or nan, drawn with a border; and a tenth
-// more), none for the others. Per step, measured as
-// the peak memory of batches of short sentences beyond the steps' own: 448 bytes for the
-// summary (its line), 832 for text, 448 for Markdown, 1 KiB for JSON, 384 for heatmaps, 6.5 KiB
-// for the HTML page (a section, and its copies as the page is put together), 128 for CSV.
+// computes no step. A run that writes one large step (--steps) holds it two or three times as it
+// is written (each value's text, the rows, the step's text): one (T, T) step alone, at 1,024 to
+// 3,000 tokens, measured 21 bytes a value at precision 0, 42–50 at 4 and 55 at 8 as text, and
+// 33–35 as a heatmap; they count, for the largest step written, 45 and 3 more a decimal, and 40. An
+// SVG figure is written in parts as it is drawn, one figure at a time: 125 bytes per value of the
+// largest figure (a rectangle per cell: 74–75 bytes a cell in figures of 600 to 2,000 tokens, 113
+// for a cell that is −inf or nan, drawn with a border; and a tenth more), none for the others. Per
+// step, measured as the peak memory of batches of short sentences beyond the steps' own: 448 bytes
+// for the summary (its line), 832 for text, 448 for Markdown, 1 KiB for JSON, 384 for heatmaps, 6.5
+// KiB for the HTML page (a section, and its copies as the page is put together), 128 for CSV.
 // Copies of each label, measured on one word of 5 MB: 1.5 for the summary (some of the
 // attention's rows), 5 for text, 3 for JSON, Markdown and CSV (besides the CSV's label in every
 // cell), 2 for heatmaps and SVG, 6 for the HTML page.

@@ -379,6 +379,9 @@ std::int64_t score_block_rows(const TraceConfig& config, std::int64_t t_k);
 struct MemoryEstimate {
   double floats = 0.0, working = 0.0, steps = 0.0, labels = 0.0, labelled_values = 0.0,
          tokens = 0.0;
+  // The values the output writes: the chosen steps' (TraceConfig::shown_steps), or every step's;
+  // and the largest chosen step (one slice), at OutputCost::per_value_alone (0 for a whole trace).
+  double written = 0.0, largest_written = 0.0;
   // The values of the largest step (every slice of one id) and of the largest slice: the largest
   // figure, as OutputCost::figure_of_step counts one.
   double largest_step = 0.0, largest_slice = 0.0;
@@ -407,6 +410,10 @@ std::vector<std::string> step_ids(const std::deque<Step>& steps);
 // The ids of the steps a run of this plan records, each once, in order: the same list as
 // step_ids of the run's steps (a decoded token's steps carry the token: "decode_query_t2").
 std::vector<std::string> planned_step_ids(const std::vector<PlannedStep>& plan);
+
+// Each planned step's id, in the plan's order, repeated where the plan repeats it (each head's
+// "omega"); a decoding step's with its token ("decode_query_t2").
+std::vector<std::string> each_planned_id(const std::vector<PlannedStep>& plan);
 
 // How many of the plan's steps a run records before every step that `shown` picks
 // (step_id_chosen) is recorded: up to the last of them; the whole plan when `shown` is empty or

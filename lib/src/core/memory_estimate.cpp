@@ -211,8 +211,22 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
   const PlanTally t = tally_plan(c, plan);
   // What the scores' and the backward pass's working memory is for, if the run gets that far.
   const bool attends = t.square_steps > 0.0;
-  const bool backward =
-      std::any_of(plan.begin(), plan.end(), [](const PlannedStep& s) { return backward_step(s.kind); });
+  const bool backward = std::any_of(plan.begin(), plan.end(),
+                                    [](const PlannedStep& s) { return backward_step(s.kind); });
+  // The output writes the chosen steps only, the largest of them held as it is written (a whole
+  // trace's cost per value counts that, as a share of many steps).
+  double written = t.values, largest_written = 0.0;
+  if (!c.shown_steps.empty()) {
+    const std::vector<std::string> ids = each_planned_id(plan);
+    written = largest_written = 0.0;
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      if (step_id_chosen(c.shown_steps, ids[i])) {
+        const double n = static_cast<double>(plan[i].rows) * static_cast<double>(plan[i].cols);
+        written += n;
+        largest_written = std::max(largest_written, n);
+      }
+    }
+  }
   double values = t.values;
   // Without the causal lesson and the softmax's steps, a head's (T, T_k) steps are computed in
   // one matrix, each in the memory of the one before (and a padded run has its mask).
@@ -265,6 +279,8 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
           .labels = t.labels,
           .labelled_values = t.labelled_values,
           .tokens = static_cast<double>(batch * t_q + (c.cross ? t_k : 0)),
+          .written = written,
+          .largest_written = largest_written,
           .largest_step = t.largest_step,
           .largest_slice = t.largest_slice};
 }
@@ -283,8 +299,14 @@ double MemoryEstimate::bytes(const TraceConfig& c, std::int64_t t_q, std::int64_
 }
 
 double MemoryEstimate::matrix_bytes(const TraceConfig& c) const {
-  // The working copies of the backward pass are not written out.
-  return floats * 4.0 + (floats - working) * c.output_cost.per_value;
+  // The working copies of the backward pass are not written out, nor the steps not chosen. The
+  // largest step written is held as it is written: a few steps' output is mostly that.
+  const OutputCost& out = c.output_cost;
+  const double shown = std::min(floats - working, written);
+  const double largest = std::min(largest_written, shown);
+  const double alone = std::max(out.per_value, out.per_value_alone);
+  return floats * 4.0 +
+         std::max(shown * out.per_value, (shown - largest) * out.per_value + largest * alone);
 }
 
 MemoryEstimate estimate_memory(const TraceConfig& c, std::int64_t t_q, std::int64_t t_k,
@@ -302,6 +324,8 @@ MemoryEstimate estimate_memory(const TraceConfig& c, std::int64_t t_q, std::int6
       .labels = two.labels + (three.labels - two.labels) * more,
       .labelled_values = two.labelled_values + (three.labelled_values - two.labelled_values) * more,
       .tokens = two.tokens + (three.tokens - two.tokens) * more,
+      .written = two.written + (three.written - two.written) * more,
+      .largest_written = three.largest_written,
       .largest_step = two.largest_step + (three.largest_step - two.largest_step) * more,
       .largest_slice = three.largest_slice};
 }

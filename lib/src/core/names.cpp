@@ -74,7 +74,7 @@ OutputCost output_cost(OutputFormat format, int precision) {
     case OutputFormat::kMarkdown:
       return {.per_value = 26.0 + decimals, .per_step = 448.0, .label_copies = 3.0};
     case OutputFormat::kHeatmap:
-      return {.per_value = 18.0, .per_step = 384.0, .label_copies = 2.0};
+      return {.per_value = 18.0, .per_value_alone = 40.0, .per_step = 384.0, .label_copies = 2.0};
     case OutputFormat::kSvg:
       return {.label_copies = 2.0, .per_figure_value = kSvgFigureValue, .figure_of_step = true};
     case OutputFormat::kHtml:
@@ -86,7 +86,10 @@ OutputCost output_cost(OutputFormat format, int precision) {
     case OutputFormat::kText:
       break;
   }
-  return {.per_value = 30.0 + decimals, .per_step = 832.0, .label_copies = 5.0};
+  return {.per_value = 30.0 + decimals,
+          .per_value_alone = 45.0 + 2.0 * decimals,
+          .per_step = 832.0,
+          .label_copies = 5.0};
 }
 
 template <>

@@ -266,9 +266,6 @@ std::vector<PlannedStep> plan_steps(const TraceConfig& c, std::int64_t t_q, std:
   return plan;
 }
 
-namespace {
-
-// Each planned step's id, in order: a decoding step's with its token (_t<t>, from 1).
 std::vector<std::string> each_planned_id(const std::vector<PlannedStep>& plan) {
   std::vector<std::string> ids;
   ids.reserve(plan.size());
@@ -285,8 +282,6 @@ std::vector<std::string> each_planned_id(const std::vector<PlannedStep>& plan) {
   }
   return ids;
 }
-
-}  // namespace
 
 std::vector<std::string> planned_step_ids(const std::vector<PlannedStep>& plan) {
   std::vector<std::string> ids;
