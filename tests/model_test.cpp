@@ -407,7 +407,14 @@ TEST_CASE("every malformed checkpoint gets one clear error") {
   CHECK(open_error(safetensors(ok), R"({"n_head": 0})", 0) ==
         "FILE: n_head is 0: it must be a positive integer");
   CHECK(open_error(safetensors(ok), R"({"n_head": 2, "layer_norm_epsilon": "x"})", 0) ==
-        "FILE: layer_norm_epsilon is \"x\": it must be a number in (0, 1)");
+        "FILE: layer_norm_epsilon is \"x\": it must be a number in (0, 1) that float32 holds "
+        "(1.4e-45 or more)");
+  // nn.LayerNorm's float32 kernel reads 1e-50 as 0.
+  CHECK(open_error(safetensors(ok), R"({"n_head": 2, "layer_norm_epsilon": 1e-50})", 0) ==
+        "FILE: layer_norm_epsilon is 1e-50: it must be a number in (0, 1) that float32 holds "
+        "(1.4e-45 or more)");
+  CHECK(open_error(safetensors(ok), R"({"n_head": 2, "layer_norm_epsilon": 1e-45})", 0) ==
+        "opened");
   // Hugging Face's settings that change the scores: GPT-2's own values only.
   CHECK(open_error(safetensors(ok),
                    R"({"n_head": 2, "scale_attn_weights": true, "reorder_and_upcast_attn": false,
@@ -535,6 +542,22 @@ TEST_CASE("a nan or an infinity in a tensor the trace reads is refused with its 
   CHECK(trace_error("h.1.ln_2.weight", 0, "F32", nan) == "traced");
   CHECK(trace_error("h.1.mlp.c_fc.weight", 0, "F32", inf) == "traced");
   CHECK(trace_error("h.1.mlp.c_proj.bias", 0, "F32", nan) == "traced");
+}
+
+TEST_CASE("a layer norm whose squared deviations overflow float32 is refused, not computed") {
+  // PyTorch sums them in float32: 4e40 is infinite there, and its row 0 or nan.
+  Matrix x(2, 4);
+  x << 1.0f, 2.0f, 3.0f, 4.0f, 1e20f, -1e20f, 1e20f, -1e20f;
+  const Matrix ones = Matrix::Ones(1, 4), zeros = Matrix::Zero(1, 4);
+  CHECK_THROWS_WITH_AS(layer_norm(x, ones, zeros, 1e-5, "h.3.ln_2"),
+                       "h.3.ln_2: the squared deviations of token 2's row overflow float32 (their "
+                       "sum is 4e+40), as PyTorch's layer_norm sums them: the checkpoint's values "
+                       "are too large",
+                       Error);
+  x.row(1) << 1e18f, -1e18f, 1e18f, -1e18f;  // 4e36: finite
+  const Matrix y = layer_norm(x, ones, zeros, 1e-5, "h.3.ln_2");
+  CHECK(y(1, 0) == doctest::Approx(1.0));
+  CHECK(y(1, 1) == doctest::Approx(-1.0));
 }
 
 TEST_CASE("token and position embeddings whose sum overflows are refused at h₀, not as nan") {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attn/matrix.hpp"
@@ -95,8 +96,11 @@ class Gpt2Checkpoint {
   std::vector<std::pair<std::string, Tensor>> tensors_;
 };
 
-// nn.LayerNorm(d, eps) of each row: (x − mean) / √(var + eps) · weight + bias.
-Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, double eps);
+// nn.LayerNorm(d, eps) of each row: (x − mean) / √(var + eps) · weight + bias. Throws Error,
+// naming the layer norm (`name`, "h.3.ln_1") and the row, where the row's squared deviations sum
+// beyond float32, in which PyTorch sums them (its rows are then 0 or nan).
+Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, double eps,
+                  std::string_view name);
 
 // x W + b (Conv1D), on up to `threads` threads.
 Matrix conv1d(const Matrix& x, const Matrix& weight, const Matrix& bias, int threads = 1);
@@ -108,8 +112,9 @@ Matrix gelu(const Matrix& x, Gpt2Activation activation);
 // heads' softmax(q kᵀ / √d_head) v, side by side, then c_proj. Returns (T, d).
 Matrix gpt2_attention(const Matrix& a, const Gpt2Layer& w, std::int64_t n_head, int threads = 1);
 
-// One whole block: h + attn(ln_1(h)), then that + mlp(ln_2(that)).
-Matrix gpt2_block(const Matrix& h, const Gpt2Layer& w, const Gpt2Config& config, int threads = 1);
+// One whole block, number `block`: h + attn(ln_1(h)), then that + mlp(ln_2(that)).
+Matrix gpt2_block(const Matrix& h, const Gpt2Layer& w, const Gpt2Config& config, std::int64_t block,
+                  int threads = 1);
 
 // The names of the activations: "gelu_new", "gelu".
 const char* activation_name(Gpt2Activation activation);

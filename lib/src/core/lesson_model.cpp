@@ -83,7 +83,7 @@ std::vector<const Matrix*> enter_layer(Recorder& rec, const std::vector<const Ma
   for (const Matrix* x : h0) h.push_back(*x);
   for (std::int64_t l = 0; l < c.layer; ++l) {
     const Gpt2Layer block = model.layer(l);  // a block's weights are tens of MB: read once
-    for (Matrix& stream : h) stream = gpt2_block(stream, block, model.config(), c.threads);
+    for (Matrix& stream : h) stream = gpt2_block(stream, block, model.config(), l, c.threads);
   }
   const Gpt2Layer norm = model.ln_1(c.layer);
   const std::string stream = c.layer > 0 ? fmt::format("h_{}", c.layer) : "h₀";
@@ -105,8 +105,9 @@ std::vector<const Matrix*> enter_layer(Recorder& rec, const std::vector<const Ma
     }
     x.push_back(&rec.add(
         StepKind::kLayerNorm, fmt::format("X = h.{}.ln_1({})", c.layer, stream), {"T", "d_model"},
-        layer_norm(h[b], norm.ln_1_weight, norm.ln_1_bias, model.config().layer_norm_epsilon), item,
-        std::nullopt, {.rows = words}));
+        layer_norm(h[b], norm.ln_1_weight, norm.ln_1_bias, model.config().layer_norm_epsilon,
+                   fmt::format("h.{}.ln_1", c.layer)),
+        item, std::nullopt, {.rows = words}));
   }
   return x;
 }

@@ -117,9 +117,13 @@ void read_config(const std::string& where, const std::string& text, std::int64_t
   }
   c.n_head = *heads;
   if (const auto it = cfg.find("layer_norm_epsilon"); it != cfg.end() && !it->is_null()) {
-    if (!it->is_number() || !(it->get<double>() > 0.0) || !(it->get<double>() < 1.0)) {
-      throw Error(fmt::format("{}: layer_norm_epsilon is {}: it must be a number in (0, 1)", where,
-                              it->dump()));
+    // nn.LayerNorm's float32 kernel reads it as a float: one that rounds to 0 there is none.
+    if (!it->is_number() || !(it->get<double>() < 1.0) ||
+        !(static_cast<float>(it->get<double>()) > 0.0f)) {
+      throw Error(
+          fmt::format("{}: layer_norm_epsilon is {}: it must be a number in (0, 1) that "
+                      "float32 holds (1.4e-45 or more)",
+                      where, it->dump()));
     }
     c.layer_norm_epsilon = it->get<double>();
   }
