@@ -108,9 +108,11 @@ std::string closest_option(const CLI::App& app, std::string_view name) {
 // closest spelling), and an argument that begins with '-' but is no option (a sentence such as
 // "-hello world", which CLI11 would read as -h). Returns the sentence's arguments (the main
 // command's positional ones) as given: CLI11 reads a vector's value in brackets as a list, so
-// that "[x]" would become the word x, "[a,b]" two arguments and "[]" none.
+// that "[x]" would become the word x, "[a,b]" two arguments and "[]" none. Only a first
+// positional argument "diff" is the subcommand: the indices of later ones, words of the sentence,
+// go to `diff_words`.
 std::vector<std::string> check_arguments(const CLI::App& app, const CLI::App& diff, int argc,
-                                         const char* const* argv) {
+                                         const char* const* argv, std::vector<int>& diff_words) {
   const CLI::App* current = &app;
   std::vector<std::string> words;
   for (int i = 1; i < argc; ++i) {
@@ -120,9 +122,10 @@ std::vector<std::string> check_arguments(const CLI::App& app, const CLI::App& di
       return words;
     }
     if (arg == "-" || arg.empty() || arg[0] != '-') {
-      if (current == &app && arg == diff.get_name()) {
+      if (current == &app && arg == diff.get_name() && words.empty()) {
         current = &diff;
       } else if (current == &app) {
+        if (arg == diff.get_name()) diff_words.push_back(i);
         words.emplace_back(arg);
       }
       continue;
@@ -164,6 +167,13 @@ std::vector<std::string> check_arguments(const CLI::App& app, const CLI::App& di
     // An option's value is the next argument, unless given as --name=value or -sVALUE.
     const bool value_attached =
         long_form ? arg.find('=') != std::string_view::npos : arg.size() > 2;
+    // CLI11 reads --seed= as --seed, and takes the next argument for its value.
+    if (opt->get_expected_min() > 0 && opt->get_delimiter() == '\0' && long_form &&
+        value_attached && arg.ends_with('=')) {
+      throw Error(fmt::format("{}: the value after '=' is empty: give {}=VALUE or {} VALUE (see "
+                              "attn-trace --help)",
+                              name, name, name));
+    }
     // A flag takes no value, not even an empty one (CLI11 reads --causal= as --causal).
     if (opt->get_expected_max() == 0 && long_form && value_attached) {
       throw Error(fmt::format("{} is a flag and takes no value: give {} alone", name, name));
@@ -230,9 +240,13 @@ std::vector<std::string> check_arguments(const CLI::App& app, const CLI::App& di
 void parse(CLI::App& app, Options& options, DiffCommand& diff_command, int argc,
            const char* const* argv) {
   CLI::App* diff = app.get_subcommand("diff");
-  std::vector<std::string> words = check_arguments(app, *diff, argc, argv);
+  std::vector<int> diff_words;
+  std::vector<std::string> words = check_arguments(app, *diff, argc, argv, diff_words);
+  // A sentence's word "diff" (the sentence's words are the pre-scan's) is not the subcommand.
+  std::vector<const char*> args(argv, argv + argc);
+  for (const int i : diff_words) args[static_cast<std::size_t>(i)] = "word";
   try {
-    app.parse(argc, argv);
+    app.parse(argc, args.data());
   } catch (const CLI::CallForHelp&) {
     throw;
   } catch (const CLI::CallForVersion&) {

@@ -526,6 +526,19 @@ case_threads_do_not_change_the_summary_of_a_long_input() {
     cmp "$work/a" "$work/b" && cmp "$work/a" "$work/c"
 }
 
+case_more_threads_than_cpus() {
+  # 256 threads on the machine's few CPUs: the same summary as one thread, and no thread holds a
+  # CPU that another needs (this run took more than two minutes on 2 CPUs, and now under a
+  # second; given a minute here, for a loaded machine).
+  local words; words=$(for i in $(seq 0 1499); do printf 'w%d ' "$i"; done)
+  local args=(--vocab-size 1500 --d-in 64 --heads 2 --format summary)
+  "$binary" "$words" "${args[@]}" --threads 1 >"$work/a" &&
+    timeout 60 "$binary" "$words" "${args[@]}" --threads 256 >"$work/b" &&
+    "$binary" "$words" "${args[@]}" --causal --backward --threads 1 >"$work/c" &&
+    timeout 60 "$binary" "$words" "${args[@]}" --causal --backward --threads 64 >"$work/d" &&
+    cmp "$work/a" "$work/b" && cmp "$work/c" "$work/d"
+}
+
 case_matmul_blocked_says_so() {
   expect_output matmul_blocked --matmul blocked --steps queries,omega,context_vectors
 }
@@ -961,6 +974,17 @@ case_error_option_without_its_value() {
   expect_error "--seed needs a value (see attn-trace --help)" --seed &&
     expect_error "--sentence needs a value (see attn-trace --help)" -s &&
     expect_error "--atol needs a value (see attn-trace --help)" diff a.json b.json --atol
+}
+case_error_empty_value_after_equals() {
+  # CLI11 would read --seed= as --seed and take the next argument for its value, which the
+  # sentence then held as well.
+  expect_error "--seed: the value after '=' is empty: give --seed=VALUE or --seed VALUE (see attn-trace --help)" --seed= 5 &&
+    expect_error "--cross: the value after '=' is empty: give --cross=VALUE or --cross VALUE (see attn-trace --help)" --cross= --causal
+}
+case_sentence_with_the_word_diff() {
+  # Only a first word diff is the subcommand.
+  run what is the diff --steps embeddings --format summary
+  [ "$(cat "$work/status")" = 0 ] && head -1 "$work/stdout" | grep -qx "sentence: 'what is the diff'"
 }
 case_error_mistyped_option_suggests() {
   expect_error "unknown option --casual: did you mean --causal? (see attn-trace --help)" --casual &&

@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cmath>
 #include <numeric>
+#include <thread>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -104,7 +105,15 @@ void add_rows(const Matrix& m, int threads, Stats& st, XXH3_state_t& hash) {
         // share's statistics. Share p waits only for shares before it, which a thread has taken
         // (parallel_for's calling thread runs share 0 first, then takes the others' in order).
         if (p > 0) stats_of(first, last);
-        while (hashed.load(std::memory_order_acquire) != p) spin_pause();
+        // After a while it yields: with more threads than CPUs, the one it waits for may need
+        // the CPU it would hold (--threads 8 on 2 CPUs: 0.5 s against 0.02 s).
+        for (int i = 0; hashed.load(std::memory_order_acquire) != p; ++i) {
+          if (i < 4096) {
+            spin_pause();
+          } else {
+            std::this_thread::yield();
+          }
+        }
         hash_rows(first, last);
         hashed.store(p + 1, std::memory_order_release);
         if (p == 0) stats_of(first, last);
