@@ -103,6 +103,13 @@ std::vector<std::string> read_sentences(const Options& o, std::string& file,
       std::string_view line(text.data() + start, end - start);
       ++number;
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      // A lone CR ends the lines of an old Mac file: they would be read as one sentence.
+      if (line.find('\r') != std::string_view::npos) {
+        throw Error(fmt::format("{}: line {} holds a carriage return (\\r) that ends no line: a "
+                                "batch's sentences are lines ended by \\n or \\r\\n (tr '\\r' "
+                                "'\\n' converts a file whose lines end in \\r alone)",
+                                source, number));
+      }
       // A byte order mark at a line's start marks where a file began (`cat a.txt b.txt`), as the
       // first line's does, and is no part of its first word.
       while (line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);

@@ -890,6 +890,14 @@ case_error_batch_file_without_sentences() {
   printf '\n  \n' >"$work/blank.txt"
   expect_error "$work/blank.txt has no sentences: give one sentence per line" --batch "$work/blank.txt"
 }
+case_error_batch_lines_ended_by_cr_alone() {
+  # An old Mac file's lines, one sentence to a reader that splits at \n only.
+  printf 'Life is short\rEat dessert first\r' >"$work/mac.txt"
+  expect_error "$work/mac.txt: line 1 holds a carriage return (\r) that ends no line: a batch's sentences are lines ended by \n or \r\n (tr '\r' '\n' converts a file whose lines end in \r alone)" --batch "$work/mac.txt" &&
+    printf 'Life is short\r\nEat dessert first\r\n' >"$work/dos.txt" &&
+    run --batch "$work/dos.txt" --format summary &&
+    head -1 "$work/stdout" | grep -qx "sentences: \['Life is short', 'Eat dessert first'\]"
+}
 case_error_two_ways_to_give_the_sentence() {
   expect_error "a sentence argument and -s/--sentence both give the sentence: give it one way" \
     -s "a b" c d
