@@ -10,6 +10,7 @@
 #include "attn/error.hpp"
 #include "attn/export.hpp"
 #include "attn/io.hpp"
+#include "attn/memory.hpp"
 #include "attn/render_explain.hpp"
 #include "attn/render_explain_grad.hpp"
 #include "attn/render_heatmap.hpp"
@@ -217,7 +218,9 @@ Outcome run(Options& o) {
   }
   if (o.expect) {
     TraceDocument run_doc = trace_document(trace, "this run");
-    TraceDocument expected = parse_trace_json(read_file(*o.expect), *o.expect);
+    TraceDocument expected = parse_trace_json(
+        read_file(*o.expect, o.config.max_memory), *o.expect, o.config.max_memory,
+        "the memory limit: give a smaller trace, or raise the limit", Setting::kMaxMemory);
     if (!o.steps.empty()) {
       // Only the steps this run shows (the HTML page's trace keeps them all for its workings).
       const auto not_shown = [&o](const DocumentStep& s) { return !step_id_chosen(o.steps, s.id); };
@@ -245,8 +248,15 @@ Outcome run_diff(const DiffCommand& command) {
   // "-" is standard input, as for a sentence; a file named - is ./-. Two arguments that are not
   // files, neither named .json, are most likely a sentence that begins with the word diff.
   const bool words = !command.a.ends_with(".json") && !command.b.ends_with(".json");
+  // The traces' documents within the memory this machine has for them (diff takes no limit of
+  // its own): a trace of many small values takes some 30 bytes of memory a byte as a document.
+  const std::optional<MachineMemory> machine = machine_memory();
+  const std::uint64_t memory = machine ? machine->bytes : ~std::uint64_t{0};
+  const std::string_view over = "the memory this machine has available: give a smaller trace";
   auto read = [&](const std::string& path) {
-    if (path == "-") return parse_trace_json(read_standard_input(), "standard input");
+    if (path == "-") {
+      return parse_trace_json(read_standard_input(), "standard input", memory, over);
+    }
     std::error_code missing;
     if (words && !std::filesystem::exists(path, missing)) {
       throw Error(fmt::format(
@@ -254,7 +264,7 @@ Outcome run_diff(const DiffCommand& command) {
           "begins with the word diff, put -- before it: attn-trace -- diff {} {}",
           path, command.a, command.b));
     }
-    return parse_trace_json(read_file(path), path);
+    return parse_trace_json(read_file(path), path, memory, over);
   };
   const TraceDocument a = read(command.a);
   const TraceDocument b = read(command.b);

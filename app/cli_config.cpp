@@ -24,9 +24,10 @@ namespace attn::cli {
 
 namespace {
 
-std::optional<GivenMatrix> given(const std::optional<std::string>& path) {
+std::optional<GivenMatrix> given(const std::optional<std::string>& path,
+                                 std::uint64_t memory_limit) {
   if (!path) return std::nullopt;
-  LoadedMatrix m = load_matrix(*path);
+  LoadedMatrix m = load_matrix(*path, memory_limit);
   return GivenMatrix{std::move(m.values), *path, std::move(m.row_labels), m.vector};
 }
 
@@ -105,10 +106,11 @@ std::vector<std::string> read_sentences(const Options& o, std::string& file,
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       // A lone CR ends the lines of an old Mac file: they would be read as one sentence.
       if (line.find('\r') != std::string_view::npos) {
-        throw Error(fmt::format("{}: line {} holds a carriage return (\\r) that ends no line: a "
-                                "batch's sentences are lines ended by \\n or \\r\\n (tr '\\r' "
-                                "'\\n' converts a file whose lines end in \\r alone)",
-                                source, number));
+        throw Error(
+            fmt::format("{}: line {} holds a carriage return (\\r) that ends no line: a "
+                        "batch's sentences are lines ended by \\n or \\r\\n (tr '\\r' "
+                        "'\\n' converts a file whose lines end in \\r alone)",
+                        source, number));
       }
       // A byte order mark at a line's start marks where a file began (`cat a.txt b.txt`), as the
       // first line's does, and is no part of its first word.
@@ -339,14 +341,14 @@ TraceConfig make_config(Options& o) {
   std::string file;
   std::vector<std::int64_t> lines;
   o.sentences = read_sentences(o, file, lines);
-  o.config.x = given(o.x);
-  o.config.embedding = given(o.embedding);
-  o.config.w_query = given(o.w_query);
-  o.config.w_key = given(o.w_key);
-  o.config.w_value = given(o.w_value);
-  o.config.w_out = given(o.w_out);
-  o.config.b_out = given(o.b_out);
-  o.config.target = given(o.target);
+  o.config.x = given(o.x, o.config.max_memory);
+  o.config.embedding = given(o.embedding, o.config.max_memory);
+  o.config.w_query = given(o.w_query, o.config.max_memory);
+  o.config.w_key = given(o.w_key, o.config.max_memory);
+  o.config.w_value = given(o.w_value, o.config.max_memory);
+  o.config.w_out = given(o.w_out, o.config.max_memory);
+  o.config.b_out = given(o.b_out, o.config.max_memory);
+  o.config.target = given(o.target, o.config.max_memory);
   if (o.config.x && !o.sentences.empty()) {
     // The sentence labels X's rows.
     if (o.sentences.size() > 1)

@@ -898,6 +898,18 @@ case_error_batch_lines_ended_by_cr_alone() {
     run --batch "$work/dos.txt" --format summary &&
     head -1 "$work/stdout" | grep -qx "sentences: \['Life is short', 'Eat dessert first'\]"
 }
+case_error_matrix_file_beyond_the_memory_limit() {
+  # A JSON document of many small values takes some 26 bytes of memory a byte of its text; a
+  # device that never ends is read up to the limit, not up to 1 GiB.
+  { printf '['; for i in $(seq 40000); do printf '[0],'; done; printf '[0]]'; } >"$work/rows.json"
+  ln -s /dev/zero "$work/zero.csv"
+  expect_error "$work/rows.json: reading it as JSON needs more than 1.0 MiB (about 32 bytes a value), the memory limit: give a smaller file or a .npy one (4 bytes a value), or raise the limit with --max-memory" \
+    --x "$work/rows.json" --max-memory 1M &&
+    expect_error "$work/zero.csv is larger than 1.0 MiB, the memory limit: give a smaller file, or raise the limit with --max-memory" \
+      --x "$work/zero.csv" --max-memory 1M &&
+    expect_error "$work/rows.json: reading it as JSON needs more than 1.0 MiB (about 32 bytes a value), the memory limit: give a smaller trace, or raise the limit with --max-memory" \
+      --expect "$work/rows.json" --max-memory 1M
+}
 case_error_two_ways_to_give_the_sentence() {
   expect_error "a sentence argument and -s/--sentence both give the sentence: give it one way" \
     -s "a b" c d

@@ -2,11 +2,13 @@
 
 // Comparing two traces cell by cell, as `attn-trace diff A.json B.json` and `--expect` do.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "attn/error.hpp"
 #include "attn/matrix.hpp"
 #include "attn/trace.hpp"
 
@@ -33,7 +35,12 @@ TraceDocument trace_document(const Trace& trace, const std::string& source);
 
 // Reads a JSON trace. Throws Error naming `source` when the text is not JSON, not an
 // attn-trace trace, of another schema version, or a step is malformed (naming the step).
-TraceDocument parse_trace_json(std::string_view text, const std::string& source);
+// The text and its document are kept within `memory_limit` bytes (Error beyond, with
+// `limit_what`: what the limit is and what to do, and `limit_setting`, the option that raises it).
+TraceDocument parse_trace_json(std::string_view text, const std::string& source,
+                               std::uint64_t memory_limit = ~std::uint64_t{0},
+                               std::string_view limit_what = "",
+                               Setting limit_setting = Setting::kNone);
 
 struct DiffOptions {
   double atol = 1e-8;  // absolute tolerance, as numpy.isclose

@@ -49,19 +49,25 @@ LoadedMatrix parse_csv(std::string_view text, const std::string& source);
 // JSON: [[...], ...] (a matrix), [...] (one row), or {"values": [[...], ...], "labels": [...]}
 // ("labels" optional; one string per row). A key given twice in one object is refused with its
 // line ("m.json: line 3: the key \"values\" appears twice in one object: ...").
-LoadedMatrix parse_json_matrix(std::string_view text, const std::string& source);
+// The text and the document it is parsed into are kept within `memory_limit` bytes (Error,
+// Setting::kMaxMemory, beyond).
+LoadedMatrix parse_json_matrix(std::string_view text, const std::string& source,
+                               std::uint64_t memory_limit = ~std::uint64_t{0});
 
-// Reads a matrix file by its extension: .npy, .csv or .json. Throws Error naming the path when
-// the file cannot be read or its extension is none of these.
-LoadedMatrix load_matrix(const std::filesystem::path& path);
+// Reads a matrix file by its extension: .npy, .csv or .json, within `memory_limit` bytes (the
+// file, and a JSON file's document as it is parsed). Throws Error naming the path when the file
+// cannot be read, its extension is none of these, or it needs more memory than that.
+LoadedMatrix load_matrix(const std::filesystem::path& path,
+                         std::uint64_t memory_limit = ~std::uint64_t{0});
 
 // The whole content of a file. Throws Error naming the path if it cannot be read, or if it is
-// larger than 1 GiB (a device such as /dev/zero never ends); it stops reading at 1 GiB and one
-// byte, and never holds more.
-std::string read_file(const std::filesystem::path& path);
+// larger than 1 GiB (a device such as /dev/zero never ends) or than `memory_limit` (Error,
+// Setting::kMaxMemory); it stops reading at the smaller limit and one byte, and never holds more.
+std::string read_file(const std::filesystem::path& path,
+                      std::uint64_t memory_limit = ~std::uint64_t{0});
 
 // read_file of standard input, named "standard input" in messages.
-std::string read_standard_input();
+std::string read_standard_input(std::uint64_t memory_limit = ~std::uint64_t{0});
 
 // ---- Sentences from a file or standard input ----
 

@@ -197,11 +197,14 @@ std::string number(float v) {
 
 }  // namespace
 
-TraceDocument parse_trace_json(std::string_view text, const std::string& source) {
+TraceDocument parse_trace_json(std::string_view text, const std::string& source,
+                               std::uint64_t memory_limit, std::string_view limit_what,
+                               Setting limit_setting) {
   // Numbers are rounded from their text to float32, as diff compares them; a key given twice
   // in one object is refused with its line (nlohmann's parser would keep the last one).
   json doc;
-  const io_detail::JsonDocument parsed = io_detail::parse_json_float32(text, source, doc);
+  const io_detail::JsonDocument parsed =
+      io_detail::parse_json_float32(text, source, doc, {memory_limit, limit_what, limit_setting});
   if (!parsed.ok) {
     // nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 20: ...",
     // from the line on.

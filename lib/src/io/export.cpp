@@ -122,9 +122,12 @@ std::vector<ExportEntry> export_plan(const Trace& trace, bool figures) {
   for (std::size_t i = 0; i < count; ++i) {
     const Step& s = trace.steps[i];
     const Group& g = *group_of[i];
-    ExportEntry slice{
-        export_file_name(i + 1, count, s.id, s.head, s.batch, layer), {i}, slice_shape(s), true, "",
-        ""};
+    ExportEntry slice{export_file_name(i + 1, count, s.id, s.head, s.batch, layer),
+                      {i},
+                      slice_shape(s),
+                      true,
+                      "",
+                      ""};
     if (!g.whole_name.empty()) {
       // The whole tensor just before its first slice, whose number it shares.
       if (g.members.front() == i) plan.push_back({g.whole_name, g.ordered, s.shape, true, "", ""});

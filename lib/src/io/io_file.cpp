@@ -42,13 +42,15 @@ struct FdCloser {
 
 }  // namespace
 
-LoadedMatrix load_matrix(const std::filesystem::path& path) {
+LoadedMatrix load_matrix(const std::filesystem::path& path, std::uint64_t memory_limit) {
   std::string extension = path.extension().string();
   std::transform(extension.begin(), extension.end(), extension.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (extension == ".npy") return parse_npy(read_file(path), path.string());
-  if (extension == ".csv") return parse_csv(read_file(path), path.string());
-  if (extension == ".json") return parse_json_matrix(read_file(path), path.string());
+  if (extension == ".npy") return parse_npy(read_file(path, memory_limit), path.string());
+  if (extension == ".csv") return parse_csv(read_file(path, memory_limit), path.string());
+  if (extension == ".json") {
+    return parse_json_matrix(read_file(path, memory_limit), path.string(), memory_limit);
+  }
   throw Error(fmt::format("{}: the extension {} is not known: allowed are .npy, .csv and .json",
                           path.string(), extension.empty() ? "(none)" : excerpt(extension)));
 }
@@ -126,14 +128,21 @@ FdCloser open_file(const std::filesystem::path& path) {
 namespace {
 
 // read_file's reading, of an open descriptor named `source` in messages.
-std::string read_whole(int fd, const std::string& source) {
+std::string read_whole(int fd, const std::string& source, std::uint64_t memory_limit) {
   constexpr std::uint64_t kMaxFileBytes = std::uint64_t{1} << 30;
   auto fail = [&](int error) {
     return Error(fmt::format("{}: cannot read: {}", source, errno_text(error)));
   };
   std::string out;
   // A device such as /dev/zero never ends: no input of the tool is anywhere near this size.
-  if (read_capped(fd, kMaxFileBytes, out, fail) == ReadOutcome::kTooLarge) {
+  if (read_capped(fd, std::min(kMaxFileBytes, memory_limit), out, fail) == ReadOutcome::kTooLarge) {
+    out = std::string();  // the memory back before the message
+    if (memory_limit < kMaxFileBytes) {
+      throw Error(fmt::format("{} is larger than {}, the memory limit: give a smaller file, or "
+                              "raise the limit",
+                              source, size_text(memory_limit)),
+                  Setting::kMaxMemory);
+    }
     throw Error(fmt::format("{} is larger than {} MiB: that is not an input of this tool", source,
                             kMaxFileBytes >> 20));
   }
@@ -142,12 +151,14 @@ std::string read_whole(int fd, const std::string& source) {
 
 }  // namespace
 
-std::string read_file(const std::filesystem::path& path) {
+std::string read_file(const std::filesystem::path& path, std::uint64_t memory_limit) {
   const FdCloser file = open_file(path);
-  return read_whole(file.fd, path.string());
+  return read_whole(file.fd, path.string(), memory_limit);
 }
 
-std::string read_standard_input() { return read_whole(STDIN_FILENO, "standard input"); }
+std::string read_standard_input(std::uint64_t memory_limit) {
+  return read_whole(STDIN_FILENO, "standard input", memory_limit);
+}
 
 std::uint64_t sentence_byte_limit(std::uint64_t max_memory) {
   return std::min(max_memory, kMaxSentenceBytes);

@@ -104,6 +104,11 @@ inline std::size_t line_of(std::string_view text, std::size_t offset) {
 // fraction or an exponent is rounded from its text straight to float32 (through a double it
 // could be rounded twice; one too large for float32 keeps its double value, for a message), and
 // a key that appears twice in one object is an error (nlohmann would keep the last one).
+struct JsonMemoryLimit {
+  std::uint64_t bytes = ~std::uint64_t{0};
+  std::string_view what;  // what the limit is and what to do: "the memory limit: ..."
+  Setting setting = Setting::kMaxMemory;  // the option that raises it
+};
 struct JsonDocument {
   bool ok = false;             // false: not JSON; the error_ fields say why
   std::size_t error_byte = 0;  // where the parser stopped
@@ -113,8 +118,10 @@ struct JsonDocument {
 // Parses `text` into `out`. Returns the outcome; throws Error naming `source` and the line for a
 // duplicate key: "m.json: line 3: the key \"values\" appears twice in one object: each key may
 // be given once".
+// Throws Error when the text and the document would take more than `memory_limit` bytes:
+// "SOURCE: reading it as JSON needs more than 100.0 MiB (about 32 bytes a value), WHAT".
 JsonDocument parse_json_float32(std::string_view text, const std::string& source,
-                                nlohmann::json& out);
+                                nlohmann::json& out, JsonMemoryLimit memory_limit);
 // The same with the numbers as nlohmann's parser reads them (a fraction or an exponent as a
 // double): for JSON that is not a matrix, such as a checkpoint's header and its config.json.
 JsonDocument parse_json_unique_keys(std::string_view text, const std::string& source,

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io.hpp"
+#include "attn/memory.hpp"
 #include "io_internal.hpp"
 
 namespace attn {
@@ -69,8 +71,14 @@ class TrackingIterator {
 // given twice in one object is refused with its line.
 class Float32Builder final : public nlohmann::json_sax<json> {
  public:
-  Float32Builder(json& root, std::string_view text, const std::string& source, bool float32)
-      : root_(root), text_(text), source_(source), float32_(float32) {}
+  Float32Builder(json& root, std::string_view text, const std::string& source, bool float32,
+                 JsonMemoryLimit memory_limit)
+      : root_(root),
+        text_(text),
+        source_(source),
+        float32_(float32),
+        limit_(memory_limit),
+        budget_(memory_limit.bytes > text.size() ? memory_limit.bytes - text.size() : 0) {}
 
   JsonDocument result;
   const char* last_read = nullptr;  // set by TrackingIterator
@@ -92,9 +100,13 @@ class Float32Builder final : public nlohmann::json_sax<json> {
     if (parse_float(text, f) == FloatText::kOk) return add(static_cast<double>(f));
     return add(v);
   }
-  bool string(string_t& v) override { return add(v); }
+  bool string(string_t& v) override {
+    charge(kStringBytes + v.size());
+    return add(v);
+  }
   bool binary(binary_t&) override { return false; }  // JSON text has no binary values
   bool start_object(std::size_t) override {
+    charge(kContainerBytes);
     stack_.push_back(add_value(json::object()));
     return true;
   }
@@ -106,6 +118,7 @@ class Float32Builder final : public nlohmann::json_sax<json> {
           "{}: line {}: the key {} appears twice in one object: each key may be given once",
           source_, line_of(text_, at), in_quotes(k)));
     }
+    charge(kMemberBytes + k.size());
     member_ = &object[k];
     return true;
   }
@@ -114,6 +127,7 @@ class Float32Builder final : public nlohmann::json_sax<json> {
     return true;
   }
   bool start_array(std::size_t) override {
+    charge(kContainerBytes);
     stack_.push_back(add_value(json::array()));
     return true;
   }
@@ -145,7 +159,24 @@ class Float32Builder final : public nlohmann::json_sax<json> {
     add_value(std::move(v));
     return true;
   }
+  // About the heap a value takes in the document (nlohmann's json is 16 bytes; an array's
+  // elements grow by doubling; an array or object is a heap block of its own, an object's member a
+  // tree node, a string its own block): the text's bytes and these are kept within the memory
+  // limit, so that a file of many small values ("[[0],[0],...]", some 26 bytes of memory a byte)
+  // is refused before the kernel ends the process for want of memory.
+  static constexpr std::uint64_t kValueBytes = 32, kContainerBytes = 48, kMemberBytes = 80,
+                                 kStringBytes = 48;
+  void charge(std::uint64_t bytes) {
+    used_ += bytes;
+    if (used_ > budget_) {
+      throw Error(fmt::format("{}: reading it as JSON needs more than {} (about {} bytes a "
+                              "value), {}",
+                              source_, size_text(limit_.bytes), kValueBytes, limit_.what),
+                  limit_.setting);
+    }
+  }
   json* add_value(json v) {
+    charge(kValueBytes);
     if (stack_.empty()) {
       root_ = std::move(v);
       return &root_;
@@ -162,6 +193,8 @@ class Float32Builder final : public nlohmann::json_sax<json> {
   std::string_view text_;
   const std::string& source_;
   bool float32_;
+  JsonMemoryLimit limit_;
+  std::uint64_t budget_, used_ = 0;
   std::vector<json*> stack_;  // the open arrays and objects, innermost last
   json* member_ = nullptr;    // the object member the next value goes into
 };
@@ -172,7 +205,8 @@ namespace io_detail {
 
 namespace {
 
-JsonDocument parse_json(std::string_view text, const std::string& source, json& out, bool float32) {
+JsonDocument parse_json(std::string_view text, const std::string& source, json& out, bool float32,
+                        JsonMemoryLimit memory_limit) {
   // nlohmann's lexer takes a NUL byte for the end of the input, and would ignore what follows it;
   // JSON text never holds one (in a string it is written \u0000).
   if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
@@ -187,7 +221,7 @@ JsonDocument parse_json(std::string_view text, const std::string& source, json& 
         fmt::format("parse error at line {}, column {}: {}", line, column, result.error_text);
     return result;
   }
-  Float32Builder builder(out, text, source, float32);
+  Float32Builder builder(out, text, source, float32, memory_limit);
   const TrackingIterator first(text.data(), &builder.last_read),
       last(text.data() + text.size(), &builder.last_read);
   builder.result.ok = json::sax_parse(first, last, &builder);
@@ -196,12 +230,13 @@ JsonDocument parse_json(std::string_view text, const std::string& source, json& 
 
 }  // namespace
 
-JsonDocument parse_json_float32(std::string_view text, const std::string& source, json& out) {
-  return parse_json(text, source, out, true);
+JsonDocument parse_json_float32(std::string_view text, const std::string& source, json& out,
+                                JsonMemoryLimit memory_limit) {
+  return parse_json(text, source, out, true, memory_limit);
 }
 
 JsonDocument parse_json_unique_keys(std::string_view text, const std::string& source, json& out) {
-  return parse_json(text, source, out, false);
+  return parse_json(text, source, out, false, {});
 }
 
 }  // namespace io_detail
@@ -267,9 +302,14 @@ Matrix json_values(const json& j, const std::string& source) {
 
 }  // namespace
 
-LoadedMatrix parse_json_matrix(std::string_view text, const std::string& source) {
+LoadedMatrix parse_json_matrix(std::string_view text, const std::string& source,
+                               std::uint64_t memory_limit) {
   json doc;
-  const JsonDocument parsed = parse_json_float32(text, source, doc);
+  const JsonDocument parsed = parse_json_float32(
+      text, source, doc,
+      {memory_limit,
+       "the memory limit: give a smaller file or a .npy one (4 bytes a value), or raise the "
+       "limit"});
   if (!parsed.ok) {
     throw Error(fmt::format("{} is not valid JSON (byte {}): {}", source, parsed.error_byte,
                             parsed.error_text));
