@@ -170,9 +170,10 @@ std::vector<std::string> check_arguments(const CLI::App& app, const CLI::App& di
     // CLI11 reads --seed= as --seed, and takes the next argument for its value.
     if (opt->get_expected_min() > 0 && opt->get_delimiter() == '\0' && long_form &&
         value_attached && arg.ends_with('=')) {
-      throw Error(fmt::format("{}: the value after '=' is empty: give {}=VALUE or {} VALUE (see "
-                              "attn-trace --help)",
-                              name, name, name));
+      throw Error(
+          fmt::format("{}: the value after '=' is empty: give {}=VALUE or {} VALUE (see "
+                      "attn-trace --help)",
+                      name, name, name));
     }
     // A flag takes no value, not even an empty one (CLI11 reads --causal= as --causal).
     if (opt->get_expected_max() == 0 && long_form && value_attached) {
