@@ -61,15 +61,15 @@ CLI::Validator learning_rate();
 // `a`, `b`, `c`: an enum option's values, for docs/cli.md.
 std::string choices_text(const std::vector<std::string>& choices);
 
-// Checks that a value is one of an enum's names ("fast not in {auto,reference,blocked}") and
-// passes on its number, which CLI11 converts into the enum.
+// Checks that a value is one of an enum's names ("'fast' is not one of auto, reference,
+// blocked") and passes on its number, which CLI11 converts into the enum.
 template <typename Enum>
 CLI::Validator enum_names() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         const std::optional<Enum> value = value_named<Enum>(text);
         if (!value) {
-          return fmt::format("{} not in {{{}}}", text, fmt::join(all_names<Enum>(), ","));
+          return fmt::format("'{}' is not one of {}", text, fmt::join(all_names<Enum>(), ", "));
         }
         text = std::to_string(static_cast<int>(*value));
         return {};

@@ -552,10 +552,10 @@ case_matmul_reference_long_input() {
     grep -q "matmul reference" "$work/reference" && ! grep -q "matmul" "$work/auto"
 }
 case_error_unknown_matmul_kernel() {
-  expect_error "--matmul: fast not in {auto,reference,blocked} (see attn-trace --help)" --matmul fast
+  expect_error "--matmul: 'fast' is not one of auto, reference, blocked (see attn-trace --help)" --matmul fast
 }
 case_error_unknown_progress_mode() {
-  expect_error "--progress: sometimes not in {auto,always,never} (see attn-trace --help)" \
+  expect_error "--progress: 'sometimes' is not one of auto, always, never (see attn-trace --help)" \
     --progress sometimes
 }
 
@@ -763,7 +763,7 @@ case_error_unknown_option() {
   expect_error "unknown option --heds: did you mean --heads? (see attn-trace --help)" --heds 2
 }
 case_error_unknown_kernel() {
-  expect_error "--torch-kernel: neon not in {avx2,default} (see attn-trace --help)" --torch-kernel neon
+  expect_error "--torch-kernel: 'neon' is not one of avx2, default (see attn-trace --help)" --torch-kernel neon
 }
 case_error_precision() {
   expect_error "--precision: 9 is out of range; allowed: 0..8 (see attn-trace --help)" --precision 9
@@ -779,10 +779,10 @@ case_error_d_out_conflicts_with_d_kq() {
 }
 case_error_heads_zero() { expect_error "--heads: 0 is out of range; allowed: 1..64 (see attn-trace --help)" --heads 0; }
 case_error_unknown_init() {
-  expect_error "--init: uniform not in {rand,rand-transposed,linear} (see attn-trace --help)" --init uniform
+  expect_error "--init: 'uniform' is not one of rand, rand-transposed, linear (see attn-trace --help)" --init uniform
 }
 case_error_unknown_masked_rows_rule() {
-  expect_error "--masked-rows: skip not in {nan,zero} (see attn-trace --help)" --masked-rows skip
+  expect_error "--masked-rows: 'skip' is not one of nan, zero (see attn-trace --help)" --masked-rows skip
 }
 case_error_cross_with_a_batch() {
   expect_error "cross-attention takes one query sentence; got 2 sentences" -s "a b" -s "c" --cross "d e"
@@ -804,7 +804,7 @@ case_error_unknown_step() {
 }
 case_error_force_without_export() { expect_error "--force goes with --export" --force; }
 case_error_unknown_format() {
-  expect_error "--format: yaml not in {text,json,csv,markdown,heatmap,summary,overview,svg,html} (see attn-trace --help)" --format yaml
+  expect_error "--format: 'yaml' is not one of text, json, csv, markdown, heatmap, summary, overview, svg, html (see attn-trace --help)" --format yaml
 }
 case_error_tolerance() {
   expect_error "--atol: '-1' is not a tolerance; allowed: a number >= 0 (see attn-trace --help)" diff a b --atol -1
@@ -837,7 +837,7 @@ case_error_explain_with_format() {
   expect_error "--format and --explain do not go together (see attn-trace --help)" --explain 1,2 --format json
 }
 case_error_heatmap_form() {
-  expect_error "--heatmap-form: grid not in {auto,values,blocks} (see attn-trace --help)" \
+  expect_error "--heatmap-form: 'grid' is not one of auto, values, blocks (see attn-trace --help)" \
     --format heatmap --heatmap-form grid &&
     expect_error "--heatmap-form chooses how heatmaps draw their cells: it does not go with --format text" \
       --heatmap-form blocks &&
@@ -845,7 +845,7 @@ case_error_heatmap_form() {
       --heatmap-form values --query 2
 }
 case_error_unknown_color() {
-  expect_error "--color: always not in {auto,never,256,24bit} (see attn-trace --help)" --color always
+  expect_error "--color: 'always' is not one of auto, never, 256, 24bit (see attn-trace --help)" --color always
 }
 case_error_threads_zero() {
   expect_error "--threads: 0 is out of range; allowed: 1..256 (see attn-trace --help)" --threads 0
@@ -1634,7 +1634,7 @@ case_gpt2_vocab_size_too_small() {
     --tokenizer gpt2 --vocab-size 1000 "Life is short"
 }
 case_gpt2_unknown_tokenizer() {
-  expect_error "--tokenizer: gpt3 not in {words,gpt2} (see attn-trace --help)" --tokenizer gpt3
+  expect_error "--tokenizer: 'gpt3' is not one of words, gpt2 (see attn-trace --help)" --tokenizer gpt3
 }
 case_error_gpt2_long_texts_refused_before_their_tokens_are_stored() {
   # GPT-2's tokens are counted before they are stored, the text read a piece at a time: 8 million
@@ -2162,7 +2162,7 @@ case_rope_theta_largest() {
   expect_output rope_theta_largest --rope --rope-theta 3.4028235e38 --d-kq 4 --steps rope_cos,rope_sin
 }
 case_rope_pairs_unknown() {
-  expect_error "--rope-pairs: twos not in {half,interleaved} (see attn-trace --help)" --rope --rope-pairs twos
+  expect_error "--rope-pairs: 'twos' is not one of half, interleaved (see attn-trace --help)" --rope --rope-pairs twos
 }
 case_kv_heads_wrapper() {
   expect_error "--kv-heads shares the K and V of the split form's heads: it needs --multihead split (the wrapper form's heads each have their own)" --heads 4 --kv-heads 2
