@@ -129,7 +129,7 @@ TEST_CASE("the issue's drift: labels end at the columns where the numbers end") 
   CHECK(lines[4].starts_with("Life     0.1772░  0.1326·"));
 }
 
-TEST_CASE("a 64-token sentence fits 80 columns in blocks, with a key; values when forced") {
+TEST_CASE("a 64-token sentence fits 80 columns in blocks, with a key, and values when forced") {
   std::string sentence;
   for (int i = 0; i < 64; ++i) sentence += (i ? " w" : "w") + std::to_string(i);
   attn::TraceConfig c;
@@ -192,7 +192,7 @@ TEST_CASE("any step draws a grid: context vectors by dimension, weights, a bias 
   CHECK(all.find("[context_vectors]") != std::string::npos);
 }
 
-TEST_CASE("signed steps: a diverging ramp centred on 0; weights: the sequential one") {
+TEST_CASE("signed steps: a diverging ramp centred on 0, and weights the sequential one") {
   attn::Trace trace = attn::run_trace({});
   attn::select_steps(trace, {"omega", "attention_weights"});
   const std::string out = attn::render_heatmaps(trace, options(attn::ColorMode::k256));
@@ -246,7 +246,7 @@ TEST_CASE("--describe: each step's description under its header, wrapped to the 
   CHECK(widest_line(out) <= 60);
 }
 
-TEST_CASE("colour modes: 24-bit and 256-colour escapes; −inf cells uncoloured") {
+TEST_CASE("colour modes: 24-bit and 256-colour escapes, and −inf cells uncoloured") {
   attn::TraceConfig c;
   c.causal = true;
   attn::Trace trace = attn::run_trace(c);

@@ -205,7 +205,7 @@ TEST_CASE("render_svg: a large grid is drawn as numbered blocks with a key") {
   CHECK(svg.find("30 w30") != std::string::npos);
 }
 
-TEST_CASE("render_svg: several slices are panels, each titled; errors name what is wrong") {
+TEST_CASE("render_svg: several slices are panels, each titled, and errors name what is wrong") {
   attn::TraceConfig c;
   c.heads = 2;
   c.sentences = {"a b c", "d e"};

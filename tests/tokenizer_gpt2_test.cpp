@@ -134,7 +134,7 @@ TEST_CASE("the pre-tokenizer's pieces") {
   CHECK(one_at_a_time == Pieces{"Life", " is", " short", ",", " ", " eat", "\n"});
 }
 
-TEST_CASE("every id's token and back; the byte tokens and <|endoftext|>") {
+TEST_CASE("every id's token and back, the byte tokens and <|endoftext|>") {
   for (std::int64_t id = 0; id < attn::kGpt2VocabSize; ++id) {
     REQUIRE(attn::gpt2_id(attn::gpt2_token(id)) == id);
   }

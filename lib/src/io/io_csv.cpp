@@ -250,7 +250,7 @@ LoadedMatrix parse_csv(std::string_view text, const std::string& source) {
       const std::string where = fmt::format("line {}, column {}", line_numbers[r], c + 1);
       if (parsed == FloatText::kTooLarge) {
         throw Error(fmt::format("{}: {} ({}) is too large for float32: values must be finite",
-                                source, where, field));
+                                source, where, printable(field)));
       }
       if (field.empty())
         throw Error(fmt::format("{}: {} is empty: expected a number", source, where));

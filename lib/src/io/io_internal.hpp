@@ -27,7 +27,8 @@ inline std::string cell(Eigen::Index r, Eigen::Index c) {
 }
 
 // Text from a file, for a one-line message: its first 40 bytes (never part of a character), with
-// control characters and bytes that are not UTF-8 escaped (escape_controls).
+// control characters, characters that do not show (U+00A0, U+FEFF) and bytes that are not UTF-8
+// escaped (escape_controls, as Python's repr() of a str escapes them).
 inline std::string printable(std::string_view text) {
   constexpr std::size_t kMax = 40;
   std::size_t n = 0;
@@ -37,7 +38,7 @@ inline std::string printable(std::string_view text) {
     if (n + len > kMax) break;
     n += len;
   }
-  std::string out = escape_controls(text.substr(0, n));
+  std::string out = escape_controls(text.substr(0, n), EscapeStyle::kStrRepr);
   if (n < text.size()) out += "...";
   return out;
 }

@@ -151,6 +151,16 @@ class Float32Builder final : public nlohmann::json_sax<json> {
     };
     drop_through("[json.exception.", "] ");
     drop_through("parse error", ": ");
+    // nlohmann quotes the token it read last, whole: a number of a million digits would make a
+    // message of a megabyte.
+    for (std::string* t : {&result.error_text, &result.error_what}) {
+      constexpr std::size_t kMax = 200;
+      if (t->size() <= kMax) continue;
+      std::size_t cut = kMax;
+      while (cut > 0 && (static_cast<unsigned char>((*t)[cut]) & 0xC0) == 0x80) --cut;
+      t->resize(cut);
+      *t += "...";
+    }
     return false;
   }
 
