@@ -231,5 +231,12 @@ done
 cases=$((cases + 1))
 [ $race_ok = 1 ] && pass "two --force exports racing, 8 rounds: one whole set each time"
 
+# --- 9. An export onto a mount point, which no rename can replace ------------------------------
+find "$medium" -mindepth 1 -delete
+"$binary" --export "$medium" >/dev/null 2>"$err"
+expect "export onto a mount point" 2 \
+  "attn-trace: error: cannot export to $medium: Device or resource busy (a mount point, which an export cannot replace: export into a folder inside it)" \
+  "$err" $? && [ -z "$(ls -A "$medium")" ] && pass "export onto a mount point: refused, nothing left"
+
 echo "$cases cases, $failures failures"
 [ $failures = 0 ]

@@ -295,7 +295,12 @@ class Staging {
 
  private:
   [[noreturn]] void fail(int e) {
-    throw Error(fmt::format("cannot export to {}: {}", target_.shown, errno_text(e)));
+    // The new set is swapped in by renaming a folder over DIR, which cannot be done to a mount
+    // point (a tmpfs or a container's volume).
+    throw Error(fmt::format("cannot export to {}: {}{}", target_.shown, errno_text(e),
+                            e == EBUSY ? " (a mount point, which an export cannot replace: export "
+                                         "into a folder inside it)"
+                                       : ""));
   }
 
   // From staging to swapping: a signal is held from now on, not acted on.
