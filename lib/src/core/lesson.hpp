@@ -112,8 +112,8 @@ class Recorder {
   void follow(std::vector<PlannedStep> plan);
 
   // Called where no step is half done (between the inputs, the weights, the items, a head's
-  // projections and its scores, the heads and the backward pass): throws RunDone once every step that config.shown_steps names is
-  // recorded, so that the steps after them are not computed.
+  // projections and its scores, the heads and the backward pass): throws RunDone once every step
+  // that config.shown_steps names is recorded, so that the steps after them are not computed.
   void stop_if_done() const;
 
   // lesson::require_finite(m, what, first_row), except that a block of rows that add() has just

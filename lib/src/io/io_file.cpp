@@ -127,16 +127,23 @@ FdCloser open_file(const std::filesystem::path& path) {
 
 namespace {
 
-// read_file's reading, of an open descriptor named `source` in messages.
-std::string read_whole(int fd, const std::string& source, std::uint64_t memory_limit) {
-  constexpr std::uint64_t kMaxFileBytes = std::uint64_t{1} << 30;
+// read_capped of `fd`, named `source` in messages: false, and `out` empty (its memory back before
+// the caller's message), when it holds more than `max_bytes`.
+bool read_within(int fd, const std::string& source, std::uint64_t max_bytes, std::string& out) {
   auto fail = [&](int error) {
     return Error(fmt::format("{}: cannot read: {}", source, errno_text(error)));
   };
+  if (read_capped(fd, max_bytes, out, fail) == ReadOutcome::kAll) return true;
+  out = std::string();
+  return false;
+}
+
+// read_file's reading, of an open descriptor named `source` in messages.
+std::string read_whole(int fd, const std::string& source, std::uint64_t memory_limit) {
+  constexpr std::uint64_t kMaxFileBytes = std::uint64_t{1} << 30;
   std::string out;
   // A device such as /dev/zero never ends: no input of the tool is anywhere near this size.
-  if (read_capped(fd, std::min(kMaxFileBytes, memory_limit), out, fail) == ReadOutcome::kTooLarge) {
-    out = std::string();  // the memory back before the message
+  if (!read_within(fd, source, std::min(kMaxFileBytes, memory_limit), out)) {
     if (memory_limit < kMaxFileBytes) {
       throw Error(fmt::format("{} is larger than {}, the memory limit: give a smaller file, or "
                               "raise the limit",
@@ -166,12 +173,8 @@ std::uint64_t sentence_byte_limit(std::uint64_t max_memory) {
 
 std::string read_sentence(int fd, const std::string& source, std::uint64_t max_memory, bool exact) {
   const std::uint64_t limit = sentence_byte_limit(max_memory);
-  auto fail = [&](int error) {
-    return Error(fmt::format("{}: cannot read: {}", source, errno_text(error)));
-  };
   std::string text;
-  if (read_capped(fd, limit, text, fail) == ReadOutcome::kTooLarge) {
-    text = std::string();  // the memory back before the message
+  if (!read_within(fd, source, limit, text)) {
     if (limit < kMaxSentenceBytes) {
       throw Error(fmt::format("{}: the sentence is longer than {}, the memory limit: give a "
                               "shorter sentence, or raise the limit",
