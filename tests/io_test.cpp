@@ -456,9 +456,13 @@ TEST_CASE("parse_csv refuses rows of different lengths, text, nan and infinities
                                    "...) is too large for float32: values must be finite";
   CHECK_THROWS_WITH_AS(attn::parse_csv("1,2," + std::string(1000, '9') + "\n", "m.csv"),
                        long_message.c_str(), attn::Error);
-  CHECK_THROWS_WITH_AS(attn::parse_csv("1,2,3\n\xef\xbb\xbf" "4,5,6\n", "m.csv"),
+  CHECK_THROWS_WITH_AS(attn::parse_csv("1,2,3\n\xef\xbb\xbf"
+                                       "4,5,6\n",
+                                       "m.csv"),
                        "m.csv: line 2, column 1: '\\ufeff4' is not a number", attn::Error);
-  CHECK_THROWS_WITH_AS(attn::parse_csv("1,\xc2\xa0" "2,3\n", "m.csv"),
+  CHECK_THROWS_WITH_AS(attn::parse_csv("1,\xc2\xa0"
+                                       "2,3\n",
+                                       "m.csv"),
                        "m.csv: line 1, column 2: '\\xa02' is not a number", attn::Error);
   CHECK_THROWS_WITH_AS(attn::parse_csv("1,,3\n", "m.csv"),
                        "m.csv: line 1, column 2 is empty: expected a number", attn::Error);
