@@ -139,16 +139,6 @@ std::vector<int> start_cpus() {
 #endif
 }
 
-// The CPUs the process may run on (its affinity mask), or the hardware's threads where that
-// cannot be read; at least 1.
-std::size_t usable_cpu_count() {
-#if defined(__linux__)
-  cpu_set_t allowed;
-  if (allowed_cpus(allowed)) return std::max<std::size_t>(1, cpu_numbers(allowed).size());
-#endif
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 // Moves the calling thread to `cpu` (from start_cpus), then lets it run on any allowed CPU again:
 // the scheduler leaves a running thread where it is while that CPU is allowed. Returns the CPU
 // the thread ran on while `cpu` was its only one, or -1 if it was not moved.
@@ -290,7 +280,7 @@ class Pool {
   bool stop_ = false;
   // The CPUs the process may use, and whether the threads watch for work before they sleep: not
   // once the pool has more threads than CPUs.
-  const std::size_t cpus_ = usable_cpu_count();
+  const std::size_t cpus_ = static_cast<std::size_t>(affinity_cpus());
   std::atomic<bool> watch_{true};
 };
 
