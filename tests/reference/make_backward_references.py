@@ -224,6 +224,8 @@ def run(case):
     target = torch.tensor(case["target"]).reshape(out.shape) if case["loss"] == "mse" else None
     loss = out.sum() if target is None else ((out - target) ** 2).mean()
     loss.backward()
+    if batch > 1:
+        batched_weight_grads(case, W, items, traces)
     if case["causal"] or case.get("window"):
         for (X, X2, mask), t in zip(items, traces):
             if case.get("multihead") == "split":
@@ -236,6 +238,40 @@ def run(case):
                                             hp["z"].grad)
     return collect(case, loss, traces, W, X_all, embed, flat, batch, T, items, target, words,
                    tables)
+
+
+def batched_weight_grads(case, W, items, traces):
+    """A batch's weight gradients as the batched product gives them, in place of the per-item
+    graph's: each projection is run again on the (B, T, d) stack of the items' inputs, and
+    backwards from the stack of the items' gradients at its output. X @ W and F.linear fold the
+    batch into one product (every token's row in one sum); W.matmul(Xᵀ) multiplies item by item
+    (bmm) unless Xᵀ's last stride is 1 (one column), and sum(dim=0) adds the items' products. The
+    per-item graph instead adds each item's product to W.grad as autograd's engine reaches it."""
+    init = case["init"]
+
+    def proj(x, w, b=None):
+        if init == "rand":
+            return x @ w
+        if init == "rand_transposed":
+            return w.matmul(x.transpose(1, 2)).transpose(1, 2)
+        return torch.nn.functional.linear(x, w, b)
+
+    def regrad(ws, xs, gs):
+        leaves = [w.detach().clone().requires_grad_() for w in ws]
+        proj(torch.stack([x.detach() for x in xs]), *leaves).backward(torch.stack(gs))
+        for w, leaf in zip(ws, leaves):
+            w.grad = leaf.grad
+
+    xs, x2s = [it[0] for it in items], [it[1] for it in items]
+    if case.get("multihead") == "split":
+        for name, inputs, key in (("w_query", xs, "q"), ("w_key", x2s, "k"), ("w_value", x2s, "v")):
+            regrad([W[name][0]], inputs, [t[key].grad for t in traces])
+        out_weights = [W["w_out"]] + ([W["b_out"]] if "b_out" in W else [])
+        regrad(out_weights, [t["concat"] for t in traces], [t["out"].grad for t in traces])
+        return
+    for h in range(case["heads"]):
+        for name, inputs, key in (("w_query", xs, "q"), ("w_key", x2s, "k"), ("w_value", x2s, "v")):
+            regrad([W[name][h]], inputs, [t["heads"][h][key].grad for t in traces])
 
 
 def collect(case, loss, traces, W, X_all, embed, flat, batch, T, items, target, words, tables):
@@ -480,6 +516,23 @@ CASES = {
                                         "masked_rows": "zero", "loss": "mse", "lr": 0.05,
                                         "target": [[((i * 5 + j * 7) % 9 - 4) / 3
                                                     for j in range(12)] for i in range(27)]},
+    # A batch with rand_transposed, W.matmul(Xᵀ): the items' products added by sum(dim=0), over
+    # 3 items and over 18 (more than the sum's first block of 16), and the one-column fold (d_in 1).
+    "rand_transposed_batch_wrapper2": {"sentences": [ARTICLE, FOX, "eat dessert"], "seed": 21,
+                                       "vocab_size": 50000, "d_in": 5, "d_kq": 3, "d_v": 4,
+                                       "heads": 2, "multihead": "wrapper",
+                                       "init": "rand_transposed", "causal": False,
+                                       "loss": "sum", "lr": 0.1},
+    "rand_transposed_batch_18": {"sentences": [" ".join(f"w{(3 * i + j) % 11}"
+                                                        for j in range(1 + i % 4))
+                                               for i in range(18)],
+                                 "seed": 5, "vocab_size": 40, "d_in": 6, "d_kq": 3, "d_v": 5,
+                                 "heads": 1, "init": "rand_transposed", "causal": True,
+                                 "loss": "sum", "lr": 0.05},
+    "rand_transposed_batch_d_in1": {"sentences": [ARTICLE, "eat dessert", "short life"],
+                                    "seed": 8, "vocab_size": 50000, "d_in": 1, "d_out": 4,
+                                    "heads": 2, "multihead": "split", "init": "rand_transposed",
+                                    "causal": False, "loss": "sum", "lr": 0.05},
     "gqa_rope_window_t12": {"sentences": [TWELVE], "seed": 3, "vocab_size": 20, "d_in": 6,
                             "d_out": 8, "heads": 4, "kv_heads": 2, "multihead": "split",
                             "init": "linear", "causal": True, "window": 3, "rope": True,

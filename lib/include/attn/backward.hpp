@@ -64,9 +64,17 @@ Matrix scores_backward(const Matrix& ds, Eigen::Index d_k, const Matrix& mask);
 
 // aᵀ @ b, each cell summed over the rows of a and b in order: (r, m) and (r, n) -> (m, n).
 // The gradient of a weight from its input and its output's gradient (rows of every batch item,
-// one after another, as PyTorch folds a batched product into one).
+// one after another, as PyTorch folds a batched X @ W or X @ Wᵀ into one product).
 Matrix transposed_product(const Matrix& a, const Matrix& b, int threads = 1,
                           MatmulKernel kernel = MatmulKernel::kReference);
+
+// The same gradient, aᵀ @ b, of a weight applied as W.matmul(xᵀ) to a batch of `items` items
+// (a's and b's rows: each item's in turn, the same number each). PyTorch folds such a batch into
+// one product only where b is one column wide (xᵀ's last stride is then 1); otherwise it expands
+// W to the batch and multiplies item by item (bmm), and the expand's backward adds the items'
+// products as `sum(dim=0)` does (torch_sum_rows). One item, or one column: transposed_product.
+Matrix items_transposed_product(const Matrix& a, const Matrix& b, std::int64_t items,
+                                int threads = 1, MatmulKernel kernel = MatmulKernel::kReference);
 
 // Σ over the rows of g, as ATen's sum over dim 0 adds them (torch_sum_rows): (r, n) -> (1, n).
 // A bias's gradient (sum_to_size's sum over the broadcast rows).

@@ -5,8 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "attn/error.hpp"
@@ -136,6 +138,27 @@ Matrix rope_backward(const Matrix& g, const RopeTables& tables, RopePairs pairs)
 
 Matrix transposed_product(const Matrix& a, const Matrix& b, int threads, MatmulKernel kernel) {
   return transposed_matmul(a, b, threads, kernel);
+}
+
+Matrix items_transposed_product(const Matrix& a, const Matrix& b, std::int64_t items, int threads,
+                                MatmulKernel kernel) {
+  if (items <= 1 || b.cols() == 1) return transposed_product(a, b, threads, kernel);
+  const Eigen::Index rows = a.rows() / static_cast<Eigen::Index>(items);
+  if (rows * static_cast<Eigen::Index>(items) != a.rows() || b.rows() != a.rows()) {
+    throw std::logic_error("items_transposed_product: the items' rows differ");
+  }
+  // Each item's product as one row of a (items, m · n) matrix, summed over its rows.
+  Matrix per_item(static_cast<Eigen::Index>(items), a.cols() * b.cols());
+  for (std::int64_t i = 0; i < items; ++i) {
+    const Eigen::Index r0 = static_cast<Eigen::Index>(i) * rows;
+    const Matrix g =
+        transposed_product(a.middleRows(r0, rows), b.middleRows(r0, rows), threads, kernel);
+    std::copy(g.data(), g.data() + g.size(), per_item.row(static_cast<Eigen::Index>(i)).data());
+  }
+  const Matrix sum = torch_sum_rows(per_item);  // (1, m · n)
+  Matrix out(a.cols(), b.cols());
+  std::copy(sum.data(), sum.data() + sum.size(), out.data());
+  return out;
 }
 
 Matrix column_sums(const Matrix& g) { return torch_sum_rows(g); }

@@ -303,6 +303,10 @@ float lesson_loss(const TraceConfig& c, const Matrix& outs, const Matrix& target
 // its gradient at each item's output (lesson_loss.cpp).
 std::vector<Matrix> record_loss(Recorder& rec, const Trace& trace, std::int64_t batch);
 
+// The items of a batch whose weights are applied as W.matmul(xᵀ) (--init rand-transposed): their
+// weights' gradients are added item by item (items_transposed_product); 1 otherwise.
+std::int64_t transposed_batch(const TraceConfig& c, std::size_t items);
+
 // The forward pass again for other weights, without recording: one item's final output.
 // mask: the item's (T, T_k) mask as its mask step holds it, or null for none. The shapes of its
 // matrix products are added to `products` (for Recorder::mark_products).

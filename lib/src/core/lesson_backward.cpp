@@ -45,11 +45,12 @@ std::vector<Matrix> output_backward(Recorder& rec, const Trace& trace, const Wei
   }
   const Matrix z = stacked(zs), g = stacked(d_out);
   const bool rand = c.init == WeightInit::kRand;
-  rec.add(StepKind::kGradWOut, rand ? "dL/dW_o = Zᵀ dL/d out" : "dL/dW_o = (dL/d out)ᵀ Z",
-          {"d_out", "d_out"},
-          rand ? transposed_product(z, g, c.threads, c.matmul)
-               : transposed_product(g, z, c.threads, c.matmul),
-          std::nullopt, std::nullopt);
+  rec.add(
+      StepKind::kGradWOut, rand ? "dL/dW_o = Zᵀ dL/d out" : "dL/dW_o = (dL/d out)ᵀ Z",
+      {"d_out", "d_out"},
+      rand ? transposed_product(z, g, c.threads, c.matmul)
+           : items_transposed_product(g, z, transposed_batch(c, d_out.size()), c.threads, c.matmul),
+      std::nullopt, std::nullopt);
   if (rand) {
     rec.mark_product(z.cols(), g.cols(), z.rows());
   } else {

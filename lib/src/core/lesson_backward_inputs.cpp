@@ -69,6 +69,10 @@ Matrix forward_output(const TraceConfig& c, const Matrix& x, const Matrix& x_kv,
   return out;
 }
 
+std::int64_t transposed_batch(const TraceConfig& c, std::size_t items) {
+  return c.init == WeightInit::kRandTransposed ? static_cast<std::int64_t>(items) : 1;
+}
+
 namespace {
 
 bool split_form(const TraceConfig& c) { return c.multihead == MultiheadForm::kSplit; }
@@ -108,7 +112,8 @@ std::vector<HeadWeights> weight_grads(Recorder& rec, const Matrix& x, const Matr
     const std::string equation = rand ? fmt::format("dL/d{} = {}ᵀ dL/d{}", w, in_name, d)
                                       : fmt::format("dL/d{} = (dL/d{})ᵀ {}", w, d, in_name);
     const Matrix g = rand ? transposed_product(in, grad, c.threads, c.matmul)
-                          : transposed_product(grad, in, c.threads, c.matmul);
+                          : items_transposed_product(grad, in, transposed_batch(c, items.size()),
+                                                     c.threads, c.matmul);
     const Matrix& recorded = rec.add(kind, equation, weight_dims(c.init, "d_in", out_dim), g,
                                      std::nullopt, head, {.note = note});
     if (rand) {
