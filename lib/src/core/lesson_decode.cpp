@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <string>
+#include <vector>
+
 #include "attn/decode.hpp"
 #include "attn/grouping.hpp"
 #include "attn/online_softmax.hpp"
@@ -146,6 +149,24 @@ void online_lesson(Recorder& rec, const Item& item, const Matrix& scaled, const 
                 o.skipped == 1 ? std::string("1 tile") : fmt::format("{} tiles", o.skipped),
                 o.skipped == 1 ? "its" : "their", o.skipped == 1 ? "was" : "were",
                 o.skipped == 1 ? "it" : "them");
+  // Rows that skipped every tile end with ℓ = 0: O / ℓ is 0 / 0.
+  std::vector<std::string> empty_rows;
+  std::size_t empties = 0;
+  for (Eigen::Index i = 0; i < o.l.rows(); ++i) {
+    if (o.l(i, o.l.cols() - 1) != 0.0f) continue;
+    if (++empties <= 5) empty_rows.push_back(std::to_string(i + 1));
+  }
+  if (empties > 5) empty_rows.back() += fmt::format(" and {} more", empties - 5);
+  const std::string empty =
+      empties == 0
+          ? std::string()
+          : fmt::format(
+                "; row{} {} masked every key, so ℓ = 0 and Z is {}", empties == 1 ? "" : "s",
+                fmt::join(empty_rows, ", "),
+                c.masked_rows == MaskedRows::kZero
+                    ? "0 there (--masked-rows zero; FlashAttention's kernels divide by 1 where "
+                      "ℓ is 0)"
+                    : "nan there (0 / 0, as torch.softmax's row is nan)");
   const Labels per_tile{.rows = item.queries.words, .cols = tiles, .note = skipped};
   auto equation = [](StepKind kind) { return std::string(step_info(kind).equation); };
   rec.add(StepKind::kOnlineMax, equation(StepKind::kOnlineMax), {"T", "tiles"}, std::move(o.m),
@@ -161,7 +182,7 @@ void online_lesson(Recorder& rec, const Item& item, const Matrix& scaled, const 
           item.index, head,
           {.rows = item.queries.words,
            .note = fmt::format(
-               "{}; the largest difference from context_vectors is {}",
+               "{}; the largest difference from context_vectors is {}{}",
                b == t_k && c.online_softmax >= t_k
                    ? std::string("one tile of every key")
                    : fmt::format("tiles of {} key{}", b, b == 1 ? "" : "s"),
@@ -169,7 +190,8 @@ void online_lesson(Recorder& rec, const Item& item, const Matrix& scaled, const 
                                                  "softmax's"
                                                : "since the sum and the product are added tile "
                                                  "by tile and rescaled, in another order than "
-                                                 "the softmax's"))});
+                                                 "the softmax's"),
+               empty)});
 }
 
 }  // namespace attn::lesson
