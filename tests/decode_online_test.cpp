@@ -209,6 +209,16 @@ TEST_CASE("a row whose every tile is masked follows the masked-rows rule") {
       }
     }
     CHECK(largest_difference(z, t.step("context_vectors", std::nullopt, 1).values) == 0.0f);
+    // The note names the rows and what their 0 / 0 became; the first sentence has none.
+    const std::string& note = t.step("online_context", std::nullopt, 1).note;
+    CHECK(note.ends_with(rule == MaskedRows::kNan
+                             ? "; rows 2, 3 masked every key, so ℓ = 0 and Z is nan there (0 / 0, "
+                               "as torch.softmax's row is nan)"
+                             : "; rows 2, 3 masked every key, so ℓ = 0 and Z is 0 there "
+                               "(--masked-rows zero; FlashAttention's kernels divide by 1 where ℓ "
+                               "is 0)"));
+    CHECK(t.step("online_context", std::nullopt, 0).note.find("masked every key") ==
+          std::string::npos);
   }
 }
 
