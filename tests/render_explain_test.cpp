@@ -3,8 +3,11 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <map>
+
 #include "attn/describe.hpp"
 #include "attn/error.hpp"
+#include "attn/render_explain_grad.hpp"
 #include "attn/text_width.hpp"
 #include "support/hostile_labels.hpp"
 
@@ -75,6 +78,37 @@ TEST_CASE("labels from a file are shown escaped, and the keys' lines line up") {
   REQUIRE(columns.size() == 3);
   CHECK(columns[0] == columns[1]);
   CHECK(columns[1] == columns[2]);
+}
+
+TEST_CASE("the keys' lines line up in terminal columns: wide, combining and right-to-left words") {
+  attn::TraceConfig c;
+  c.sentences = {
+      "我们 \xF0\x9F\x98\x80 nai\xCC\x88ve x e\xCC\x81te\xCC\x81 \xD7\xA9\xD7\x9C\xD7\x95\xD7\x9D"};
+  c.backward = true;
+  c.causal = true;
+  c.decode = true;
+  const attn::Trace trace = attn::run_trace(c);
+  // Step 4 of --explain, --explain-grad's terms, and --decode's key cache: after each key's
+  // label, what follows starts in one terminal column.
+  for (const std::string& out :
+       {attn::render_explain(trace, 6, 5, {}), attn::render_explain_grad(trace, 6, 5, {}),
+        attn::render_explain(trace, 4, 2, {})}) {
+    CAPTURE(out);
+    std::map<std::size_t, std::vector<std::size_t>> columns;  // by the lines' indent
+    for (std::size_t at = 0; (at = out.find("   key ", at)) != std::string::npos; ++at) {
+      const std::size_t label = out.find_first_not_of("0123456789", at + 7);
+      if (label == at + 7 || out.compare(label, 2, " '") != 0) continue;  // not a key's line
+      const std::size_t line = out.rfind('\n', at) + 1;
+      const std::size_t after = out.find_first_not_of(' ', out.find("  ", label));
+      columns[at + 3 - line].push_back(attn::display_width(out.substr(line, after - line)));
+    }
+    REQUIRE_FALSE(columns.empty());
+    for (const auto& [indent, of_indent] : columns) {
+      CAPTURE(indent);
+      CHECK(of_indent.size() >= 4);  // 6 keys; the cache of query 4: 4
+      for (const std::size_t column : of_indent) CHECK(column == of_indent[0]);
+    }
+  }
 }
 
 TEST_CASE("one notation: a cell has a comma, PyTorch's 0-based index is shown beside it") {

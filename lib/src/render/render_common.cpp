@@ -108,6 +108,19 @@ std::string python_str_repr(std::string_view s) {
   return out;
 }
 
+std::vector<std::string> padded_key_labels(const std::vector<std::string>& words,
+                                           std::int64_t first) {
+  std::vector<std::string> labels;
+  std::size_t width = 0;
+  for (std::size_t t = 0; t < words.size(); ++t) {
+    const std::string word = python_str_repr(words[t]);
+    labels.push_back(fmt::format("key {} {}", first + static_cast<std::int64_t>(t) + 1, word));
+    width = std::max({width, display_width(word) + 8, display_width(labels.back())});
+  }
+  for (std::string& label : labels) label += std::string(width - display_width(label), ' ');
+  return labels;
+}
+
 // PyTorch's integer tensor, 1-D (one row, as_vector) or 2-D: every element right-aligned to
 // the widest, rows wrapped at 80 columns.
 std::string int_tensor_text(const std::vector<std::vector<std::int64_t>>& rows, bool as_vector) {

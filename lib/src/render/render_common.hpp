@@ -83,6 +83,11 @@ std::string vector_text(const Matrix& m, Eigen::Index row, int precision);
 // Python's repr of a str: 'Life', "don't", 'a\x1bb', 'a\xa0b', '\ufeffLife' (every character that
 // str.isprintable() rejects escaped as Python does: escape_controls' kStrRepr).
 std::string python_str_repr(std::string_view s);
+// "key N 'word'" for each word, numbered from first + 1 and padded in terminal columns (a CJK
+// character takes two, a combining accent none) to the widest word's repr and 8 more, or to the
+// widest label: the column after them starts in one place.
+std::vector<std::string> padded_key_labels(const std::vector<std::string>& words,
+                                           std::int64_t first = 0);
 // A number in a written-out sum at `precision` decimals; a negative factor in parentheses. One
 // that is 1e8 or more in size, or not 0 but 0 at `precision` decimals, in scientific notation
 // (−5.4165e+37, 3.2000e-06), as PyTorch's printing switches to it.

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "attn/describe.hpp"
 #include "attn/explain.hpp"
@@ -40,20 +42,16 @@ void explain_rotation(std::string& out, const TraceConfig& c, const CellWorking&
 void explain_exponentials(std::string& out, const CellWorking& cell, const TokenizedSentence& ks,
                           int p) {
   const Matrix& row = cell.scaled_row;
-  std::size_t label_width = 0;  // of the words as python_str_repr shows them, without quotes
-  for (const std::string& w : ks.words) {
-    label_width = std::max(label_width, python_str_repr(w).size() - 2);
-  }
+  const std::vector<std::string> who = padded_key_labels(ks.words);
   for (Eigen::Index t = 0; t < row.cols(); ++t) {
-    const std::string who =
-        fmt::format("key {} {}", t + 1, python_str_repr(ks.words[static_cast<std::size_t>(t)]));
+    const std::string& padded = who[static_cast<std::size_t>(t)];
     const std::string arrow = t == cell.j ? "   ← this cell" : "";
     if (std::isinf(row(0, t))) {
-      out += fmt::format("   {:<{}}  exp(−inf) = 0{}\n", who, label_width + 10, arrow);
+      out += fmt::format("   {}  exp(−inf) = 0{}\n", padded, arrow);
     } else {
-      out += fmt::format("   {:<{}}  exp({} − {}) = {}{}\n", who, label_width + 10,
-                         number(row(0, t), p, false), number(cell.row_max, p, false),
-                         number(cell.exponentials(0, t), p, false), arrow);
+      out += fmt::format("   {}  exp({} − {}) = {}{}\n", padded, number(row(0, t), p, false),
+                         number(cell.row_max, p, false), number(cell.exponentials(0, t), p, false),
+                         arrow);
     }
   }
 }

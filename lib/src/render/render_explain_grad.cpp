@@ -52,14 +52,9 @@ void explain_grad_cell(std::string& out, const Trace& trace, std::optional<int> 
             i, subscript(i)),
         "    ");
   }
-  std::size_t label_width = 0;
-  for (const std::string& word : ks.words) {
-    label_width = std::max(label_width, python_str_repr(word).size() - 2);
-  }
+  const std::vector<std::string> who = padded_key_labels(ks.words);
   for (Eigen::Index t = 0; t < w.terms.cols(); ++t) {
-    const std::string who =
-        fmt::format("key {} {}", t + 1, python_str_repr(ks.words[static_cast<std::size_t>(t)]));
-    out += fmt::format("   {:<{}}  {} × {} = {}{}\n", who, label_width + 10,
+    out += fmt::format("   {}  {} × {} = {}{}\n", who[static_cast<std::size_t>(t)],
                        number(w.da_row(0, t), p), number(w.a_row(0, t), p),
                        number(w.terms(0, t), p, false), t == kj ? "   ← this cell" : "");
   }

@@ -104,26 +104,20 @@ void explain_decoded_cell(std::string& out, const Trace& trace, std::optional<in
   out += vector_line(fmt::format("   {} = ", d.query->equation), d.query->values, p);
   const Matrix& keys = d.key_cache->values;
   out += wrapped_line(fmt::format("   {}, one row per token:", d.key_cache->equation), "     ");
-  std::size_t label_width = 0;
-  for (const std::string& w : d.key_cache->row_labels) {
-    label_width = std::max(label_width, python_str_repr(w).size());
-  }
+  const std::vector<std::string> who = padded_key_labels(d.key_cache->row_labels, d.first);
   // The cache's numbers in one width, so that its columns line up.
   std::size_t number_width = 0;
   for (Eigen::Index n = 0; n < keys.size(); ++n) {
     number_width = std::max(number_width, number(keys.data()[n], p, false).size());
   }
   for (Eigen::Index r = 0; r < keys.rows(); ++r) {
-    const std::string who =
-        fmt::format("key {} {}", d.first + r + 1,
-                    python_str_repr(d.key_cache->row_labels[static_cast<std::size_t>(r)]));
     std::vector<std::string> items;
     for (Eigen::Index c = 0; c < keys.cols(); ++c) {
       items.push_back(fmt::format("{:>{}}", number(keys(r, c), p, false), number_width));
     }
-    out +=
-        wrap_items(fmt::format("      {:<{}}  [", who, label_width + 8), items, ", ", "         ") +
-        "]" + (d.first + r == kj ? "   ← this cell's key" : "") + "\n";
+    out += wrap_items(fmt::format("      {}  [", who[static_cast<std::size_t>(r)]), items, ", ",
+                      "         ") +
+           "]" + (d.first + r == kj ? "   ← this cell's key" : "") + "\n";
   }
   out += vector_line(fmt::format("   {} = ", d.scores->equation), d.scores->values, p);
   out += vector_line(fmt::format("   {} = ", d.weights->equation), d.weights->values, p);
