@@ -360,6 +360,21 @@ std::string where_text(const Trace& trace, const std::optional<int>& head,
   return parts.empty() ? "" : fmt::format(" ({})", fmt::join(parts, ", "));
 }
 
+std::string step_heading(const Trace& trace, std::size_t index, std::size_t width) {
+  const Step& s = trace.steps[index];
+  std::string out = wrap_words(
+      fmt::format("step {}/{} [{}] {}", index + 1, trace.steps.size(), s.id, s.title), width, "  ");
+  const std::string where = where_text(trace, s.head, s.batch);
+  if (where.empty()) return out;
+  const std::size_t last = out.rfind('\n') + 1;  // 0 when there is one line
+  if (display_width(std::string_view(out).substr(last)) + display_width(where) <= width) {
+    return out + where;
+  }
+  out += "\n  ";
+  out += std::string_view(where).substr(1);
+  return out;
+}
+
 std::vector<std::int64_t> torch_slice_index(const Step& s) {
   std::vector<std::int64_t> index;
   for (const std::string& name : s.shape_names) {  // the trace puts B and H first

@@ -105,6 +105,9 @@ std::string head_text(const TraceConfig& config, int head, bool brief = false);
 
 std::string where_text(const Trace& trace, const std::optional<int>& head,
                        const std::optional<int>& batch);
+// A step's heading, "step I/N [ID] TITLE (head h of H, sentence b of B)", within `width` columns:
+// broken at the title's spaces, its later lines indented by two; the parenthesis is never broken.
+std::string step_heading(const Trace& trace, std::size_t index, std::size_t width);
 
 // The leading part of PyTorch's index into step `s`'s whole tensor, from 0: the step's sentence
 // and head, for the dimensions its tensor has of them (B, H: none for one sentence, no H in the

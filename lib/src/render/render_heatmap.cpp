@@ -20,7 +20,7 @@
 
 namespace attn {
 
-using render_detail::where_text;
+using render_detail::step_heading;
 using namespace heatmap_detail;
 
 namespace {
@@ -277,10 +277,7 @@ std::string heatmap_block(const Trace& trace, std::size_t index, const HeatmapOp
   const Step& s = trace.steps[index];
   const Grid g = grid_of(s, o.precision);
   const Layout l = choose_layout(g, o);
-  std::string out = wrap_words(fmt::format("step {}/{} [{}] {}{}", index + 1, trace.steps.size(),
-                                           s.id, s.title, where_text(trace, s.head, s.batch)),
-                               o.width, "  ") +
-                    "\n";
+  std::string out = step_heading(trace, index, o.width) + "\n";
   out += equation_text(s, o.width);
   if (o.describe)
     out += wrap_words("  " + std::string(step_info(s.kind).description), o.width, "  ") + "\n";

@@ -67,8 +67,9 @@ std::vector<std::string> render_text_blocks(const Trace& trace, const TextOption
     const Step& s = trace.steps[i];
     // The first step shares the preamble's block.
     std::string& out = i == 0 ? blocks[0] : blocks.emplace_back();
-    out += fmt::format("\nstep {}/{} [{}] {}{}\n", i + 1, n, s.id, s.title,
-                       where_text(trace, s.head, s.batch));
+    out += '\n';
+    out += step_heading(trace, i, kTextWidth);
+    out += '\n';
     if (options.describe && !describe_step(s.kind).empty()) {
       out += wrapped_line(fmt::format("  ({})", describe_step(s.kind)), "   ");
     }
