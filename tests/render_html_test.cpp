@@ -136,3 +136,17 @@ TEST_CASE("render_html refuses a precision outside 0..8 and an unknown step") {
   CHECK_THROWS_WITH_AS(attn::render_html(trace, {4, {"omega", "nope"}}),
                        doctest::Contains("step 'nope' is not in this trace"), attn::Error);
 }
+
+TEST_CASE("the page's legends name the cells they leave uncoloured") {
+  attn::TraceConfig c;
+  c.causal = true;
+  const std::string causal = attn::render_html(attn::run_trace(c), {4, {}});
+  CHECK(causal.find("−inf cells (masked) are not coloured") != std::string::npos);
+  CHECK(causal.find("nan cells") == std::string::npos);
+  // A batch's <pad> rows: every key masked, so the weights' row is nan (the rule nan).
+  c.causal = false;
+  c.sentences = {"a b c", "x"};
+  const std::string batch = attn::render_html(attn::run_trace(c), {4, {}});
+  CHECK(batch.find("yellow high; nan cells are not coloured") != std::string::npos);
+  CHECK(batch.find("yellow high; −inf") == std::string::npos);
+}

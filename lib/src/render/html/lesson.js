@@ -207,6 +207,23 @@
     return S.hi > S.lo ? (v - S.lo) / (S.hi - S.lo) : 0.5;
   }
   const tip = document.getElementById('tip');
+  // "token 3 (cat)", "key 7 (mat)", "dimension 2": a canvas's row or column.
+  function axisName(S, axis, k) {
+    const label = S[axis][k], n = String(k + 1);
+    const name = axis === 'rows' ? (label === n ? 'row' : 'token')
+                                 : (S.keys ? 'key' : 'column');
+    return name + ' ' + n + (label === n ? '' : ' (' + label + ')');
+  }
+  // The tip beside the pointer, inside the window: to its left or above it near an edge.
+  function placeTip(x, y) {
+    const w = tip.offsetWidth, h = tip.offsetHeight;
+    const vw = document.documentElement.clientWidth, vh = document.documentElement.clientHeight;
+    let left = x + 14, top = y + 14;
+    if (left + w > vw - 4) left = x - 14 - w;
+    if (top + h > vh - 4) top = y - 14 - h;
+    tip.style.left = Math.max(4, Math.min(left, vw - 4 - w)) + 'px';
+    tip.style.top = Math.max(4, Math.min(top, vh - 4 - h)) + 'px';
+  }
   function drawCanvas(stepIndex) {
     const S = D.steps[stepIndex], M = D.mats[S.mat];
     const canvas = document.getElementById('c' + stepIndex);
@@ -234,9 +251,11 @@
       const ij = cell(e);
       if (!ij) { tip.hidden = true; return; }
       tip.hidden = false;
-      tip.textContent = S.rows[ij[0]] + ' × ' + S.cols[ij[1]] + ': ' + fixed(at(S.mat, ij[0], ij[1]), P);
-      tip.style.left = (e.clientX + 14) + 'px';
-      tip.style.top = (e.clientY + 14) + 'px';
+      // No room for the tokens beside the canvas's axes (a pixel or a few per cell): the tip
+      // names the row's and the column's.
+      tip.textContent = axisName(S, 'rows', ij[0]) + ' × ' + axisName(S, 'cols', ij[1]) + ': ' +
+                        fixed(at(S.mat, ij[0], ij[1]), P);
+      placeTip(e.clientX, e.clientY);
       showWorking(stepIndex, ij[0], ij[1]);
     };
     canvas.addEventListener('mousemove', hover);
@@ -256,6 +275,9 @@
   D.steps.forEach((S, n) => { if (S.mat >= 0) drawCanvas(n); });
 
   // ---- The attention as lines (inline SVG, parsed as HTML: no namespace needed) ------------------
+  // Queries right-aligned on the left, keys on the right and their weights in a column of their
+  // own (so that a right-to-left key cannot move its number); a label wider than LABEL is
+  // shortened with an ellipsis, its whole text in a tooltip.
   const linesWork = document.getElementById('lines-work');
   const linesView = document.getElementById('lines-view');
   D.works.forEach((W, n) => {
@@ -264,29 +286,83 @@
     o.textContent = W.label;
     linesWork.appendChild(o);
   });
+  {
+    const heads = D.works.some((W) => W.head !== null);
+    const batch = D.works.some((W) => W.batch !== null);
+    document.getElementById('lines-work-label').textContent =
+        heads && batch ? 'head and sentence:' : batch ? 'sentence:' : 'head:';
+  }
   let linesQuery = 0;
   const esc = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
                       .replace(/"/g, '&quot;');
+  const measurer = document.createElement('canvas').getContext('2d');
+  // The stylesheet's monospace fonts, from its rules (getComputedStyle would style the whole page
+  // before its first paint).
+  let mono = 'monospace';
+  for (const rule of document.styleSheets[0].cssRules) {
+    if (rule.selectorText === ':root' && rule.style.getPropertyValue('--mono')) {
+      mono = rule.style.getPropertyValue('--mono').trim();
+      break;
+    }
+  }
+  const LINE_FONT = '14px ' + mono;
+  // The width of s in a font (setting a canvas's font is slow: only when it changes).
+  let measurerFont = '';
+  const textWidth = (s, font = LINE_FONT) => {
+    if (measurerFont !== font) measurer.font = measurerFont = font;
+    return measurer.measureText(s).width;
+  };
+  let segmenter = null;  // made when a label is first shortened
+  const graphemes = (s) => {
+    if (!segmenter && typeof Intl === 'object' && Intl.Segmenter) {
+      segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+    }
+    return segmenter ? Array.from(segmenter.segment(s), (g) => g.segment) : Array.from(s);
+  };
+  const LABEL = 180;
+  function shorten(s, max) {
+    if (textWidth(s) <= max) return s;
+    const g = graphemes(s);
+    let lo = 0, hi = g.length - 1;  // the most graphemes that fit with the ellipsis
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (textWidth(g.slice(0, mid).join('') + '…') <= max) lo = mid; else hi = mid - 1;
+    }
+    return g.slice(0, lo).join('') + '…';
+  }
   function drawLines() {
     const W = D.works[+linesWork.value || 0];
     if (!W) return;
     const tq = D.mats[W.weights].r, tk = D.mats[W.weights].c, h = 24;
     const height = Math.max(tq, tk) * h + 16;
-    const parts = ['<svg viewBox="0 0 640 ' + height + '" width="640" height="' + height +
-                   '" role="group" aria-label="query ' + (linesQuery + 1) + ' to every key">'];
+    const qs = W.queries.words.map((w) => shorten(w, LABEL));
+    const ks = W.keys.words.map((w) => shorten(w, LABEL));
+    const ws = [];
+    for (let j = 0; j < tk; ++j) ws.push(fixed(at(W.weights, linesQuery, j), P));
+    const widest = (a) => a.reduce((m, t) => Math.max(m, textWidth(t)), 0);
+    const qx = 8 + Math.ceil(widest(qs)), x1 = qx + 10, x2 = x1 + 210, kx = x2 + 10;
+    const wx = kx + Math.ceil(widest(ks)) + 14, width = wx + Math.ceil(widest(ws)) + 8;
+    const title = (full, shown) => (full === shown ? '' : '<title>' + esc(full) + '</title>');
+    // Projector mode fits the picture to the screen, but no smaller than its own size.
+    const parts = ['<svg viewBox="0 0 ' + width + ' ' + height + '" width="' + width +
+                   '" height="' + height + '" preserveAspectRatio="xMinYMin meet" ' +
+                   'style="--lines-min: ' + height + 'px" role="group" aria-label="query ' +
+                   (linesQuery + 1) + ' to every key">'];
     for (let j = 0; j < tk; ++j) {
       const w = at(W.weights, linesQuery, j);
       const ww = Number.isFinite(w) ? w : 0;
-      parts.push('<line x1="190" y1="' + (14 + linesQuery * h) + '" x2="400" y2="' + (14 + j * h) +
-                 '" stroke-width="' + (0.5 + 9 * ww).toFixed(2) + '" stroke-opacity="' +
-                 (0.15 + 0.85 * ww).toFixed(3) + '"></line>');
-      parts.push('<text x="410" y="' + (19 + j * h) + '">' + esc(W.keys.words[j]) + '  ' +
-                 fixed(w, P) + '</text>');
+      parts.push('<line x1="' + x1 + '" y1="' + (14 + linesQuery * h) + '" x2="' + x2 + '" y2="' +
+                 (14 + j * h) + '" stroke-width="' + (0.5 + 9 * ww).toFixed(2) +
+                 '" stroke-opacity="' + (0.15 + 0.85 * ww).toFixed(3) + '"></line>');
+      parts.push('<g class="k">' + title(W.keys.words[j], ks[j]) + '<text x="' + kx + '" y="' +
+                 (19 + j * h) + '">' + esc(ks[j]) + '</text><text class="wt" x="' + wx + '" y="' +
+                 (19 + j * h) + '">' + ws[j] + '</text></g>');
     }
     for (let i = 0; i < tq; ++i) {
       parts.push('<g class="q' + (i === linesQuery ? ' on' : '') + '" tabindex="0" role="button" ' +
-                 'aria-pressed="' + (i === linesQuery) + '"><text x="180" y="' + (19 + i * h) +
-                 '" text-anchor="end">' + esc(W.queries.words[i]) + '</text></g>');
+                 'aria-pressed="' + (i === linesQuery) + '">' + title(W.queries.words[i], qs[i]) +
+                 '<text x="' + qx + '" y="' + (19 + i * h) + '" text-anchor="end">' + esc(qs[i]) +
+                 '</text></g>');
     }
     linesView.innerHTML = parts.join('') + '</svg>';
     linesView.querySelectorAll('g.q').forEach((g, i) => {
@@ -308,42 +384,165 @@
   drawLines();
 
   // ---- Steps, keys and the projector -------------------------------------------------------------
+  // The stops of → and ←: the run, the steps (numbered 1 to M, as their headings are) and the
+  // lines. The current stop follows the reader's scrolling: it is the one at the top of the view.
   const sections = Array.from(document.querySelectorAll('main > section'));
   const projector = document.getElementById('projector');
   const position = document.getElementById('position');
-  let current = 0;
-  function go(n) {
+  const header = document.querySelector('header.top');
+  const stepCount = sections.filter((s) => /^s\d+$/.test(s.id)).length;
+  const inProjector = () => document.body.classList.contains('projector');
+  // The sticky header's height, as the page's scroll-padding-top: a step scrolled to (→, a
+  // contents link, a focused cell) starts below it. Measured again when the header's size
+  // changes (the window's width, projector mode): the observer's first call is after the first
+  // layout, which the page's script does not force.
+  function measureHeader() {
+    document.documentElement.style.scrollPaddingTop =
+        Math.ceil(header.getBoundingClientRect().height) + 'px';
+  }
+  if (window.ResizeObserver) {
+    new ResizeObserver(measureHeader).observe(header);
+  } else {
+    measureHeader();
+    window.addEventListener('resize', measureHeader);
+  }
+  function stopName(k) {
+    const s = sections[k], m = /^s(\d+)$/.exec(s.id);
+    if (m) return 'step ' + (+m[1] + 1) + ' of ' + stepCount;
+    if (s.id === 'intro') return 'the run, before step 1 of ' + stepCount;
+    return 'the lines, after step ' + stepCount + ' of ' + stepCount;
+  }
+  let current = 0, scrolledTo = null;
+  function setCurrent(n) {
     current = Math.max(0, Math.min(sections.length - 1, n));
     sections.forEach((s, k) => s.classList.toggle('current', k === current));
-    position.textContent = (current + 1) + ' of ' + sections.length;
-    if (!document.body.classList.contains('projector')) {
-      sections[current].scrollIntoView({ block: 'start' });
+    position.textContent = stopName(current);
+  }
+  function go(n) {
+    setCurrent(n);
+    if (!inProjector()) {
+      sections[current].scrollIntoView({ block: 'start' });  // below the header: scroll-padding-top
     } else {
       window.scrollTo(0, 0);
     }
+    scrolledTo = window.scrollY;  // this scroll is ours: it does not move the current stop
   }
+  // The stop at the top of the view: the last section that starts above a line a little below
+  // the header.
+  function stopInView() {
+    const bar = header.getBoundingClientRect().bottom;
+    const line = bar + Math.min(120, (document.documentElement.clientHeight - bar) / 4);
+    let k = 0;
+    sections.forEach((s, n) => { if (s.getBoundingClientRect().top <= line) k = n; });
+    return k;
+  }
+  // The current stop, after the reader's own scrolling (the wheel, a contents link, the find
+  // bar): the counter follows it as the page scrolls, and → and ← start from it.
+  function followScroll() {
+    if (inProjector()) return current;
+    if (scrolledTo !== null && Math.abs(window.scrollY - scrolledTo) < 2) return current;
+    scrolledTo = null;
+    const k = stopInView();
+    if (k !== current) setCurrent(k);
+    return current;
+  }
+  let scrollQueued = false;
+  window.addEventListener('scroll', () => {
+    if (scrollQueued) return;
+    scrollQueued = true;
+    requestAnimationFrame(() => { scrollQueued = false; followScroll(); });
+  }, { passive: true });
   function toggleProjector() {
+    followScroll();  // the projector starts at the step in view
     const on = document.body.classList.toggle('projector');
     projector.setAttribute('aria-pressed', on ? 'true' : 'false');
+    measureHeader();
     go(current);
   }
-  document.getElementById('next').addEventListener('click', () => go(current + 1));
-  document.getElementById('prev').addEventListener('click', () => go(current - 1));
+  document.getElementById('next').addEventListener('click', () => go(followScroll() + 1));
+  document.getElementById('prev').addEventListener('click', () => go(followScroll() - 1));
   projector.addEventListener('click', toggleProjector);
   document.addEventListener('keydown', (e) => {
     if (e.altKey || e.ctrlKey || e.metaKey) return;
     const tag = e.target && e.target.tagName;
     if (tag === 'SELECT' || tag === 'INPUT' || tag === 'TEXTAREA') return;
-    const inProjector = document.body.classList.contains('projector');
+    const projecting = inProjector();
     if (e.key === 'p' || e.key === 'P') toggleProjector();
-    else if (e.key === 'ArrowRight' || e.key === 'PageDown' || (e.key === ' ' && inProjector)) go(current + 1);
-    else if (e.key === 'ArrowLeft' || e.key === 'PageUp') go(current - 1);
-    else if (e.key === 'Escape' && inProjector) toggleProjector();
+    else if (e.key === 'ArrowRight' || e.key === 'PageDown' || (e.key === ' ' && projecting)) {
+      go(followScroll() + 1);
+    } else if (e.key === 'ArrowLeft' || e.key === 'PageUp') go(followScroll() - 1);
+    else if (e.key === 'Escape' && projecting) toggleProjector();
     else return;
     e.preventDefault();
   });
-  sections.forEach((s, k) => s.classList.toggle('current', k === 0));
-  position.textContent = '1 of ' + sections.length;
+  setCurrent(0);  // a page opened scrolled (a reload, an address with #s4) sends a scroll event
+
+  // ---- Print: a table wider than a printed page, also as bands of its columns -------------------
+  // Each band is as wide as the page allows (A4 or Letter with the default margins, at the print
+  // stylesheet's 8pt) and repeats the row labels; the print stylesheet shows the bands instead.
+  // Made after the page is ready (or before it prints, if that is sooner).
+  let banded = false;
+  function makeBands() {
+    if (banded) return;
+    banded = true;
+    const PAGE = 680, FONT = '10.67px ' + mono, PAD = 10;
+    const width = (cell) => textWidth(cell.textContent, FONT) + PAD;
+    for (const table of document.querySelectorAll('.scroll > table.m')) {
+      const head = table.tHead.rows[0], body = Array.from(table.tBodies[0].rows);
+      const cols = head.cells.length - 1;
+      // At most two columns of the 8pt font per character (wide characters): narrow enough?
+      const most = (row) => {
+        let n = 0;
+        for (const cell of row.cells) n += 2 * 6.4 * cell.textContent.length + PAD;
+        return n;
+      };
+      if (Math.max(most(head), ...body.map(most)) <= PAGE) continue;
+      const colW = [];
+      for (let c = 1; c <= cols; ++c) {
+        let w = width(head.cells[c]);
+        for (const row of body) w = Math.max(w, width(row.cells[c]));
+        colW.push(w);
+      }
+      let labelW = width(head.cells[0]);
+      for (const row of body) labelW = Math.max(labelW, width(row.cells[0]));
+      if (labelW + colW.reduce((a, b) => a + b, 0) <= PAGE) continue;
+      const bands = document.createElement('div');
+      bands.className = 'bands';
+      let from = 0;
+      while (from < cols) {
+        let to = from, used = labelW;
+        while (to < cols && (to === from || used + colW[to] <= PAGE)) used += colW[to++];
+        const band = document.createElement('table');
+        band.className = 'm';
+        const caption = table.caption.cloneNode(true);
+        caption.textContent += '; columns ' + (from + 1) + '–' + to + ' of ' + cols;
+        band.appendChild(caption);
+        for (const [src, section] of [[[head], 'thead'], [body, 'tbody']]) {
+          const part = document.createElement(section);
+          for (const row of src) {
+            const tr = document.createElement('tr');
+            tr.appendChild(row.cells[0].cloneNode(true));
+            for (let c = from + 1; c <= to; ++c) {
+              const cell = row.cells[c].cloneNode(true);
+              cell.removeAttribute('tabindex');
+              cell.removeAttribute('aria-describedby');
+              cell.classList.remove('sel');
+              tr.appendChild(cell);
+            }
+            part.appendChild(tr);
+          }
+          band.appendChild(part);
+        }
+        bands.appendChild(band);
+        from = to;
+      }
+      table.parentNode.classList.add('banded');
+      table.parentNode.after(bands);
+    }
+  }
+  window.addEventListener('beforeprint', makeBands);
+  setTimeout(makeBands, 0);
+
   const readyMs = performance.now() - started;
 
   // ---- The self-test: #selftest or #selftest:I,J ---------------------------------------------------
