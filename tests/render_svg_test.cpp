@@ -178,7 +178,7 @@ TEST_CASE("render_svg: hostile labels are escaped for the terminal, then for XML
   CHECK(figure.find(">a&amp;b<") != std::string::npos);
   CHECK(figure.find(">&quot;q&apos;\\x1b<") != std::string::npos);
   CHECK(figure.find("x &amp; &lt;y&gt;.json") != std::string::npos);
-  CHECK(figure.find("−inf and nan cells are not coloured") == std::string::npos);
+  CHECK(figure.find("are not coloured") == std::string::npos);
 }
 
 TEST_CASE("render_svg: −inf cells are not coloured, and the legend says so") {
@@ -189,7 +189,28 @@ TEST_CASE("render_svg: −inf cells are not coloured, and the legend says so") {
   CHECK(count(svg, "fill=\"#ffffff\" stroke=\"#999999\" stroke-width=\"0.5\" class=\"cell\"") ==
         15);
   CHECK(count(svg, ">-inf</text>") == 15);
-  CHECK(svg.find("−inf and nan cells are not coloured") != std::string::npos);
+  CHECK(svg.find(">−inf cells (masked) are not coloured<") != std::string::npos);
+  // A batch's <pad> rows mask every key: their weights are nan, and the note says nan.
+  c.causal = false;
+  c.sentences = {"a b c", "x"};
+  const std::string pad = attn::render_svg(one_step("attention_weights", c), {});
+  CHECK(pad.find(">nan cells are not coloured<") != std::string::npos);
+  CHECK(pad.find("−inf") == std::string::npos);
+}
+
+TEST_CASE("render_svg: a token too wide for the grid is numbered, with a key below") {
+  const std::string word(40, 'w');
+  attn::TraceConfig c;
+  c.sentences = {word + " is a " + word + " word"};
+  const std::string svg = attn::render_svg(one_step("attention_weights", c), {});
+  CHECK(count(svg, "class=\"value\"") == 25);
+  CHECK(svg.find("tokens: 1 " + word + "  2 is") != std::string::npos);
+  // The grid's labels are numbers: the word is only in the title's sentence and in the key.
+  CHECK(count(svg, word) == 2 + 2);
+  // A word of 24 columns still labels the grid.
+  c.sentences = {std::string(24, 'v') + " is"};
+  CHECK(attn::render_svg(one_step("attention_weights", c), {}).find("tokens: 1 vvv") ==
+        std::string::npos);
 }
 
 TEST_CASE("render_svg: a large grid is drawn as numbered blocks with a key") {

@@ -360,6 +360,24 @@ std::string where_text(const Trace& trace, const std::optional<int>& head,
   return parts.empty() ? "" : fmt::format(" ({})", fmt::join(parts, ", "));
 }
 
+std::string uncoloured_cells(const Matrix& m) {
+  bool neg = false, pos = false, nan = false;
+  for (Eigen::Index k = 0; k < m.size(); ++k) {
+    const float v = m.data()[k];
+    if (std::isnan(v)) {
+      nan = true;
+    } else if (std::isinf(v)) {
+      (v < 0 ? neg : pos) = true;
+    }
+  }
+  if (neg && !pos && !nan) return "−inf cells (masked) are not coloured";
+  std::vector<std::string> kinds;
+  if (neg) kinds.emplace_back("−inf (masked)");
+  if (pos) kinds.emplace_back("inf");
+  if (nan) kinds.emplace_back("nan");
+  return fmt::format("{} cells are not coloured", fmt::join(kinds, " and "));
+}
+
 std::string step_heading(const Trace& trace, std::size_t index, std::size_t width) {
   const Step& s = trace.steps[index];
   std::string out = wrap_words(

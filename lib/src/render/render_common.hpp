@@ -105,6 +105,9 @@ std::string head_text(const TraceConfig& config, int head, bool brief = false);
 
 std::string where_text(const Trace& trace, const std::optional<int>& head,
                        const std::optional<int>& batch);
+// What a heatmap leaves uncoloured, as its legend says it: "−inf cells (masked) are not
+// coloured", "nan cells …", "−inf (masked) and nan cells …" (a row masked whole gives nan).
+std::string uncoloured_cells(const Matrix& m);
 // A step's heading, "step I/N [ID] TITLE (head h of H, sentence b of B)", within `width` columns:
 // broken at the title's spaces, its later lines indented by two; the parenthesis is never broken.
 std::string step_heading(const Trace& trace, std::size_t index, std::size_t width);

@@ -99,26 +99,6 @@ void append_table(std::string& out, const Step& s, int index, int working, int p
   out += "</tbody></table></div>\n";
 }
 
-// What the uncoloured cells hold: "−inf cells (masked)", "nan cells", "−inf (masked) and nan
-// cells" (a masked row of nan: all −inf with --masked-rows nan, <pad> rows of a batch).
-std::string uncoloured_text(const Matrix& m) {
-  bool neg = false, pos = false, nan = false;
-  for (Eigen::Index k = 0; k < m.size(); ++k) {
-    const float v = m.data()[k];
-    if (std::isnan(v)) {
-      nan = true;
-    } else if (std::isinf(v)) {
-      (v < 0 ? neg : pos) = true;
-    }
-  }
-  std::vector<std::string> kinds;
-  if (neg) kinds.emplace_back(nan || pos ? "−inf (masked)" : "−inf");
-  if (pos) kinds.emplace_back("inf");
-  if (nan) kinds.emplace_back("nan");
-  const std::string cells = fmt::format("{} cells", fmt::join(kinds, " and "));
-  return (neg && !nan && !pos ? "−inf cells (masked)" : cells) + " are not coloured";
-}
-
 // The legend: the ramp from lo to hi (0 in the middle of a diverging one), as the heatmap's.
 void append_legend(std::string& out, const Step& s, int precision, bool canvas) {
   const heatmap_detail::Scale scale = heatmap_detail::scale_of(s);
@@ -137,7 +117,7 @@ void append_legend(std::string& out, const Step& s, int precision, bool canvas) 
                                      : "dark low, yellow high; ",
       canvas             ? "hover, tap or the arrow keys give a cell's value"
       : scale.all_finite ? "the value is printed in each cell"
-                         : uncoloured_text(s.values));
+                         : render_detail::uncoloured_cells(s.values));
 }
 
 void append_step(std::string& out, const Trace& trace, const Step& s, int index, int working,

@@ -32,8 +32,8 @@ constexpr int kTitleLine = 20;   // a line of the 14 px title
 constexpr int kCellHeight = 22;  // a values-form cell
 constexpr int kPanelGap = 28;    // between panels
 constexpr int kLegendWidth = 240;
-constexpr int kKeyColumns = 96;  // the key's lines wrap at this many columns
-constexpr std::string_view kNonFinite = "× −inf and nan cells are not coloured";
+constexpr int kKeyColumns = 96;               // the key's lines wrap at this many columns
+constexpr std::size_t kMaxLabelColumns = 24;  // a wider token is numbered, with a key below
 
 // Pixels of `columns` columns of 12 px monospace text (0.6 em each, rounded up).
 int text_px(std::size_t columns) { return static_cast<int>((columns * 72 + 9) / 10); }
@@ -88,7 +88,8 @@ struct Panel {
   int label_width = 0;                  // the row labels' column
   int header_height = 0;                // the column labels' band
   int cell_width = 0, cell_height = 0;
-  std::vector<std::string> key;  // number → token, under a blocks grid
+  std::vector<std::string> key;  // number → token, under a blocks grid or numbered labels
+  std::string non_finite;        // what the uncoloured cells are, or empty
   int width = 0, height = 0;
 
   int grid_top() const { return (heading.empty() ? 0 : kLine) + header_height; }
@@ -130,12 +131,36 @@ Panel panel_of(const Trace& trace, const Step& s, int precision) {
       }
     }
   } else {
-    for (const std::string& r : s.row_labels) p.rows.push_back(escape_controls(r));
+    // Labels of more than kMaxLabelColumns are numbered instead, with a key below, so that a long
+    // word does not push the grid into a corner of the figure (rows and columns both, when they
+    // are the same tokens).
+    const auto too_wide = [](const std::vector<std::string>& labels) {
+      return std::any_of(labels.begin(), labels.end(), [](const std::string& l) {
+        return display_width(escape_controls(l)) > kMaxLabelColumns;
+      });
+    };
+    const bool same = !s.col_labels.empty() && s.row_labels == s.col_labels;
+    const bool number_rows = too_wide(s.row_labels) || (same && too_wide(s.col_labels));
+    const bool number_cols = too_wide(s.col_labels) || (same && number_rows);
+    if (!number_rows) {
+      for (const std::string& r : s.row_labels) p.rows.push_back(escape_controls(r));
+    }
     for (Eigen::Index r = static_cast<Eigen::Index>(p.rows.size()); r < rows; ++r)
       p.rows.push_back(std::to_string(r + 1));
-    for (const std::string& c : s.col_labels) p.cols.push_back(escape_controls(c));
+    if (!number_cols) {
+      for (const std::string& c : s.col_labels) p.cols.push_back(escape_controls(c));
+    }
     for (Eigen::Index c = static_cast<Eigen::Index>(p.cols.size()); c < cols; ++c)
       p.cols.push_back(std::to_string(c + 1));
+    if (same && number_rows) {
+      p.key = key_lines("tokens", s.row_labels);
+    } else {
+      if (number_rows) p.key = key_lines(s.columns_are_keys ? "queries" : "tokens", s.row_labels);
+      if (number_cols) {
+        std::vector<std::string> keys = key_lines("keys", s.col_labels);
+        p.key.insert(p.key.end(), keys.begin(), keys.end());
+      }
+    }
     std::size_t value_width = 0;
     for (Eigen::Index k = 0; k < s.values.size(); ++k) {
       value_width = std::max(value_width, display_width(fixed_text(s.values.data()[k], precision)));
@@ -152,7 +177,10 @@ Panel panel_of(const Trace& trace, const Step& s, int precision) {
   const int grid_width = p.label_width + p.cell_width * static_cast<int>(cols);
   int key_width = 0;
   for (const std::string& line : p.key) key_width = std::max(key_width, text_px(line));
-  if (!p.scale.all_finite) key_width = std::max(key_width, p.label_width + text_px(kNonFinite));
+  if (!p.scale.all_finite) {
+    p.non_finite = render_detail::uncoloured_cells(s.values) + (p.blocks ? ", × marks them" : "");
+    key_width = std::max(key_width, p.label_width + text_px(p.non_finite));
+  }
   p.width = std::max({grid_width, kLegendWidth + p.label_width, key_width});
   p.height = p.grid_top() + p.cell_height * static_cast<int>(rows) + 10 + 12 + kLine +
              (p.scale.all_finite ? 0 : kLine) + static_cast<int>(p.key.size()) * kLine;
@@ -236,7 +264,7 @@ void draw_panel(const Panel& p, int precision, render_detail::PartWriter& w) {
   }
   y += 12 + kLine;
   if (!p.scale.all_finite) {
-    out += text_element(p.label_width, y + 12, kNonFinite);
+    out += text_element(p.label_width, y + 12, p.non_finite);
     y += kLine;
   }
   for (const std::string& line : p.key) {
