@@ -103,7 +103,9 @@ TEST_CASE("the keys' lines line up in terminal columns: wide, combining and righ
       columns[at + 3 - line].push_back(attn::display_width(out.substr(line, after - line)));
     }
     REQUIRE_FALSE(columns.empty());
-    for (const auto& [indent, of_indent] : columns) {
+    for (const auto& entry : columns) {
+      const std::size_t indent = entry.first;
+      const std::vector<std::size_t>& of_indent = entry.second;
       CAPTURE(indent);
       CHECK(of_indent.size() >= 4);  // 6 keys; the cache of query 4: 4
       for (const std::size_t column : of_indent) CHECK(column == of_indent[0]);
