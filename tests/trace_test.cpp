@@ -477,6 +477,27 @@ TEST_CASE("given matrices whose shapes do not fit are refused, naming both") {
                        "x.csv has 2 rows but 3 labels were given: one label per row", attn::Error);
 }
 
+TEST_CASE("the memory estimate counts a batch's weight gradients with rand-transposed weights") {
+  attn::TraceConfig c;
+  c.backward = true;
+  c.sentences = {"a b c", "d e"};
+  c.d_in = 8;
+  c.d_kq = 5;
+  c.d_v = 7;
+  const attn::MemoryEstimate rand = attn::estimate_memory(attn::resolve(c), 3, 3, 2, true);
+  c.init = attn::WeightInit::kRandTransposed;
+  const attn::MemoryEstimate transposed = attn::estimate_memory(attn::resolve(c), 3, 3, 2, true);
+  // Each item's product of the widest weight (8 x 7) at once, before the sum over the items.
+  CHECK(transposed.working - rand.working == 2 * 8 * 7);
+  c.multihead = attn::MultiheadForm::kSplit;
+  c.heads = 1;
+  c.d_kq = c.d_v = 12;  // W_o (12 x 12) is wider than W_q (8 x 12)
+  const attn::MemoryEstimate split = attn::estimate_memory(attn::resolve(c), 3, 3, 2, true);
+  c.init = attn::WeightInit::kRand;
+  CHECK(split.working - attn::estimate_memory(attn::resolve(c), 3, 3, 2, true).working ==
+        2 * 12 * 12);
+}
+
 TEST_CASE("the memory estimate counts every step and refuses a run above the limit") {
   attn::TraceConfig c;
   // 11 steps of the walkthrough: 18 + 6 + 6 + 12 + 12 + 12 + 24 + 3 x 36 + 24 = 222 floats;

@@ -13,9 +13,10 @@ if [ "${ATTN_SANITIZED:-0}" = 1 ]; then
 fi
 words=$(seq -s ' ' 700)
 failed=0
-estimate_kib() {  # ARGS...: the estimate, in KiB, from the refusal at a limit of 1 KiB
+probe_limit=4K  # below every estimate here, above what reading the input needs
+estimate_kib() {  # ARGS...: the estimate, in KiB, from the refusal at a limit of $probe_limit
   local message number unit
-  message=$("$binary" --max-memory 1K "$@" 2>&1 >/dev/null)
+  message=$("$binary" --max-memory "$probe_limit" "$@" 2>&1 >/dev/null)
   number=$(sed -n 's/.*would need about \([0-9.]*\) \([KMG]i*B\).*/\1/p' <<<"$message")
   unit=$(sed -n 's/.*would need about \([0-9.]*\) \([KMG]i*B\).*/\2/p' <<<"$message")
   case $unit in
@@ -27,10 +28,11 @@ estimate_kib() {  # ARGS...: the estimate, in KiB, from the refusal at a limit o
 }
 folder=$(mktemp -d)
 trap 'rm -rf "$folder"' EXIT
-check() {  # FORMAT EXTRA SENTENCE: one run on one thread, its peak against its estimate
+check() {  # FORMAT EXTRA [SENTENCE]: one run on one thread, its peak against its estimate
   local args estimate status peak
   # shellcheck disable=SC2206  # the options are words
-  args=(--threads 1 --format "$1" $2 "$3")
+  args=(--threads 1 --format "$1" $2)
+  [ -z "$3" ] || args+=("$3")  # none with --batch
   estimate=$(estimate_kib "${args[@]}")
   read -r status peak < <("$peak_rss" "$binary" --max-memory 4G "${args[@]}")
   rm -rf "$folder/x"
@@ -64,4 +66,10 @@ for extra in "--causal --steps masked_omega" "--heads 3 --steps omega" \
   "--heads 3 --export $folder/x" "--causal --backward --export $folder/x"; do
   check svg "$extra" "$short"
 done
+# A batch's weight gradients with --init rand-transposed: each of the 200 items' product of
+# W_q (128 x 512) at once, 52 MB, before the sum over the items.
+seq 200 | sed 's/.*/w& x&/' >"$folder/batch.txt"
+probe_limit=2M  # a batch's sentences need 6 KiB each to be read
+check summary "--backward --init rand-transposed --d-in 512 --d-kq 128 --d-v 128 --batch \
+$folder/batch.txt" ""
 exit $failed

@@ -271,8 +271,16 @@ MemoryEstimate estimate_of(const TraceConfig& c, std::int64_t t_q, std::int64_t 
   // The backward pass's working copies beyond its steps, one head at a time: A and dL/dA with a
   // row that masks every key (the softmax's backward reads nan there), or the forward pass
   // again for the loss after --lr's step (one (T, T_k) matrix).
-  const double working =
+  double working =
       held_aside + (backward ? 2.0 * static_cast<double>(t_q) * static_cast<double>(t_k) : 0.0);
+  if (backward && c.init == WeightInit::kRandTransposed && batch > 1) {
+    // A batch's weight gradients with W.matmul(xᵀ): every item's product of the largest weight
+    // at once, before ATen's sum over the items (items_transposed_product).
+    const bool split = c.multihead == MultiheadForm::kSplit;
+    const double widest_in = static_cast<double>(split ? std::max(c.d_in, c.d_kq) : c.d_in);
+    working +=
+        static_cast<double>(batch) * widest_in * static_cast<double>(std::max(c.d_kq, c.d_v));
+  }
   return {.floats = values + working,
           .working = working,
           .steps = t.steps,
