@@ -77,6 +77,20 @@ std::vector<std::string> key_lines(std::string_view title, const std::vector<std
   return lines;
 }
 
+// The key under a grid whose rows and/or columns are numbered: "tokens: …" once where both are
+// and they are the same tokens, else "queries: …" or "tokens: …" for the rows, "keys: …" for the
+// columns.
+std::vector<std::string> label_key(const Step& s, bool rows, bool cols) {
+  if (rows && cols && s.row_labels == s.col_labels) return key_lines("tokens", s.row_labels);
+  std::vector<std::string> key;
+  if (rows) key = key_lines(s.columns_are_keys ? "queries" : "tokens", s.row_labels);
+  if (cols) {
+    std::vector<std::string> keys = key_lines("keys", s.col_labels);
+    key.insert(key.end(), keys.begin(), keys.end());
+  }
+  return key;
+}
+
 // One slice's heatmap: its sizes, then its elements drawn at (0, 0).
 struct Panel {
   const Step* step = nullptr;
@@ -118,30 +132,16 @@ Panel panel_of(const Trace& trace, const Step& s, int precision) {
     const int col_step = number_step(p.cell_width, text_px(std::to_string(cols).size()) + 6);
     for (Eigen::Index c = 0; c < cols; ++c)
       p.cols.push_back(numbered(c, col_step) ? std::to_string(c + 1) : "");
-    const bool same = !s.col_labels.empty() && s.row_labels == s.col_labels;
-    if (same) {
-      p.key = key_lines("tokens", s.row_labels);
-    } else {
-      if (!s.row_labels.empty() && !row_tokens) {
-        p.key = key_lines(s.columns_are_keys ? "queries" : "tokens", s.row_labels);
-      }
-      if (!s.col_labels.empty()) {
-        std::vector<std::string> keys = key_lines("keys", s.col_labels);
-        p.key.insert(p.key.end(), keys.begin(), keys.end());
-      }
-    }
+    p.key = label_key(s, !s.row_labels.empty() && !row_tokens, !s.col_labels.empty());
   } else {
     // Labels of more than kMaxLabelColumns are numbered instead, with a key below, so that a long
-    // word does not push the grid into a corner of the figure (rows and columns both, when they
-    // are the same tokens).
+    // word does not push the grid into a corner of the figure.
     const auto too_wide = [](const std::vector<std::string>& labels) {
       return std::any_of(labels.begin(), labels.end(), [](const std::string& l) {
         return display_width(escape_controls(l)) > kMaxLabelColumns;
       });
     };
-    const bool same = !s.col_labels.empty() && s.row_labels == s.col_labels;
-    const bool number_rows = too_wide(s.row_labels) || (same && too_wide(s.col_labels));
-    const bool number_cols = too_wide(s.col_labels) || (same && number_rows);
+    const bool number_rows = too_wide(s.row_labels), number_cols = too_wide(s.col_labels);
     if (!number_rows) {
       for (const std::string& r : s.row_labels) p.rows.push_back(escape_controls(r));
     }
@@ -152,15 +152,7 @@ Panel panel_of(const Trace& trace, const Step& s, int precision) {
     }
     for (Eigen::Index c = static_cast<Eigen::Index>(p.cols.size()); c < cols; ++c)
       p.cols.push_back(std::to_string(c + 1));
-    if (same && number_rows) {
-      p.key = key_lines("tokens", s.row_labels);
-    } else {
-      if (number_rows) p.key = key_lines(s.columns_are_keys ? "queries" : "tokens", s.row_labels);
-      if (number_cols) {
-        std::vector<std::string> keys = key_lines("keys", s.col_labels);
-        p.key.insert(p.key.end(), keys.begin(), keys.end());
-      }
-    }
+    p.key = label_key(s, number_rows, number_cols);
     std::size_t value_width = 0;
     for (Eigen::Index k = 0; k < s.values.size(); ++k) {
       value_width = std::max(value_width, display_width(fixed_text(s.values.data()[k], precision)));

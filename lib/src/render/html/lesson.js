@@ -497,21 +497,21 @@
         return n;
       };
       if (Math.max(most(head), ...body.map(most)) <= PAGE) continue;
+      // Each column's width, the row labels' first.
       const colW = [];
-      for (let c = 1; c <= cols; ++c) {
+      for (let c = 0; c <= cols; ++c) {
         let w = width(head.cells[c]);
         for (const row of body) w = Math.max(w, width(row.cells[c]));
         colW.push(w);
       }
-      let labelW = width(head.cells[0]);
-      for (const row of body) labelW = Math.max(labelW, width(row.cells[0]));
-      if (labelW + colW.reduce((a, b) => a + b, 0) <= PAGE) continue;
+      const labelW = colW[0];
+      if (colW.reduce((a, b) => a + b, 0) <= PAGE) continue;
       const bands = document.createElement('div');
       bands.className = 'bands';
       let from = 0;
       while (from < cols) {
         let to = from, used = labelW;
-        while (to < cols && (to === from || used + colW[to] <= PAGE)) used += colW[to++];
+        while (to < cols && (to === from || used + colW[to + 1] <= PAGE)) used += colW[++to];
         const band = document.createElement('table');
         band.className = 'm';
         const caption = table.caption.cloneNode(true);
