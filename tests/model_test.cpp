@@ -77,6 +77,63 @@ TEST_CASE("every step of a GPT-2 checkpoint's layer is PyTorch's within 1e-5") {
   }
 }
 
+TEST_CASE("a trace through gelu_new blocks is PyTorch's bits in every step") {
+  // The layer norms, the products, the attention and gelu_new all have PyTorch's bits (the AVX2
+  // flavour, as the references were made); only the erf form of GELU (f16_l3_h4_d64, which
+  // PyTorch hands to oneDNN) is within 1e-5, above. The default flavour's layer norm and gelu_new
+  // have their own references below.
+  for (const char* name : {"f32_l2_h2_d32", "prefix_l2_h4_d32", "bf16_l1_h2_d16"}) {
+    CAPTURE(name);
+    if (std::string_view(name) == "f32_l2_h2_d32" && !sleef_runs()) {
+      MESSAGE("skipped " << name << ", whose layer 0 runs gelu_new: " << sleef_missing());
+      continue;
+    }
+    const json ref = expected(name);
+    const Trace trace = model_trace(ref, name);
+    REQUIRE(trace.steps.size() == ref.at("steps").size());
+    for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+      test::check_bits(trace.steps[i].values, ref.at("steps")[i],
+                       fmt::format("{} {}", name, trace.steps[i].id));
+    }
+  }
+}
+
+TEST_CASE("nn.LayerNorm's float32 kernel, bit for bit, on rows of 1 to 8200 values") {
+  // tests/reference/make_layer_norm_references.py: each flavour's F.layer_norm, over lengths that
+  // take the scalar update alone, the 8 lanes with and without a tail, and cascades 1 to 7 deep.
+  for (const TorchKernel kernel : test::kKernels) {
+    CAPTURE(kernel_name(kernel));
+    const json ref = test::load_reference(kernel, "layer_norm.json");
+    REQUIRE(ref.at("cases").size() >= 50);
+    for (const json& c : ref.at("cases")) {
+      const std::string name = c.at("name").get<std::string>();
+      const Matrix y =
+          layer_norm(test::tensor_from_bits(c.at("x")), test::tensor_from_bits(c.at("weight")),
+                     test::tensor_from_bits(c.at("bias")), c.at("eps").get<double>(), "ln", kernel);
+      test::check_bits(y, c.at("y"), name);
+    }
+  }
+}
+
+TEST_CASE("gelu_new is F.gelu(x, approximate='tanh')'s bits, with and without a tail of 16") {
+  // tests/reference/make_gpt2_kernel_references.py: blocks of 16 through SLEEF and the tail
+  // through tanhf on the AVX2 flavour, tanhf throughout on the default one.
+  for (const TorchKernel kernel : test::kKernels) {
+    CAPTURE(kernel_name(kernel));
+    if (kernel == TorchKernel::kAvx2 && !sleef_runs()) {
+      MESSAGE("skipped the AVX2 flavour: " << sleef_missing());
+      continue;
+    }
+    const json ref = test::load_reference(kernel, "gelu_tanh.json");
+    REQUIRE(ref.at("cases").size() >= 20);
+    for (const json& c : ref.at("cases")) {
+      const Matrix x = test::tensor_from_bits(c.at("x"));
+      test::check_bits(gelu(x, Gpt2Activation::kGeluNew, kernel), c.at("y"),
+                       c.at("name").get<std::string>());
+    }
+  }
+}
+
 TEST_CASE("a model's trace numbers its layer and heads from 0, and one head's trace feeds c_proj") {
   const json ref = expected("f32_l2_h2_d32");
   const Trace all = model_trace(ref, "f32_l2_h2_d32");
@@ -549,15 +606,28 @@ TEST_CASE("a layer norm whose squared deviations overflow float32 is refused, no
   Matrix x(2, 4);
   x << 1.0f, 2.0f, 3.0f, 4.0f, 1e20f, -1e20f, 1e20f, -1e20f;
   const Matrix ones = Matrix::Ones(1, 4), zeros = Matrix::Zero(1, 4);
-  CHECK_THROWS_WITH_AS(layer_norm(x, ones, zeros, 1e-5, "h.3.ln_2"),
+  CHECK_THROWS_WITH_AS(layer_norm(x, ones, zeros, 1e-5, "h.3.ln_2", TorchKernel::kAvx2),
                        "h.3.ln_2: the squared deviations of token 2's row overflow float32 (their "
                        "sum is 4e+40), as PyTorch's layer_norm sums them: the checkpoint's values "
                        "are too large",
                        Error);
+  // Values near one another, but so large that PyTorch's moments square their distance from a
+  // partial mean of 0 (F.layer_norm gives nan).
+  x.row(1) << 2e19f, 2e19f, 2e19f, 2e19f;
+  CHECK_THROWS_WITH_AS(layer_norm(x, ones, zeros, 1e-5, "h.3.ln_2", TorchKernel::kAvx2),
+                       "h.3.ln_2: token 2's row has values of 2e+19, whose squares overflow "
+                       "float32 in PyTorch's layer_norm (its row is nan there): the checkpoint's "
+                       "values are too large",
+                       Error);
   x.row(1) << 1e18f, -1e18f, 1e18f, -1e18f;  // 4e36: finite
-  const Matrix y = layer_norm(x, ones, zeros, 1e-5, "h.3.ln_2");
+  const Matrix y = layer_norm(x, ones, zeros, 1e-5, "h.3.ln_2", TorchKernel::kAvx2);
   CHECK(y(1, 0) == doctest::Approx(1.0));
   CHECK(y(1, 1) == doctest::Approx(-1.0));
+  // One value: its variance is 0, and F.layer_norm(tensor([[1e18]]), (1,), ones, zeros) is
+  // 949036777472.0 (x · rstd less the rounded rstd · mean, in one fma).
+  const Matrix one = Matrix::Constant(1, 1, 1e18f);
+  CHECK(layer_norm(one, Matrix::Ones(1, 1), Matrix::Zero(1, 1), 1e-5, "ln", TorchKernel::kAvx2)(
+            0, 0) == 949036777472.0f);
 }
 
 TEST_CASE("token and position embeddings whose sum overflows are refused at h₀, not as nan") {

@@ -108,7 +108,7 @@ block(h, n), float32, one thread (ln_1 to output: layer L's steps, its weights s
     context_concat = torch.cat([context_vectors of each head], dim=-1)   # (T, d)
     output = context_concat @ attn.c_proj.weight + attn.c_proj.bias
     h = h + output; m = F.layer_norm(h, (d,), ln_2.weight, ln_2.bias, layer_norm_epsilon)
-    h = h + act(m @ mlp.c_fc.weight + mlp.c_fc.bias) @ mlp.c_proj.weight + mlp.c_proj.bias
+    h = h + (act(m @ mlp.c_fc.weight + mlp.c_fc.bias) @ mlp.c_proj.weight + mlp.c_proj.bias)
 act: gelu_new = F.gelu(x, approximate="tanh"); gelu = F.gelu(x)"""
 
 
@@ -244,7 +244,7 @@ def block(h, W, n, c):
     m = F.layer_norm(h, (d,), W[f"h.{n}.ln_2.weight"], W[f"h.{n}.ln_2.bias"], EPS)
     m = activation(c["activation_function"])(m @ W[f"h.{n}.mlp.c_fc.weight"]
                                              + W[f"h.{n}.mlp.c_fc.bias"])
-    h = h + m @ W[f"h.{n}.mlp.c_proj.weight"] + W[f"h.{n}.mlp.c_proj.bias"]
+    h = h + (m @ W[f"h.{n}.mlp.c_proj.weight"] + W[f"h.{n}.mlp.c_proj.bias"])
     return h, att, a
 
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attn/matrix.hpp"
+#include "attn/torch_kernels.hpp"
 
 namespace attn {
 
@@ -96,25 +97,29 @@ class Gpt2Checkpoint {
   std::vector<std::pair<std::string, Tensor>> tensors_;
 };
 
-// nn.LayerNorm(d, eps) of each row: (x − mean) / √(var + eps) · weight + bias. Throws Error,
-// naming the layer norm (`name`, "h.3.ln_1") and the row, where the row's squared deviations sum
-// beyond float32, in which PyTorch sums them (its rows are then 0 or nan).
+// nn.LayerNorm(d, eps) of each row, (x − mean) / √(var + eps) · weight + bias, with the bits of
+// PyTorch's CPU kernel of that flavour (its moments by Welford's update in a cascade, in float32).
+// Throws Error, naming the layer norm (`name`, "h.3.ln_1") and the row, where the row's squared
+// deviations sum beyond float32, in which PyTorch sums them (its rows are then 0 or nan).
 Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, double eps,
-                  std::string_view name);
+                  std::string_view name, TorchKernel kernel);
 
 // x W + b (Conv1D), on up to `threads` threads.
 Matrix conv1d(const Matrix& x, const Matrix& weight, const Matrix& bias, int threads = 1);
 
-// The activation, element by element.
-Matrix gelu(const Matrix& x, Gpt2Activation activation);
+// The activation, element by element: gelu_new with the bits of F.gelu(x, approximate="tanh")
+// on one thread (torch_gelu_tanh); gelu (the erf form, which PyTorch's float32 CPU tensors hand to
+// oneDNN) in double, rounded once, within 1e-6 of PyTorch's.
+Matrix gelu(const Matrix& x, Gpt2Activation activation, TorchKernel kernel);
 
 // GPT-2's causal self-attention of one block on ln_1's output `a`, every head: c_attn, the
 // heads' softmax(q kᵀ / √d_head) v, side by side, then c_proj. Returns (T, d).
-Matrix gpt2_attention(const Matrix& a, const Gpt2Layer& w, std::int64_t n_head, int threads = 1);
+Matrix gpt2_attention(const Matrix& a, const Gpt2Layer& w, std::int64_t n_head, TorchKernel kernel,
+                      int threads = 1);
 
 // One whole block, number `block`: h + attn(ln_1(h)), then that + mlp(ln_2(that)).
 Matrix gpt2_block(const Matrix& h, const Gpt2Layer& w, const Gpt2Config& config, std::int64_t block,
-                  int threads = 1);
+                  TorchKernel kernel, int threads = 1);
 
 // The names of the activations: "gelu_new", "gelu".
 const char* activation_name(Gpt2Activation activation);

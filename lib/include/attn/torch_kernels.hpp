@@ -135,10 +135,16 @@ void torch_pow(float base, const float* e, float* out, std::size_t n, TorchKerne
 // kDefault, the C library's cosf and sinf.
 void torch_cos(const float* x, float* out, std::size_t n, TorchKernel kernel);
 void torch_sin(const float* x, float* out, std::size_t n, TorchKernel kernel);
+// F.gelu(x, approximate="tanh") (GPT-2's gelu_new), 0.5 x (1 + tanh(β (x + κ x³))), as ATen's
+// GeluKernelImpl runs it on a contiguous float32 tensor of n elements on one thread: for kAvx2,
+// x + κ x³ fused into one fma, and tanh by SLEEF's Sleef_tanhf8_u10 16 at a time (two 8-lane
+// vectors) and the C library's tanhf for the last n mod 16; for kDefault, nothing fused and tanhf
+// for each.
+void torch_gelu_tanh(const float* x, float* out, std::size_t n, TorchKernel kernel);
 // Whether kAvx2's SLEEF functions run here: they are libsleef's AVX2 code, from libsleef.so.3
 // (Debian's libsleef3, the library PyTorch itself loads, opened on first use), which needs an
-// x86-64 CPU with AVX2 and FMA. Where they cannot run, torch_pow, torch_cos and torch_sin compute
-// kAvx2 as kDefault, with the C library's functions, and sleef_missing() says why.
+// x86-64 CPU with AVX2 and FMA. Where they cannot run, torch_pow, torch_cos, torch_sin and
+// torch_gelu_tanh take the C library's functions in their place, and sleef_missing() says why.
 bool sleef_runs();
 // Why they cannot run ("this CPU has no AVX2 and FMA, …"), or empty.
 std::string_view sleef_missing();

@@ -83,10 +83,20 @@ std::vector<const Matrix*> enter_layer(Recorder& rec, const std::vector<const Ma
   for (const Matrix* x : h0) h.push_back(*x);
   for (std::int64_t l = 0; l < c.layer; ++l) {
     const Gpt2Layer block = model.layer(l);  // a block's weights are tens of MB: read once
-    for (Matrix& stream : h) stream = gpt2_block(stream, block, model.config(), l, c.threads);
+    for (Matrix& stream : h)
+      stream = gpt2_block(stream, block, model.config(), l, c.kernel, c.threads);
   }
   const Gpt2Layer norm = model.ln_1(c.layer);
   const std::string stream = c.layer > 0 ? fmt::format("h_{}", c.layer) : "h₀";
+  std::string note = fmt::format(
+      "after {} whole block{}: each adds attn(ln_1(h)) and then mlp(ln_2(h)) ({}) to the stream",
+      c.layer, c.layer > 1 ? "s" : "", activation_name(model.config().activation));
+  if (model.config().activation == Gpt2Activation::kGeluNew && c.kernel == TorchKernel::kAvx2 &&
+      !sleef_runs()) {
+    // PyTorch's AVX2 kernels run SLEEF's AVX2 tanh, which cannot run here.
+    note += fmt::format("; not PyTorch's AVX2 bits: {}, so gelu_new's tanh is the C library's",
+                        sleef_missing());
+  }
   std::vector<const Matrix*> x;
   for (std::size_t b = 0; b < h.size(); ++b) {
     const int item = static_cast<int>(b);
@@ -97,16 +107,13 @@ std::vector<const Matrix*> enter_layer(Recorder& rec, const std::vector<const Ma
                            : fmt::format("h_{} = block_{}(… block_0(h₀))", c.layer, c.layer - 1),
               {"T", "d_model"}, require_finite(h[b], "the residual stream"), item, std::nullopt,
               {.rows = words,
-               .note = fmt::format("after {} whole block{}: each adds attn(ln_1(h)) and then "
-                                   "mlp(ln_2(h)) ({}) to the stream",
-                                   c.layer, c.layer > 1 ? "s" : "",
-                                   activation_name(model.config().activation)),
+               .note = note,
                .title = fmt::format("the residual stream entering layer {}", c.layer)});
     }
     x.push_back(&rec.add(
         StepKind::kLayerNorm, fmt::format("X = h.{}.ln_1({})", c.layer, stream), {"T", "d_model"},
         layer_norm(h[b], norm.ln_1_weight, norm.ln_1_bias, model.config().layer_norm_epsilon,
-                   fmt::format("h.{}.ln_1", c.layer)),
+                   fmt::format("h.{}.ln_1", c.layer), c.kernel),
         item, std::nullopt, {.rows = words}));
   }
   return x;

@@ -251,6 +251,7 @@ struct SleefAvx2 {
   const void* pow = nullptr;
   const void* cos = nullptr;
   const void* sin = nullptr;
+  const void* tanh = nullptr;
   std::string_view missing;  // why they cannot run, or empty
 };
 
@@ -267,8 +268,9 @@ const SleefAvx2& sleef_library() {
       s.pow = dlsym(lib, "Sleef_powf8_u10avx2");
       s.cos = dlsym(lib, "Sleef_cosf8_u10avx2");
       s.sin = dlsym(lib, "Sleef_sinf8_u10avx2");
+      s.tanh = dlsym(lib, "Sleef_tanhf8_u10avx2");
     }
-    if (s.pow == nullptr || s.cos == nullptr || s.sin == nullptr) {
+    if (s.pow == nullptr || s.cos == nullptr || s.sin == nullptr || s.tanh == nullptr) {
       s = {};
       s.missing = "libsleef.so.3 (Debian's libsleef3), which PyTorch loads, is not installed";
     }
@@ -320,6 +322,26 @@ void torch_sin(const float* x, float* out, std::size_t n, TorchKernel kernel) {
   (void)kernel;
 #endif
   for (std::size_t i = 0; i < n; ++i) out[i] = std::sin(x[i]);
+}
+
+void torch_gelu_tanh(const float* x, float* out, std::size_t n, TorchKernel kernel) {
+  // GeluKernelImpl's constants, rounded to float32 as its float kernel holds them.
+  const auto beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
+  const auto kappa = static_cast<float>(0.044715);
+  const bool fused = kernel == TorchKernel::kAvx2;  // the AVX2 build's compiler fuses x + κ x³
+  auto inner = [&](float v) {
+    const float cube = v * v * v;
+    return beta * (fused ? std::fma(kappa, cube, v) : v + kappa * cube);
+  };
+  std::size_t i = 0;
+#ifdef ATTN_X86
+  if (kernel == TorchKernel::kAvx2 && sleef_runs()) {
+    for (std::size_t j = 0; j < n; ++j) out[j] = inner(x[j]);
+    i = sleef_avx2::map_blocks(sleef_library().tanh, out, out, n);
+    for (std::size_t j = 0; j < i; ++j) out[j] = 0.5f * x[j] * (1.0f + out[j]);
+  }
+#endif
+  for (; i < n; ++i) out[i] = 0.5f * x[i] * (1.0f + std::tanh(inner(x[i])));
 }
 
 float torch_row_max(const float* s, Eigen::Index n, TorchKernel kernel) {
