@@ -966,6 +966,16 @@ case_error_overflow_after_the_attention() {
     expect_error "the loss after the step overflows float32 (nan): --lr 1 is too large a step for these numbers; give a smaller one" \
       --backward --lr 1 --w-value "$work/wv.csv"
 }
+case_error_split_widths_before_w_out() {
+  # A W_q 6 wide and d_v 4 in the split form: the widths that differ are named, not W_o's shape
+  # against a d_out that is not yet one width.
+  printf '1,2,3\n4,5,6\n7,8,9\n1,2,3\n4,5,6\n7,8,9\n' >"$work/wq.csv" &&
+    for _ in 1 2 3 4 5 6; do echo 1,1,1,1,1,1; done >"$work/wo.csv" &&
+    expect_error "the split multi-head form projects to one width d_out, but d_kq 6 and d_v 4 differ: give --d-v 6 to match W_q" \
+      --heads 2 --multihead split --init linear --w-query "$work/wq.csv" --w-out "$work/wo.csv" &&
+    expect_error "W_o in $work/wo.csv has shape [6, 6], but d_out is 4: it must be [4, 4]" \
+      --heads 2 --multihead split --init linear --d-out 4 --w-out "$work/wo.csv"
+}
 case_numbers_are_decimal() {
   run --seed 0123 && cmp -s "$golden_dir/default.txt" "$work/stdout" || { echo "FAIL: --seed 0123 is not seed 123"; return 1; }
   "$binary" --seed 09 --d-in 010 >"$work/a" && "$binary" --seed 9 --d-in 10 >"$work/b" && cmp "$work/a" "$work/b"

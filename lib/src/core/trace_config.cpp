@@ -65,6 +65,9 @@ void check_given_output(const TraceConfig& c) {
       throw Error(fmt::format("{} in {}: only the split multi-head form has an output projection",
                               symbol, (*g)->source));
     }
+    // d_out is one width only where d_kq and d_v agree; where they differ, the split form's own
+    // check names them, which is the mistake to fix first.
+    if (c.d_kq != c.d_v) continue;
     const Matrix& m = (*g)->values;
     const bool ok = g == &c.w_out ? (m.rows() == d_out && m.cols() == d_out)
                                   : (m.rows() == 1 && m.cols() == d_out);
