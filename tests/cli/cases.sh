@@ -2053,7 +2053,7 @@ case_one_dimensional_files_keep_their_shape() {
   expect_error "W_q in tests/golden/npy/f4_vector5.npy has shape [5], but X has d_in 3: with the rand init it must be [d_in, d_kq]" \
     "a b" --w-query tests/golden/npy/f4_vector5.npy &&
     expect_error "b_o in tests/golden/npy/f4_vector5.npy has shape [5], but d_out is 4: it must be [4]" \
-      "a b" --multihead split --init linear --b-out tests/golden/npy/f4_vector5.npy &&
+      "a b" --multihead split --init linear --d-out 4 --b-out tests/golden/npy/f4_vector5.npy &&
     expect_error "the target in tests/golden/npy/f4_vector5.npy has shape [5], but the output is [2, 4]: give one value per output value" \
       "a b" --backward --loss mse --target tests/golden/npy/f4_vector5.npy
 }

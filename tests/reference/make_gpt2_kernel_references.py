@@ -1,4 +1,4 @@
-"""Two float32 CPU kernels of GPT-2's block, bit for bit: nn.LayerNorm's and gelu_new's.
+"""Two float32 computations of GPT-2's block, bit for bit: nn.LayerNorm's and gelu_new's.
 
 Writes, for both kernel flavours (avx2, and default with ATEN_CPU_CAPABILITY=default):
 - data/reference/<flavour>/layer_norm.json: {"env", "cases": [{"name", "eps", "x", "weight",
@@ -7,14 +7,16 @@ Writes, for both kernel flavours (avx2, and default with ATEN_CPU_CAPABILITY=def
   tail), one chunk of 16 vectors and more (the cascade, 1 to 7 deep), GPT-2's 768 and 1024. The
   rows mix scales and offsets, so that the mean matters; one case has a large offset and a small
   spread (the cancellation Welford's update avoids).
-- data/reference/<flavour>/gelu_tanh.json: {"env", "cases": [{"name", "x", "y"}]},
-  y = F.gelu(x, approximate="tanh") on a contiguous tensor: lengths with and without a tail after
-  the blocks of 16, values from 1e-30 to 1e20 of both signs, zeros, and a sweep of [-12, 12].
+- data/reference/<flavour>/gelu_new.json: {"env", "cases": [{"name", "x", "y"}]}, y = Hugging
+  Face's NewGELUActivation of x, 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x +
+  0.044715 * torch.pow(x, 3.0)))), on a contiguous tensor: lengths with and without a partial
+  last vector of 8, values from 1e-40 to 1e20 of both signs, zeros, and a sweep of [-12, 12].
 Each tensor is {shape, bits} (its float32 bit patterns, row-major). Run from the project root with
 Debian's PyTorch (python3-torch 1.13.1); it runs itself once per flavour, on one thread:
 
     /usr/bin/python3 tests/reference/make_gpt2_kernel_references.py
 """
+import math
 import os
 import subprocess
 import sys
@@ -45,6 +47,11 @@ def bits(t):
     return {"shape": list(t.shape), "bits": values_bits(t)["bits"]}
 
 
+def new_gelu(x):
+    """Hugging Face's NewGELUActivation (transformers' activations.py), operation by operation."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
 def main():
     flavour = os.environ["ATTN_KERNEL_FLAVOUR"]
     if capability() != FLAVOURS[flavour]:
@@ -66,17 +73,15 @@ def main():
     out = ROOT / "data" / "reference" / flavour
     write(out / "layer_norm.json", {"env": env_info(), "cases": cases})
     gelu = []
-    for n in (1, 15, 16, 17, 31, 32, 100, 1000):
+    for n in (1, 7, 8, 9, 15, 16, 17, 31, 32, 100, 1000):
         for scale in (0.1, 1.0, 4.0):
             x = torch.randn(n) * scale
-            gelu.append({"name": f"n{n}_scale{scale:g}", "x": bits(x),
-                         "y": bits(F.gelu(x, approximate="tanh"))})
+            gelu.append({"name": f"n{n}_scale{scale:g}", "x": bits(x), "y": bits(new_gelu(x))})
     wide = torch.tensor([0.0, -0.0, 1e-30, -1e-30, 1e-40, -1e-40, 100.0, -100.0, 1e20, -1e20,
                          5.0, -5.0, 9.1, -9.1, 0.5, -0.5, 3e-4, -3e-4])
     x = torch.cat([wide, torch.linspace(-12, 12, 4001)])
-    gelu.append({"name": "extremes_and_sweep", "x": bits(x),
-                 "y": bits(F.gelu(x, approximate="tanh"))})
-    write(out / "gelu_tanh.json", {"env": env_info(), "cases": gelu})
+    gelu.append({"name": "extremes_and_sweep", "x": bits(x), "y": bits(new_gelu(x))})
+    write(out / "gelu_new.json", {"env": env_info(), "cases": gelu})
 
 
 if __name__ == "__main__":

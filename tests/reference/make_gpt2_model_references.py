@@ -96,7 +96,7 @@ embeddings = token_embeddings + position_embeddings
 h = embeddings; for n in range(L): h = block(h, n)          # residual_stream = h, when L > 0
 block(h, n), float32, one thread (ln_1 to output: layer L's steps, its weights sliced below)
     ln_1 = F.layer_norm(h, (d,), ln_1.weight, ln_1.bias, layer_norm_epsilon)
-    queries, keys, values = (ln_1 @ attn.c_attn.weight + attn.c_attn.bias).split(d, dim=-1)
+    queries, keys, values = conv1d(ln_1, attn.c_attn).split(d, dim=-1)
     # w_query, w_key, w_value = c_attn.weight[:, :d], [:, d:2 * d], [:, 2 * d:]; b_* of c_attn.bias
     # w_out, b_out = attn.c_proj.weight, attn.c_proj.bias
     head i: q_i = queries.view(T, H, d // H).transpose(0, 1)[i]; k_i, v_i alike
@@ -106,10 +106,12 @@ block(h, n), float32, one thread (ln_1 to output: layer L's steps, its weights s
         attention_weights = torch.softmax(scaled_scores, dim=-1)
         context_vectors = attention_weights @ v_i
     context_concat = torch.cat([context_vectors of each head], dim=-1)   # (T, d)
-    output = context_concat @ attn.c_proj.weight + attn.c_proj.bias
+    output = conv1d(context_concat, attn.c_proj)
     h = h + output; m = F.layer_norm(h, (d,), ln_2.weight, ln_2.bias, layer_norm_epsilon)
-    h = h + (act(m @ mlp.c_fc.weight + mlp.c_fc.bias) @ mlp.c_proj.weight + mlp.c_proj.bias)
-act: gelu_new = F.gelu(x, approximate="tanh"); gelu = F.gelu(x)"""
+    h = h + conv1d(act(conv1d(m, mlp.c_fc)), mlp.c_proj)
+conv1d(x, c) = torch.addmm(c.bias, x, c.weight), as Hugging Face's Conv1D computes it
+act: gelu_new = 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+     (Hugging Face's NewGELUActivation); gelu = F.gelu(x)"""
 
 
 # --- the safetensors file ----------------------------------------------------------------------
@@ -209,15 +211,25 @@ def draw_small(shape, kind):
 
 # --- GPT-2's forward pass ----------------------------------------------------------------------
 
+def conv1d(x, W, name):
+    """Hugging Face's Conv1D: torch.addmm(bias, x, weight), each sum started from the bias."""
+    return torch.addmm(W[name + ".bias"], x, W[name + ".weight"])
+
+
+def new_gelu(x):
+    """Hugging Face's NewGELUActivation (GPT-2's gelu_new), operation by operation."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
 def activation(name):
-    return {"gelu_new": lambda x: F.gelu(x, approximate="tanh"), "gelu": F.gelu}[name]
+    return {"gelu_new": new_gelu, "gelu": F.gelu}[name]
 
 
 def attention(a, W, n, n_head):
     """(queries, keys, values, [per head {step id: tensor}], context_concat, output)."""
     T, d = a.shape
     hd = d // n_head
-    qkv = a @ W[f"h.{n}.attn.c_attn.weight"] + W[f"h.{n}.attn.c_attn.bias"]
+    qkv = conv1d(a, W, f"h.{n}.attn.c_attn")
     queries, keys, values = qkv.split(d, dim=-1)
     q, k, v = (t.view(T, n_head, hd).transpose(0, 1) for t in (queries, keys, values))
     mask = torch.triu(torch.ones(T, T), diagonal=1)
@@ -231,7 +243,7 @@ def attention(a, W, n, n_head):
                       "scaled_scores": scaled, "attention_weights": weights,
                       "context_vectors": weights @ v[h]})
     concat = torch.cat([s["context_vectors"] for s in heads], dim=-1)
-    output = concat @ W[f"h.{n}.attn.c_proj.weight"] + W[f"h.{n}.attn.c_proj.bias"]
+    output = conv1d(concat, W, f"h.{n}.attn.c_proj")
     return queries, keys, values, heads, concat, output
 
 
@@ -242,9 +254,8 @@ def block(h, W, n, c):
     att = attention(a, W, n, c["n_head"])
     h = h + att[-1]
     m = F.layer_norm(h, (d,), W[f"h.{n}.ln_2.weight"], W[f"h.{n}.ln_2.bias"], EPS)
-    m = activation(c["activation_function"])(m @ W[f"h.{n}.mlp.c_fc.weight"]
-                                             + W[f"h.{n}.mlp.c_fc.bias"])
-    h = h + (m @ W[f"h.{n}.mlp.c_proj.weight"] + W[f"h.{n}.mlp.c_proj.bias"])
+    m = activation(c["activation_function"])(conv1d(m, W, f"h.{n}.mlp.c_fc"))
+    h = h + conv1d(m, W, f"h.{n}.mlp.c_proj")
     return h, att, a
 
 
@@ -258,23 +269,20 @@ def batched_block(h, W, n, c):
     def ln(x, name):
         return F.layer_norm(x, (d,), W[name + ".weight"], W[name + ".bias"], EPS)
 
-    def conv1d(x, name):
-        return x @ W[name + ".weight"] + W[name + ".bias"]
-
-    qkv = conv1d(ln(h, f"h.{n}.ln_1"), f"h.{n}.attn.c_attn")
+    qkv = conv1d(ln(h, f"h.{n}.ln_1"), W, f"h.{n}.attn.c_attn")
     q, k, v = (t.reshape(T, H, hd).permute(1, 0, 2) for t in qkv.split(d, dim=-1))
     scores = torch.matmul(q, k.transpose(-1, -2)) / torch.full([], hd ** 0.5)
     causal = torch.tril(torch.ones(T, T, dtype=torch.bool)).view(1, T, T)
     scores = torch.where(causal, scores, torch.tensor(torch.finfo(torch.float32).min))
     z = torch.matmul(torch.softmax(scores, dim=-1), v).permute(1, 0, 2).reshape(T, d)
-    out = conv1d(z, f"h.{n}.attn.c_proj")
+    out = conv1d(z, W, f"h.{n}.attn.c_proj")
     h = h + out
-    m = conv1d(ln(h, f"h.{n}.ln_2"), f"h.{n}.mlp.c_fc")
+    m = conv1d(ln(h, f"h.{n}.ln_2"), W, f"h.{n}.mlp.c_fc")
     if c["activation_function"] == "gelu_new":
         m = 0.5 * m * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (m + 0.044715 * m ** 3)))
     else:
         m = 0.5 * m * (1.0 + torch.erf(m / math.sqrt(2.0)))
-    return h + conv1d(m, f"h.{n}.mlp.c_proj"), out
+    return h + conv1d(m, W, f"h.{n}.mlp.c_proj"), out
 
 
 def check(name, a, b):

@@ -104,12 +104,13 @@ class Gpt2Checkpoint {
 Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, double eps,
                   std::string_view name, TorchKernel kernel);
 
-// x W + b (Conv1D), on up to `threads` threads.
+// x W + b as Conv1D computes it, torch.addmm(b, x, W): each sum starts from the bias. On up to
+// `threads` threads.
 Matrix conv1d(const Matrix& x, const Matrix& weight, const Matrix& bias, int threads = 1);
 
-// The activation, element by element: gelu_new with the bits of F.gelu(x, approximate="tanh")
-// on one thread (torch_gelu_tanh); gelu (the erf form, which PyTorch's float32 CPU tensors hand to
-// oneDNN) in double, rounded once, within 1e-6 of PyTorch's.
+// The activation, element by element: gelu_new with the bits of Hugging Face's
+// NewGELUActivation (torch_gelu_new); gelu, F.gelu's erf form, which PyTorch's float32 CPU
+// tensors hand to oneDNN, in double and rounded once, within 1e-6 of PyTorch's.
 Matrix gelu(const Matrix& x, Gpt2Activation activation, TorchKernel kernel);
 
 // GPT-2's causal self-attention of one block on ln_1's output `a`, every head: c_attn, the

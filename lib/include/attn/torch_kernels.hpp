@@ -46,6 +46,13 @@ MatmulKernel matmul_kernel_for(MatmulKernel kernel, Eigen::Index m, Eigen::Index
 Matrix matmul(const Matrix& a, const Matrix& b, int threads = 1,
               MatmulKernel kernel = MatmulKernel::kReference);
 
+// torch.addmm(bias, a, b), as Hugging Face's Conv1D calls it: (1, n), (m, k), (k, n) -> (m, n).
+// In the reference order each cell's sum starts from its bias (the reference BLAS's sgemm with
+// beta = 1 adds the products to C, which holds the bias), so its bits differ from a @ b + bias;
+// the blocked kernel adds the bias after the product.
+Matrix addmm(const Matrix& bias, const Matrix& a, const Matrix& b, int threads = 1,
+             MatmulKernel kernel = MatmulKernel::kReference);
+
 // a @ bᵀ, reading b in place for the blocked kernel: (m, k) and (n, k) -> (m, n).
 Matrix matmul_transposed(const Matrix& a, const Matrix& b, int threads = 1,
                          MatmulKernel kernel = MatmulKernel::kReference);
@@ -135,16 +142,16 @@ void torch_pow(float base, const float* e, float* out, std::size_t n, TorchKerne
 // kDefault, the C library's cosf and sinf.
 void torch_cos(const float* x, float* out, std::size_t n, TorchKernel kernel);
 void torch_sin(const float* x, float* out, std::size_t n, TorchKernel kernel);
-// F.gelu(x, approximate="tanh") (GPT-2's gelu_new), 0.5 x (1 + tanh(β (x + κ x³))), as ATen's
-// GeluKernelImpl runs it on a contiguous float32 tensor of n elements on one thread: for kAvx2,
-// x + κ x³ fused into one fma, and tanh by SLEEF's Sleef_tanhf8_u10 16 at a time (two 8-lane
-// vectors) and the C library's tanhf for the last n mod 16; for kDefault, nothing fused and tanhf
-// for each.
-void torch_gelu_tanh(const float* x, float* out, std::size_t n, TorchKernel kernel);
+// GPT-2's gelu_new as Hugging Face's NewGELUActivation computes it on a float32 tensor of n
+// elements, one torch operation after another, each rounded on its own:
+// 0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³))), x³ as torch.pow(x, 3.0) takes it (x · x · x),
+// tanh by torch.tanh: for kAvx2, SLEEF's Sleef_tanhf8_u10 on every element (vec::map: 8 at a
+// time, the last partial vector padded with zeros); for kDefault, the C library's tanhf.
+void torch_gelu_new(const float* x, float* out, std::size_t n, TorchKernel kernel);
 // Whether kAvx2's SLEEF functions run here: they are libsleef's AVX2 code, from libsleef.so.3
 // (Debian's libsleef3, the library PyTorch itself loads, opened on first use), which needs an
 // x86-64 CPU with AVX2 and FMA. Where they cannot run, torch_pow, torch_cos, torch_sin and
-// torch_gelu_tanh take the C library's functions in their place, and sleef_missing() says why.
+// torch_gelu_new take the C library's functions in their place, and sleef_missing() says why.
 bool sleef_runs();
 // Why they cannot run ("this CPU has no AVX2 and FMA, …"), or empty.
 std::string_view sleef_missing();

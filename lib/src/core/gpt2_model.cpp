@@ -138,15 +138,13 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
 }
 
 Matrix conv1d(const Matrix& x, const Matrix& weight, const Matrix& bias, int threads) {
-  Matrix y = project(x, weight, threads, MatmulKernel::kAuto);
-  for (Eigen::Index i = 0; i < y.rows(); ++i) y.row(i) += bias.row(0);
-  return y;
+  return addmm(bias, x, weight, threads, MatmulKernel::kAuto);
 }
 
 Matrix gelu(const Matrix& x, Gpt2Activation activation, TorchKernel kernel) {
   Matrix y(x.rows(), x.cols());
   if (activation == Gpt2Activation::kGeluNew) {
-    torch_gelu_tanh(x.data(), y.data(), static_cast<std::size_t>(x.size()), kernel);
+    torch_gelu_new(x.data(), y.data(), static_cast<std::size_t>(x.size()), kernel);
     return y;
   }
   for (Eigen::Index i = 0; i < x.size(); ++i) {

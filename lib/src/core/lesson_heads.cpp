@@ -110,9 +110,13 @@ void combine_heads(Recorder& rec, const Item& item, const Weights& w, Matrix z) 
                  {.rows = item.queries.words});
   }
   if (!split) return;
-  Matrix out = apply_weight(*concat, w.w_o, c.init, c.threads, c.matmul);  // (T, d_out)
+  // (T, d_out); a model's c_proj is a Conv1D, whose sums start from the bias.
+  Matrix out = c.model ? addmm(w.b_o, *concat, w.w_o, c.threads, c.matmul)
+                       : apply_weight(*concat, w.w_o, c.init, c.threads, c.matmul);
   std::string equation = projection_equation(c.init, "out", "Z", "W_o");
-  if (c.init == WeightInit::kLinear || c.model) {
+  if (c.model) {
+    equation += " + b_o";
+  } else if (c.init == WeightInit::kLinear) {
     for (Eigen::Index i = 0; i < out.rows(); ++i) {
       for (Eigen::Index j = 0; j < out.cols(); ++j) out(i, j) = out(i, j) + w.b_o(0, j);
     }

@@ -123,8 +123,7 @@ Qkv model_project(Recorder& rec, const Item& item, const Weights& w) {
   const TraceConfig& c = rec.config();
   auto one = [&](StepKind kind, const char* out, const Matrix& weight, const Matrix& bias,
                  const char* names, const char* what) {
-    Matrix m = project(item.x, weight, c.threads, c.matmul);
-    for (Eigen::Index i = 0; i < m.rows(); ++i) m.row(i) += bias.row(0);
+    Matrix m = addmm(bias, item.x, weight, c.threads, c.matmul);  // c_attn's Conv1D, cut
     const Matrix& recorded = require_finite(
         rec.add(kind, fmt::format("{} = X {}", out, names), {"T", "d_model"}, std::move(m),
                 item.index, std::nullopt, {.rows = item.queries.words}),

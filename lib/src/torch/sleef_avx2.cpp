@@ -24,17 +24,6 @@ std::size_t pow_blocks(const void* pow, float base, const float* e, float* out, 
   return i;
 }
 
-std::size_t map_blocks(const void* f, const float* x, float* out, std::size_t n) {
-  const auto g = reinterpret_cast<Unary>(const_cast<void*>(f));
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256 lo = _mm256_loadu_ps(x + i), hi = _mm256_loadu_ps(x + i + 8);
-    _mm256_storeu_ps(out + i, g(lo));
-    _mm256_storeu_ps(out + i + 8, g(hi));
-  }
-  return i;
-}
-
 void map(const void* f, const float* x, float* out, std::size_t n) {
   const auto g = reinterpret_cast<Unary>(const_cast<void*>(f));
   std::size_t i = 0;

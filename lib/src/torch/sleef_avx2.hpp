@@ -15,12 +15,9 @@ namespace attn::sleef_avx2 {
 // how many elements it wrote, a multiple of 16. `pow` is Sleef_powf8_u10avx2.
 std::size_t pow_blocks(const void* pow, float base, const float* e, float* out, std::size_t n);
 
-// out[i] = f(x[i]) over blocks of two 8-lane vectors (ATen's vectorised loop); returns how many
-// elements it wrote, a multiple of 16; out may be x. `f` is Sleef_tanhf8_u10avx2.
-std::size_t map_blocks(const void* f, const float* x, float* out, std::size_t n);
-
 // out[i] = f(x[i]) for every element, 8 at a time, the last partial vector padded with zeros
-// (vec::map). `f` is Sleef_cosf8_u10avx2 or Sleef_sinf8_u10avx2.
+// (vec::map); out may be x. `f` is Sleef_cosf8_u10avx2, Sleef_sinf8_u10avx2 or
+// Sleef_tanhf8_u10avx2.
 void map(const void* f, const float* x, float* out, std::size_t n);
 
 }  // namespace attn::sleef_avx2

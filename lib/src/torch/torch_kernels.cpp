@@ -324,24 +324,25 @@ void torch_sin(const float* x, float* out, std::size_t n, TorchKernel kernel) {
   for (std::size_t i = 0; i < n; ++i) out[i] = std::sin(x[i]);
 }
 
-void torch_gelu_tanh(const float* x, float* out, std::size_t n, TorchKernel kernel) {
-  // GeluKernelImpl's constants, rounded to float32 as its float kernel holds them.
-  const auto beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
+void torch_gelu_new(const float* x, float* out, std::size_t n, TorchKernel kernel) {
+  // Python's constants, rounded to float32 as a tensor's operations with a number round them.
+  const auto root = static_cast<float>(std::sqrt(2.0 / M_PI));
   const auto kappa = static_cast<float>(0.044715);
-  const bool fused = kernel == TorchKernel::kAvx2;  // the AVX2 build's compiler fuses x + κ x³
-  auto inner = [&](float v) {
-    const float cube = v * v * v;
-    return beta * (fused ? std::fma(kappa, cube, v) : v + kappa * cube);
-  };
-  std::size_t i = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float cube = x[i] * x[i] * x[i];  // torch.pow(x, 3.0)
+    out[i] = root * (x[i] + kappa * cube);
+  }
 #ifdef ATTN_X86
   if (kernel == TorchKernel::kAvx2 && sleef_runs()) {
-    for (std::size_t j = 0; j < n; ++j) out[j] = inner(x[j]);
-    i = sleef_avx2::map_blocks(sleef_library().tanh, out, out, n);
-    for (std::size_t j = 0; j < i; ++j) out[j] = 0.5f * x[j] * (1.0f + out[j]);
+    sleef_avx2::map(sleef_library().tanh, out, out, n);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) out[i] = std::tanh(out[i]);
   }
+#else
+  (void)kernel;
+  for (std::size_t i = 0; i < n; ++i) out[i] = std::tanh(out[i]);
 #endif
-  for (; i < n; ++i) out[i] = 0.5f * x[i] * (1.0f + std::tanh(inner(x[i])));
+  for (std::size_t i = 0; i < n; ++i) out[i] = 0.5f * x[i] * (1.0f + out[i]);
 }
 
 float torch_row_max(const float* s, Eigen::Index n, TorchKernel kernel) {

@@ -71,6 +71,33 @@ Matrix matmul(const Matrix& a, const Matrix& b, int threads, MatmulKernel kernel
   return c;
 }
 
+Matrix addmm(const Matrix& bias, const Matrix& a, const Matrix& b, int threads,
+             MatmulKernel kernel) {
+  require_inner(a, b, a.cols(), b.rows(), "addmm");
+  if (bias.rows() != 1 || bias.cols() != b.cols()) {
+    throw Error(fmt::format("addmm: a bias of shape [{}, {}] does not fit a product {} wide",
+                            bias.rows(), bias.cols(), b.cols()));
+  }
+  if (matmul_kernel_for(kernel, a.rows(), b.cols(), a.cols()) == MatmulKernel::kBlocked) {
+    Matrix c = blocked(strided(a), strided(b), threads);
+    for (Eigen::Index i = 0; i < c.rows(); ++i) c.row(i) += bias;
+    return c;
+  }
+  Matrix c = uninitialized_matrix(a.rows(), b.cols());  // (M, N)
+  const double work =
+      static_cast<double>(a.rows()) * static_cast<double>(b.cols()) * static_cast<double>(a.cols());
+  parallel_for(a.rows(), threads, work, [&](std::int64_t begin, std::int64_t end) {
+    for (Eigen::Index i = begin; i < end; ++i) {
+      for (Eigen::Index j = 0; j < b.cols(); ++j) {
+        float acc = bias(0, j);  // sgemm with beta = 1 adds the products to C, the bias
+        for (Eigen::Index k = 0; k < a.cols(); ++k) acc = acc + a(i, k) * b(k, j);
+        c(i, j) = acc;
+      }
+    }
+  });
+  return c;
+}
+
 Matrix matmul_transposed(const Matrix& a, const Matrix& b, int threads, MatmulKernel kernel) {
   require_inner(a, b, a.cols(), b.cols(), "a @ bᵀ");
   if (matmul_kernel_for(kernel, a.rows(), b.rows(), a.cols()) == MatmulKernel::kBlocked) {
