@@ -115,6 +115,23 @@ TEST_CASE("nn.LayerNorm's float32 kernel, bit for bit, on rows of 1 to 8200 valu
   }
 }
 
+TEST_CASE("Conv1D is torch.addmm: each sum starts from the bias, and the blocked kernel is near") {
+  // Values whose sums round differently from the bias first than from 0: 1e8 + 1 + 1 … stays 1e8,
+  // while (1 + 1 + …) + 1e8 does not.
+  Matrix x = Matrix::Ones(3, 64), w = Matrix::Ones(64, 5), b = Matrix::Constant(1, 5, 1e8f);
+  const Matrix y = conv1d(x, w, b);
+  CHECK(y(0, 0) == 1e8f);
+  CHECK(y(2, 4) == 1e8f);
+  CHECK((matmul(x, w) + b.replicate(3, 1))(0, 0) == 100000064.0f);
+  // Above the blocked kernel's size, the bias is added after the product, within rounding.
+  Matrix a = Matrix::Random(64, 128), c = Matrix::Random(128, 160), bias = Matrix::Random(1, 160);
+  const Matrix blocked = addmm(bias, a, c, 2, MatmulKernel::kAuto);
+  const Matrix reference = addmm(bias, a, c, 1, MatmulKernel::kReference);
+  test::check_matrix_near(blocked, reference, 1e-4f, "addmm, blocked against reference");
+  CHECK_THROWS_WITH_AS(addmm(Matrix::Zero(1, 4), a, c),
+                       "addmm: a bias of shape [1, 4] does not fit a product 160 wide", Error);
+}
+
 TEST_CASE("gelu_new is Hugging Face's NewGELUActivation, bit for bit, on both flavours") {
   // tests/reference/make_gpt2_kernel_references.py: each torch operation rounded on its own, tanh
   // by SLEEF on every element (the last vector padded) on the AVX2 flavour, tanhf on the default.

@@ -48,13 +48,9 @@ Matrix blocked(const StridedMatrix& a, const StridedMatrix& b, int threads) {
   return c;
 }
 
-}  // namespace
-
-Matrix matmul(const Matrix& a, const Matrix& b, int threads, MatmulKernel kernel) {
-  require_inner(a, b, a.cols(), b.rows(), "matmul");
-  if (matmul_kernel_for(kernel, a.rows(), b.cols(), a.cols()) == MatmulKernel::kBlocked) {
-    return blocked(strided(a), strided(b), threads);
-  }
+// a @ b in the reference order, each cell's sum started from bias(0, j), or from 0 without one
+// (sgemm with beta = 1 adds the products to C, which then holds the bias).
+Matrix reference_matmul(const Matrix& a, const Matrix& b, int threads, const Matrix* bias) {
   Matrix c = uninitialized_matrix(a.rows(), b.cols());  // (M, N)
   const double work =
       static_cast<double>(a.rows()) * static_cast<double>(b.cols()) * static_cast<double>(a.cols());
@@ -62,13 +58,23 @@ Matrix matmul(const Matrix& a, const Matrix& b, int threads, MatmulKernel kernel
   parallel_for(a.rows(), threads, work, [&](std::int64_t begin, std::int64_t end) {
     for (Eigen::Index i = begin; i < end; ++i) {
       for (Eigen::Index j = 0; j < b.cols(); ++j) {
-        float acc = 0.0f;
+        float acc = bias != nullptr ? (*bias)(0, j) : 0.0f;
         for (Eigen::Index k = 0; k < a.cols(); ++k) acc = acc + a(i, k) * b(k, j);
         c(i, j) = acc;
       }
     }
   });
   return c;
+}
+
+}  // namespace
+
+Matrix matmul(const Matrix& a, const Matrix& b, int threads, MatmulKernel kernel) {
+  require_inner(a, b, a.cols(), b.rows(), "matmul");
+  if (matmul_kernel_for(kernel, a.rows(), b.cols(), a.cols()) == MatmulKernel::kBlocked) {
+    return blocked(strided(a), strided(b), threads);
+  }
+  return reference_matmul(a, b, threads, nullptr);
 }
 
 Matrix addmm(const Matrix& bias, const Matrix& a, const Matrix& b, int threads,
@@ -83,19 +89,7 @@ Matrix addmm(const Matrix& bias, const Matrix& a, const Matrix& b, int threads,
     for (Eigen::Index i = 0; i < c.rows(); ++i) c.row(i) += bias;
     return c;
   }
-  Matrix c = uninitialized_matrix(a.rows(), b.cols());  // (M, N)
-  const double work =
-      static_cast<double>(a.rows()) * static_cast<double>(b.cols()) * static_cast<double>(a.cols());
-  parallel_for(a.rows(), threads, work, [&](std::int64_t begin, std::int64_t end) {
-    for (Eigen::Index i = begin; i < end; ++i) {
-      for (Eigen::Index j = 0; j < b.cols(); ++j) {
-        float acc = bias(0, j);  // sgemm with beta = 1 adds the products to C, the bias
-        for (Eigen::Index k = 0; k < a.cols(); ++k) acc = acc + a(i, k) * b(k, j);
-        c(i, j) = acc;
-      }
-    }
-  });
-  return c;
+  return reference_matmul(a, b, threads, &bias);
 }
 
 Matrix matmul_transposed(const Matrix& a, const Matrix& b, int threads, MatmulKernel kernel) {
