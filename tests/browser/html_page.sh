@@ -31,7 +31,7 @@ fail() {
 # chromium, headless, no network: every host resolves to nothing and any proxy is a closed port.
 # --run-all-compositor-stages-before-draw: without it, chromium's virtual time stalled now and
 # then while a check scrolled and waited for the page's frames on a loaded machine (nav at
-# 1280 × 720 beside a busy loop: 4 of 15 runs printed nothing before the timeout; with it, 0 of 75,
+# 1280 × 720 beside a busy loop: 4 of 15 runs printed nothing before the timeout; with it, 0 of 45,
 # with one or two busy loops).
 browse() {
   HOME=$work timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --no-first-run \
