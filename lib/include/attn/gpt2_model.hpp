@@ -106,21 +106,30 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
 
 // x W + b as Conv1D computes it, torch.addmm(b, x, W): each sum starts from the bias. On up to
 // `threads` threads.
-Matrix conv1d(const Matrix& x, const Matrix& weight, const Matrix& bias, int threads = 1);
+Matrix conv1d(const Matrix& x, const Matrix& weight, const Matrix& bias, int threads = 1,
+              MatmulKernel matmul = MatmulKernel::kAuto);
 
 // The activation, element by element: gelu_new with the bits of Hugging Face's
 // NewGELUActivation (torch_gelu_new); gelu, F.gelu's erf form, which PyTorch's float32 CPU
 // tensors hand to oneDNN, in double and rounded once, within 1e-6 of PyTorch's.
 Matrix gelu(const Matrix& x, Gpt2Activation activation, TorchKernel kernel);
 
+// How a block computes: PyTorch's kernels of that flavour, the products' kernel (--matmul), and
+// the threads.
+struct Gpt2Kernels {
+  TorchKernel torch = TorchKernel::kAvx2;
+  MatmulKernel matmul = MatmulKernel::kAuto;
+  int threads = 1;
+};
+
 // GPT-2's causal self-attention of one block on ln_1's output `a`, every head: c_attn, the
 // heads' softmax(q kᵀ / √d_head) v, side by side, then c_proj. Returns (T, d).
-Matrix gpt2_attention(const Matrix& a, const Gpt2Layer& w, std::int64_t n_head, TorchKernel kernel,
-                      int threads = 1);
+Matrix gpt2_attention(const Matrix& a, const Gpt2Layer& w, std::int64_t n_head,
+                      const Gpt2Kernels& kernels);
 
 // One whole block, number `block`: h + attn(ln_1(h)), then that + mlp(ln_2(that)).
 Matrix gpt2_block(const Matrix& h, const Gpt2Layer& w, const Gpt2Config& config, std::int64_t block,
-                  TorchKernel kernel, int threads = 1);
+                  const Gpt2Kernels& kernels);
 
 // The names of the activations: "gelu_new", "gelu".
 const char* activation_name(Gpt2Activation activation);

@@ -137,8 +137,9 @@ Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, dou
   return y;
 }
 
-Matrix conv1d(const Matrix& x, const Matrix& weight, const Matrix& bias, int threads) {
-  return addmm(bias, x, weight, threads, MatmulKernel::kAuto);
+Matrix conv1d(const Matrix& x, const Matrix& weight, const Matrix& bias, int threads,
+              MatmulKernel matmul) {
+  return addmm(bias, x, weight, threads, matmul);
 }
 
 Matrix gelu(const Matrix& x, Gpt2Activation activation, TorchKernel kernel) {
@@ -154,33 +155,33 @@ Matrix gelu(const Matrix& x, Gpt2Activation activation, TorchKernel kernel) {
   return y;
 }
 
-Matrix gpt2_attention(const Matrix& a, const Gpt2Layer& w, std::int64_t n_head, TorchKernel kernel,
-                      int threads) {
+Matrix gpt2_attention(const Matrix& a, const Gpt2Layer& w, std::int64_t n_head,
+                      const Gpt2Kernels& k) {
   const Eigen::Index t = a.rows(), d = a.cols(), hd = d / n_head;
-  const Matrix qkv = conv1d(a, w.c_attn_weight, w.c_attn_bias, threads);  // (T, 3d)
+  const Matrix qkv = conv1d(a, w.c_attn_weight, w.c_attn_bias, k.threads, k.matmul);  // (T, 3d)
   const Matrix mask = causal_mask(t, t);
   Matrix z(t, d);
   for (Eigen::Index h = 0; h < n_head; ++h) {
-    const Matrix q = qkv.middleCols(h * hd, hd), k = qkv.middleCols(d + h * hd, hd),
+    const Matrix q = qkv.middleCols(h * hd, hd), key = qkv.middleCols(d + h * hd, hd),
                  v = qkv.middleCols(2 * d + h * hd, hd);
-    const Matrix weights = softmax_rows(scale(apply_mask(omega_scores(q, k, threads), mask), hd),
-                                        kernel, MaskedRows::kNan, threads);
-    z.middleCols(h * hd, hd) = context_vectors(weights, v, threads, MatmulKernel::kAuto);
+    const Matrix scores = scale(apply_mask(omega_scores(q, key, k.threads, k.matmul), mask), hd);
+    const Matrix weights = softmax_rows(scores, k.torch, MaskedRows::kNan, k.threads);
+    z.middleCols(h * hd, hd) = context_vectors(weights, v, k.threads, k.matmul);
   }
-  return conv1d(z, w.attn_proj_weight, w.attn_proj_bias, threads);
+  return conv1d(z, w.attn_proj_weight, w.attn_proj_bias, k.threads, k.matmul);
 }
 
 Matrix gpt2_block(const Matrix& h, const Gpt2Layer& w, const Gpt2Config& config, std::int64_t block,
-                  TorchKernel kernel, int threads) {
+                  const Gpt2Kernels& k) {
   const double eps = config.layer_norm_epsilon;
   Matrix r = h + gpt2_attention(layer_norm(h, w.ln_1_weight, w.ln_1_bias, eps,
-                                           fmt::format("h.{}.ln_1", block), kernel),
-                                w, config.n_head, kernel, threads);
+                                           fmt::format("h.{}.ln_1", block), k.torch),
+                                w, config.n_head, k);
   const Matrix m = gelu(conv1d(layer_norm(r, w.ln_2_weight, w.ln_2_bias, eps,
-                                          fmt::format("h.{}.ln_2", block), kernel),
-                               w.c_fc_weight, w.c_fc_bias, threads),
-                        config.activation, kernel);
-  r += conv1d(m, w.mlp_proj_weight, w.mlp_proj_bias, threads);
+                                          fmt::format("h.{}.ln_2", block), k.torch),
+                               w.c_fc_weight, w.c_fc_bias, k.threads, k.matmul),
+                        config.activation, k.torch);
+  r += conv1d(m, w.mlp_proj_weight, w.mlp_proj_bias, k.threads, k.matmul);
   return r;
 }
 

@@ -84,7 +84,8 @@ std::vector<const Matrix*> enter_layer(Recorder& rec, const std::vector<const Ma
   for (std::int64_t l = 0; l < c.layer; ++l) {
     const Gpt2Layer block = model.layer(l);  // a block's weights are tens of MB: read once
     for (Matrix& stream : h)
-      stream = gpt2_block(stream, block, model.config(), l, c.kernel, c.threads);
+      stream = gpt2_block(stream, block, model.config(), l,
+                          {.torch = c.kernel, .matmul = c.matmul, .threads = c.threads});
   }
   const Gpt2Layer norm = model.ln_1(c.layer);
   const std::string stream = c.layer > 0 ? fmt::format("h_{}", c.layer) : "h₀";
