@@ -633,8 +633,8 @@ TEST_CASE("a layer norm whose squared deviations overflow float32 is refused, no
   x.row(1) << 2e19f, 2e19f, 2e19f, 2e19f;
   CHECK_THROWS_WITH_AS(layer_norm(x, ones, zeros, 1e-5, "h.3.ln_2", TorchKernel::kAvx2),
                        "h.3.ln_2: token 2's row has values of 2e+19, whose squares overflow "
-                       "float32 in PyTorch's layer_norm (its row is nan there): the checkpoint's "
-                       "values are too large",
+                       "float32 in PyTorch's layer_norm (its row there is nan, or the bias alone): "
+                       "the checkpoint's values are too large",
                        Error);
   x.row(1) << 1e18f, -1e18f, 1e18f, -1e18f;  // 4e36: finite
   const Matrix y = layer_norm(x, ones, zeros, 1e-5, "h.3.ln_2", TorchKernel::kAvx2);

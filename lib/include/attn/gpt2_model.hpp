@@ -100,7 +100,8 @@ class Gpt2Checkpoint {
 // nn.LayerNorm(d, eps) of each row, (x − mean) / √(var + eps) · weight + bias, with the bits of
 // PyTorch's CPU kernel of that flavour (its moments by Welford's update in a cascade, in float32).
 // Throws Error, naming the layer norm (`name`, "h.3.ln_1") and the row, where the row's squared
-// deviations sum beyond float32, in which PyTorch sums them (its rows are then 0 or nan).
+// deviations, or the square of its mean, overflow float32 in PyTorch's moments (its row is then
+// nan, or the bias alone).
 Matrix layer_norm(const Matrix& x, const Matrix& weight, const Matrix& bias, double eps,
                   std::string_view name, TorchKernel kernel);
 

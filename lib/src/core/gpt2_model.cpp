@@ -90,9 +90,9 @@ std::pair<float, float> row_moments(const float* row, std::int64_t n) {
   return {m1, m2 / static_cast<float>(n)};
 }
 
-// PyTorch's moments of such a row overflow float32, and its row is nan: the sum of its squared
-// deviations is beyond float32, or its mean is so large that the square of its distance from the
-// partial means is.
+// PyTorch's moments of such a row overflow float32, and its row is nan or the bias alone: the sum
+// of its squared deviations is beyond float32, or its mean is so large that the square of its
+// distance from the partial means is.
 [[noreturn]] void refuse_row(std::string_view name, Eigen::Index i, const float* row,
                              Eigen::Index n) {
   double mean = 0.0, sum = 0.0, largest = 0.0;
@@ -111,7 +111,7 @@ std::pair<float, float> row_moments(const float* row, std::int64_t n) {
   }
   throw Error(fmt::format(
       "{}: token {}'s row has values of {:.4g}, whose squares overflow float32 in PyTorch's "
-      "layer_norm (its row is nan there): the checkpoint's values are too large",
+      "layer_norm (its row there is nan, or the bias alone): the checkpoint's values are too large",
       name, i + 1, largest));
 }
 
