@@ -99,7 +99,7 @@ TEST_CASE("a trace through gelu_new blocks is PyTorch's bits in every step") {
 }
 
 TEST_CASE("nn.LayerNorm's float32 kernel, bit for bit, on rows of 1 to 8200 values") {
-  // tests/reference/make_layer_norm_references.py: each flavour's F.layer_norm, over lengths that
+  // tests/reference/make_gpt2_kernel_references.py: each flavour's F.layer_norm, over lengths that
   // take the scalar update alone, the 8 lanes with and without a tail, and cascades 1 to 7 deep.
   for (const TorchKernel kernel : test::kKernels) {
     CAPTURE(kernel_name(kernel));
