@@ -167,7 +167,9 @@ TEST_CASE("tokens as a reader sees them") {
   CHECK(attn::gpt2_readable("ï»¿") == "\\ufeff");    // BOM
   CHECK(attn::gpt2_readable("æĪ") == "\\xe6\\x88");  // two bytes of 我
   CHECK(attn::gpt2_readable("ĠæĪĳ") == "␣我");
-  CHECK(attn::gpt2_readable("\\") == "\\");
+  // A backslash is doubled, so that the two-byte token \r (92 and 81) does not read as \r (čĊ's).
+  CHECK(attn::gpt2_readable("\\") == "\\\\");
+  CHECK(attn::gpt2_readable("\\r") == "\\\\r");
   CHECK(attn::gpt2_readable("<|endoftext|>") == "<|endoftext|>");
 }
 

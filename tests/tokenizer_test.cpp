@@ -137,6 +137,17 @@ TEST_CASE(
   CHECK(attn::escape_controls("caf\xe9\xff") == "caf\\xe9\\xff");
 }
 
+TEST_CASE("escape_controls for text shown escaped already: backslashes as they are") {
+  using attn::EscapeStyle;
+  // GPT-2's readable tokens: their \xNN and \\ stand as they are, as kRepr would double them.
+  CHECK(attn::escape_controls("␣\\xf0\\x9f\\x98", EscapeStyle::kShown) == "␣\\xf0\\x9f\\x98");
+  CHECK(attn::escape_controls("␣\\\\", EscapeStyle::kShown) == "␣\\\\");
+  CHECK(attn::escape_controls("␣\\xf0", EscapeStyle::kRepr) == "␣\\\\xf0");
+  // Whatever control character or stray byte it still held is escaped as kRepr's.
+  CHECK(attn::escape_controls("a\tb\x1b[2J\xff\u202e", EscapeStyle::kShown) ==
+        "a\\tb\\x1b[2J\\xff\\u202e");
+}
+
 TEST_CASE("escape_controls for a message: every escape as \\xNN, backslashes as they are") {
   using attn::EscapeStyle;
   CHECK(attn::escape_controls("a\\b C:\\dir é 我", EscapeStyle::kMessage) == "a\\b C:\\dir é 我");

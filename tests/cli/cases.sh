@@ -1632,6 +1632,25 @@ case_gpt2_views_show_readable_tokens() {
     $'a\tb\nc \'s'
   expect_output gpt2_query --tokenizer gpt2 --query 2 "Life is short"
 }
+# A byte that is only part of a character reads \xNN in every view, as in the dictionary: no view
+# escapes the readable form's backslashes a second time. A backslash token reads \\ everywhere.
+case_gpt2_partial_bytes_read_as_in_the_dictionary() {
+  local args=(--tokenizer gpt2 --d-in 4 --d-kq 2 --d-v 2 $'我 😀 a\\b')
+  expect_output gpt2_partial_bytes "${args[@]}" --steps attention_weights || return 1
+  local view
+  for view in "--format heatmap" "--format summary" "--explain 2,3" "--query 2" \
+    "--format svg --steps attention_weights" "--decode --query 3"; do
+    # shellcheck disable=SC2086
+    run "${args[@]}" $view
+    [ "$(cat "$work/status")" = 0 ] && grep -qF '␣\xf0\x9f\x98' "$work/stdout" &&
+      grep -qF '\\' "$work/stdout" && ! grep -qF '\\x' "$work/stdout" ||
+      { echo "FAIL: $view"; cat "$work/stderr"; grep -n 'x9f' "$work/stdout"; return 1; }
+  done
+  # Markdown escapes each backslash of a cell, so that it renders as the text views read.
+  run "${args[@]}" --format markdown --steps attention_weights
+  grep -qF '| **␣\\xf0\\x9f\\x98** |' "$work/stdout" && grep -qF '| **\\\\** |' "$work/stdout" ||
+    { grep -n 'x9f' "$work/stdout"; return 1; }
+}
 case_gpt2_empty_text() {
   expect_error "the sentence is empty: give at least one character" --tokenizer gpt2 ""
 }

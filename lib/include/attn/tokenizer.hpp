@@ -85,6 +85,10 @@ class Tokenizer {
   virtual Vocabulary vocabulary(const std::vector<std::string>& tokens) const = 0;
   // A token as a reader sees it in the dictionary and the labels.
   virtual std::string display(std::string_view token) const = 0;
+  // Whether display() writes what a terminal must not see as escapes already (GPT-2's partial
+  // bytes as \xNN, its invisible characters as \u200d), so that every view shows its labels as
+  // they are (EscapeStyle::kShown) rather than escaping their backslashes a second time.
+  virtual bool display_escapes() const { return false; }
   // The id that pads the shorter texts of a batch: by default the one after the dictionary's.
   virtual std::int64_t padding_id(const Vocabulary& vocabulary) const {
     return vocabulary.end_id();
@@ -148,6 +152,10 @@ enum class EscapeStyle {
   // For an error message that quotes what the user typed: every escaped character or byte as
   // \xNN (a newline as \x0a), and a backslash left as it is (`--steps 'a\b'` is quoted as a\b).
   kMessage,
+  // For text that a tokenizer shows escaped already (Tokenizer::display_escapes: GPT-2's byte
+  // that is only part of a character as \xf0): as kRepr, but a backslash left as it is, so that
+  // \xf0 is not shown as \\xf0. A control character that it still holds is escaped as kRepr's.
+  kShown,
 };
 
 // Text as it may be written to a terminal: each control character (is_control), each character

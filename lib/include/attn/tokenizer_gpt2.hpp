@@ -90,6 +90,7 @@ class Gpt2Tokenizer final : public Tokenizer {
   }
   Vocabulary vocabulary(const std::vector<std::string>& tokens) const override;
   std::string display(std::string_view token) const override { return gpt2_readable(token); }
+  bool display_escapes() const override { return true; }
   std::int64_t padding_id(const Vocabulary&) const override { return kGpt2EndOfText; }
 };
 

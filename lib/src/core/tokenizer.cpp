@@ -77,7 +77,7 @@ std::string escape_controls(std::string_view text, EscapeStyle style) {
       continue;
     }
     if (repr && cp == U'\\') {
-      out += "\\\\";
+      out += style == EscapeStyle::kShown ? "\\" : "\\\\";
     } else if (repr && cp == U'\t') {
       out += "\\t";
     } else if (repr && cp == U'\n') {

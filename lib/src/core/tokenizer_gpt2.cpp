@@ -271,8 +271,9 @@ std::vector<std::int32_t> bpe(const Tables& t, std::string_view piece) {
 }
 
 // Bytes as a reader sees them: a space as ␣, a newline as ↵, a tab as ⇥, any other character
-// that Python's repr() would escape as repr() writes it (\r, \x85, \xa0, \u200d), and a byte
-// that is not part of a whole UTF-8 character as \xNN.
+// that Python's repr() would escape as repr() writes it (\r, \x85, \xa0, \u200d), a byte that
+// is not part of a whole UTF-8 character as \xNN, and so a backslash as \\ (the two-byte token
+// `\r` is not the carriage return).
 std::string readable_bytes(std::string_view bytes) {
   std::string out;
   for (std::size_t i = 0; i < bytes.size();) {
@@ -282,7 +283,9 @@ std::string readable_bytes(std::string_view bytes) {
       out += fmt::format("\\x{:02x}", static_cast<unsigned char>(bytes[i++]));
       continue;
     }
-    if (cp == U' ') {
+    if (cp == U'\\') {
+      out += "\\\\";
+    } else if (cp == U' ') {
       out += "␣";
     } else if (cp == U'\n') {
       out += "↵";

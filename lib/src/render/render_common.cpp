@@ -82,9 +82,15 @@ std::string sub2(std::string_view name, std::int64_t i, std::int64_t j) {
   return std::string(name) + digits_in(i, kSubscriptDigits) + "," + digits_in(j, kSubscriptDigits);
 }
 
-std::vector<std::string> escaped(const std::vector<std::string>& labels) {
+LabelEscapes label_escapes(const TraceConfig& config) {
+  if (config.tokenizer && config.tokenizer->display_escapes())
+    return {EscapeStyle::kShown, EscapeStyle::kShown};
+  return {};
+}
+
+std::vector<std::string> escaped(const std::vector<std::string>& labels, EscapeStyle style) {
   std::vector<std::string> out;
-  for (const std::string& label : labels) out.push_back(escape_controls(label));
+  for (const std::string& label : labels) out.push_back(escape_controls(label, style));
   return out;
 }
 
@@ -94,13 +100,13 @@ std::string vector_text(const Matrix& m, Eigen::Index row, int precision) {
   return format_tensor(r, precision, /*as_vector=*/true);
 }
 
-std::string python_str_repr(std::string_view s) {
+std::string python_str_repr(std::string_view s, EscapeStyle style) {
   const bool has_single = s.find('\'') != std::string_view::npos;
   const bool has_double = s.find('"') != std::string_view::npos;
   const char quote = (has_single && !has_double) ? '"' : '\'';
   std::string out(1, quote);
   // Backslashes, control characters and every other character that is not printable escaped.
-  for (const char c : escape_controls(s, EscapeStyle::kStrRepr)) {
+  for (const char c : escape_controls(s, style)) {
     if (c == quote) out += '\\';
     out += c;
   }
@@ -109,11 +115,11 @@ std::string python_str_repr(std::string_view s) {
 }
 
 std::vector<std::string> padded_key_labels(const std::vector<std::string>& words,
-                                           std::int64_t first) {
+                                           std::int64_t first, EscapeStyle style) {
   std::vector<std::string> labels;
   std::size_t width = 0;
   for (std::size_t t = 0; t < words.size(); ++t) {
-    const std::string word = python_str_repr(words[t]);
+    const std::string word = python_str_repr(words[t], style);
     labels.push_back(fmt::format("key {} {}", first + static_cast<std::int64_t>(t) + 1, word));
     width = std::max({width, display_width(word) + 8, display_width(labels.back())});
   }
@@ -178,8 +184,9 @@ void check_query_and_key(const Trace& trace, std::int64_t query, std::int64_t ke
 namespace {
 
 // A sentence as the brief preamble shows it: whole up to 12 words; longer, its first 8 words,
-// "…", its last 2, and its length.
-std::string brief_sentence(const std::string& sentence, const TokenizedSentence& tokens) {
+// "…", its last 2, and its length; the words escaped in `quoted` (LabelEscapes::quoted).
+std::string brief_sentence(const std::string& sentence, const TokenizedSentence& tokens,
+                           EscapeStyle quoted) {
   constexpr std::size_t kWhole = 12, kHead = 8, kTail = 2;
   const std::size_t n = static_cast<std::size_t>(tokens.length);
   if (n <= kWhole) return python_str_repr(sentence);
@@ -188,7 +195,7 @@ std::string brief_sentence(const std::string& sentence, const TokenizedSentence&
   shown.insert(shown.end(), tokens.words.begin() + static_cast<std::ptrdiff_t>(n - kTail),
                tokens.words.begin() + static_cast<std::ptrdiff_t>(n));
   return fmt::format("{} ({} words, shortened)",
-                     python_str_repr(fmt::format("{}", fmt::join(shown, " "))), n);
+                     python_str_repr(fmt::format("{}", fmt::join(shown, " ")), quoted), n);
 }
 
 }  // namespace
@@ -266,6 +273,7 @@ std::vector<std::string> lesson_settings(const Trace& trace, bool words) {
 void append_preamble(std::string& out, const Trace& trace, bool brief) {
   const TraceConfig& c = trace.config;
   const std::size_t batch_size = trace.inputs.size();
+  const EscapeStyle quoted = label_escapes(trace.config).quoted;
   if (c.x) {
     out += fmt::format("input: X from {}, {} of width {}\n", escape_controls(c.x->source),
                        counted(static_cast<std::size_t>(c.x->values.rows()), "token"),
@@ -273,21 +281,22 @@ void append_preamble(std::string& out, const Trace& trace, bool brief) {
   } else if (brief) {
     std::vector<std::string> shown;
     for (std::size_t b = 0; b < batch_size; ++b) {
-      shown.push_back(brief_sentence(c.sentences[b], trace.inputs[b]));
+      shown.push_back(brief_sentence(c.sentences[b], trace.inputs[b], quoted));
     }
     out += batch_size > 1 ? wrap_items("sentences: [", shown, ", ", "  ") + "]\n"
                           : wrapped_line("sentence: " + shown[0]);
   } else if (batch_size > 1) {
-    std::vector<std::string> quoted;
-    for (const std::string& sentence : c.sentences) quoted.push_back(python_str_repr(sentence));
-    out += wrap_items("sentences: [", quoted, ", ", "  ") + "]\n";
+    std::vector<std::string> reprs;
+    for (const std::string& sentence : c.sentences) reprs.push_back(python_str_repr(sentence));
+    out += wrap_items("sentences: [", reprs, ", ", "  ") + "]\n";
   } else {
     out += wrapped_line("sentence: " + python_str_repr(c.sentences[0]));
   }
   if (c.cross) {
-    out += wrapped_line(fmt::format(
-        "cross: {} (keys and values)",
-        brief && trace.cross ? brief_sentence(*c.cross, *trace.cross) : python_str_repr(*c.cross)));
+    out += wrapped_line(fmt::format("cross: {} (keys and values)",
+                                    brief && trace.cross
+                                        ? brief_sentence(*c.cross, *trace.cross, quoted)
+                                        : python_str_repr(*c.cross)));
   }
   const bool words = c.x || c.tokenizer->name() == "words";  // the walkthrough's dictionary
   out += wrap_items("settings: ", c.model ? model_settings(c) : lesson_settings(trace, words), ", ",

@@ -75,19 +75,30 @@ std::string fit_to_width(std::string text);
 bool is_walkthrough(const Trace& trace);
 // "1 token", "6 tokens": a count and its noun, plural when it is not 1.
 std::string counted(std::size_t n, std::string_view noun);
-// Labels (tokens, or a file's row labels) as escape_controls shows them: a label from a file
-// never reaches the terminal raw.
-std::vector<std::string> escaped(const std::vector<std::string>& labels);
+// How a trace's labels (its tokens, or a file's row labels) are escaped for a terminal
+// (escape_controls), so that a label from a file never reaches it raw: on their own as kRepr and
+// inside a repr's quotes as kStrRepr; or both as kShown where the tokenizer shows its tokens
+// escaped already (GPT-2's ␣\xf0\x9f\x98), so that no view escapes their backslashes again.
+struct LabelEscapes {
+  EscapeStyle bare = EscapeStyle::kRepr;       // "# ␣is", "1 Life"
+  EscapeStyle quoted = EscapeStyle::kStrRepr;  // 'is' (python_str_repr)
+};
+LabelEscapes label_escapes(const TraceConfig& config);
+// Labels as escape_controls shows them in `style` (LabelEscapes::bare).
+std::vector<std::string> escaped(const std::vector<std::string>& labels,
+                                 EscapeStyle style = EscapeStyle::kRepr);
 // One row of a matrix as a 1-D tensor: tensor([...]).
 std::string vector_text(const Matrix& m, Eigen::Index row, int precision);
 // Python's repr of a str: 'Life', "don't", 'a\x1bb', 'a\xa0b', '\ufeffLife' (every character that
-// str.isprintable() rejects escaped as Python does: escape_controls' kStrRepr).
-std::string python_str_repr(std::string_view s);
+// str.isprintable() rejects escaped as Python does: escape_controls' kStrRepr; a token that its
+// tokenizer shows escaped already with LabelEscapes::quoted, kShown).
+std::string python_str_repr(std::string_view s, EscapeStyle style = EscapeStyle::kStrRepr);
 // "key N 'word'" for each word, numbered from first + 1 and padded in terminal columns (a CJK
 // character takes two, a combining accent none) to the widest word's repr and 8 more, or to the
-// widest label: the column after them starts in one place.
+// widest label: the column after them starts in one place. `style` as python_str_repr's.
 std::vector<std::string> padded_key_labels(const std::vector<std::string>& words,
-                                           std::int64_t first = 0);
+                                           std::int64_t first = 0,
+                                           EscapeStyle style = EscapeStyle::kStrRepr);
 // A number in a written-out sum at `precision` decimals; a negative factor in parentheses. One
 // that is 1e8 or more in size, or not 0 but 0 at `precision` decimals, in scientific notation
 // (−5.4165e+37, 3.2000e-06), as PyTorch's printing switches to it.
@@ -123,9 +134,10 @@ std::string torch_index(const Step& s, std::initializer_list<Eigen::Index> cell)
 
 // The lines of a tensor, each row followed by "# label" in one aligned column when labels exist;
 // when that column would pass 80, each label goes on a line of its own above its row instead (a
-// comment inside the brackets, as Python reads it too). `as_vector`: a 1-D tensor.
+// comment inside the brackets, as Python reads it too). `as_vector`: a 1-D tensor. The labels
+// are escaped in `style` (LabelEscapes::bare).
 void append_labelled_tensor(std::string& out, const Matrix& m,
                             const std::vector<std::string>& row_labels, int precision,
-                            bool as_vector);
+                            bool as_vector, EscapeStyle style);
 
 }  // namespace attn::render_detail

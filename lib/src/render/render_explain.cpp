@@ -40,9 +40,9 @@ void explain_rotation(std::string& out, const TraceConfig& c, const CellWorking&
 
 // Step 4 of a cell: each key's exponential of its scaled score less the row's largest.
 void explain_exponentials(std::string& out, const CellWorking& cell, const TokenizedSentence& ks,
-                          int p) {
+                          EscapeStyle quoted, int p) {
   const Matrix& row = cell.scaled_row;
-  const std::vector<std::string> who = padded_key_labels(ks.words);
+  const std::vector<std::string> who = padded_key_labels(ks.words, 0, quoted);
   for (Eigen::Index t = 0; t < row.cols(); ++t) {
     const std::string& padded = who[static_cast<std::size_t>(t)];
     const std::string arrow = t == cell.j ? "   ← this cell" : "";
@@ -68,6 +68,7 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
     }
   };
   const TraceConfig& c = trace.config;
+  const EscapeStyle quoted = label_escapes(c).quoted;
   const TokenizedSentence& qs = trace.inputs[static_cast<std::size_t>(batch.value_or(0))];
   const TokenizedSentence& ks = trace.key_sentence(batch.value_or(0));
   const std::int64_t i = qi + 1, j = kj + 1;
@@ -78,10 +79,11 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
                     s_i = fmt::format("s{}", subscript(i));
 
   out += '\n';
-  out += wrapped_line(fmt::format("{}: how much token {} ({}) attends to key {} ({}){}", a_ij, i,
-                                  python_str_repr(qs.words[static_cast<std::size_t>(qi)]), j,
-                                  python_str_repr(ks.words[static_cast<std::size_t>(kj)]),
-                                  where_text(trace, head, batch)));
+  out +=
+      wrapped_line(fmt::format("{}: how much token {} ({}) attends to key {} ({}){}", a_ij, i,
+                               python_str_repr(qs.words[static_cast<std::size_t>(qi)], quoted), j,
+                               python_str_repr(ks.words[static_cast<std::size_t>(kj)], quoted),
+                               where_text(trace, head, batch)));
   // Tokens count from 1 here and from 0 in PyTorch's indices: both, once. The index names every
   // dimension of PyTorch's tensor: the sentence and the head where it has them.
   const std::string torch_cell =
@@ -134,12 +136,12 @@ void explain_cell(std::string& out, const Trace& trace, std::optional<int> head,
   const Matrix& row = cell.scaled_row;
   out += fmt::format("3. the row's largest scaled score: m{} = {} (key {}, {})\n", subscript(i),
                      number(m, p, false), argmax + 1,
-                     python_str_repr(ks.words[static_cast<std::size_t>(argmax)]));
+                     python_str_repr(ks.words[static_cast<std::size_t>(argmax)], quoted));
   describe(StepKind::kRowMax);
   out += fmt::format("4. each exponential e{},ⱼ = exp({},ⱼ − m{}), which is at most 1\n",
                      subscript(i), s_i, subscript(i));
   describe(StepKind::kExponentials);
-  explain_exponentials(out, cell, ks, p);
+  explain_exponentials(out, cell, ks, quoted, p);
   out += fmt::format("5. their sum: Σ{} = {}\n", subscript(i), number(cell.sum, p, false));
   describe(StepKind::kRowSums);
   out += fmt::format("6. the weight: {} = e{} / Σ{} = {} / {} = {}\n", a_ij, sub2("", i, j),

@@ -17,17 +17,19 @@ void explain_grad_cell(std::string& out, const Trace& trace, std::optional<int> 
                        std::optional<int> batch, Eigen::Index qi, Eigen::Index kj, int p) {
   const TokenizedSentence& qs = trace.inputs[static_cast<std::size_t>(batch.value_or(0))];
   const TokenizedSentence& ks = trace.key_sentence(batch.value_or(0));
+  const EscapeStyle quoted = label_escapes(trace.config).quoted;
   const std::int64_t i = qi + 1, j = kj + 1;
   const GradCellWorking w = work_out_grad_cell(trace, head, batch, qi, kj);
   const std::string dw = "dL/d" + sub2("ω", i, j), da = "dL/d" + sub2("A", i, j),
                     ds = "dL/d" + sub2("S", i, j), a = sub2("A", i, j),
                     r = fmt::format("r{}", subscript(i));
   out += '\n';
-  out += wrapped_line(fmt::format(
-      "{}: the gradient of score ({}, {}), query {} ({}) and key {} "
-      "({}){}",
-      dw, i, j, i, python_str_repr(qs.words[static_cast<std::size_t>(qi)]), j,
-      python_str_repr(ks.words[static_cast<std::size_t>(kj)]), where_text(trace, head, batch)));
+  out += wrapped_line(
+      fmt::format("{}: the gradient of score ({}, {}), query {} ({}) and key {} "
+                  "({}){}",
+                  dw, i, j, i, python_str_repr(qs.words[static_cast<std::size_t>(qi)], quoted), j,
+                  python_str_repr(ks.words[static_cast<std::size_t>(kj)], quoted),
+                  where_text(trace, head, batch)));
   // omega.grad has omega's shape, and grad_omega's: the sentence and the head where it has them.
   const std::string index = torch_index(trace.step(StepKind::kGradOmega, head, batch), {qi, kj});
   out += wrapped_line(fmt::format("in PyTorch, which counts from 0: omega.grad{}", index));
@@ -52,7 +54,7 @@ void explain_grad_cell(std::string& out, const Trace& trace, std::optional<int> 
             i, subscript(i)),
         "    ");
   }
-  const std::vector<std::string> who = padded_key_labels(ks.words);
+  const std::vector<std::string> who = padded_key_labels(ks.words, 0, quoted);
   for (Eigen::Index t = 0; t < w.terms.cols(); ++t) {
     out += fmt::format("   {}  {} × {} = {}{}\n", who[static_cast<std::size_t>(t)],
                        number(w.da_row(0, t), p), number(w.a_row(0, t), p),

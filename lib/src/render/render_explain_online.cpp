@@ -104,7 +104,8 @@ void explain_decoded_cell(std::string& out, const Trace& trace, std::optional<in
   out += vector_line(fmt::format("   {} = ", d.query->equation), d.query->values, p);
   const Matrix& keys = d.key_cache->values;
   out += wrapped_line(fmt::format("   {}, one row per token:", d.key_cache->equation), "     ");
-  const std::vector<std::string> who = padded_key_labels(d.key_cache->row_labels, d.first);
+  const std::vector<std::string> who =
+      padded_key_labels(d.key_cache->row_labels, d.first, label_escapes(trace.config).quoted);
   // The cache's numbers in one width, so that its columns line up.
   std::size_t number_width = 0;
   for (Eigen::Index n = 0; n < keys.size(); ++n) {

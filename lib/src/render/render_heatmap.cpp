@@ -35,7 +35,8 @@ void rstrip(std::string& line) { line.erase(line.find_last_not_of(' ') + 1); }
 
 std::size_t digits(std::size_t n) { return std::to_string(n).size(); }
 
-// The step's grid: labels as escape_controls shows them, and how each form would be laid out.
+// The step's grid: labels as escape_controls shows them (in the trace's LabelEscapes::bare), and
+// how each form would be laid out.
 struct Grid {
   const Step& step;
   Scale scale;
@@ -45,10 +46,10 @@ struct Grid {
   bool same_labels = false;             // rows and columns are the same tokens (self-attention)
 };
 
-Grid grid_of(const Step& s, int precision) {
+Grid grid_of(const Step& s, int precision, EscapeStyle bare) {
   Grid g{s, scale_of(s), {}, {}, {}, 0, false};
-  for (const std::string& r : s.row_labels) g.rows.push_back(escape_controls(r));
-  for (const std::string& c : s.col_labels) g.cols.push_back(escape_controls(c));
+  g.rows = render_detail::escaped(s.row_labels, bare);
+  g.cols = render_detail::escaped(s.col_labels, bare);
   const Matrix& m = s.values;
   g.texts.reserve(static_cast<std::size_t>(m.size()));
   for (Eigen::Index k = 0; k < m.size(); ++k) {
@@ -275,7 +276,7 @@ std::string equation_text(const Step& s, std::size_t width) {
 
 std::string heatmap_block(const Trace& trace, std::size_t index, const HeatmapOptions& o) {
   const Step& s = trace.steps[index];
-  const Grid g = grid_of(s, o.precision);
+  const Grid g = grid_of(s, o.precision, render_detail::label_escapes(trace.config).bare);
   const Layout l = choose_layout(g, o);
   std::string out = step_heading(trace, index, o.width) + "\n";
   out += equation_text(s, o.width);

@@ -57,10 +57,11 @@ std::string column_json(const Matrix& m) {  // an (n, 1) matrix as [v, ...]
   return out + "]";
 }
 
-// A sentence's words and their Python reprs, as --explain names them.
-std::string sentence_json(const TokenizedSentence& s) {
+// A sentence's words and their Python reprs, as --explain names them (`quoted`:
+// LabelEscapes::quoted).
+std::string sentence_json(const TokenizedSentence& s, EscapeStyle quoted) {
   std::vector<std::string> reprs;
-  for (const std::string& w : s.words) reprs.push_back(render_detail::python_str_repr(w));
+  for (const std::string& w : s.words) reprs.push_back(render_detail::python_str_repr(w, quoted));
   return fmt::format("{{\"words\":{},\"reprs\":{}}}", strings_json(s.words), strings_json(reprs));
 }
 
@@ -101,6 +102,7 @@ bool has_working(StepKind kind) {
 Workings workings_json(const Trace& trace, MatrixPool& pool) {
   Workings w;
   const TraceConfig& c = trace.config;
+  const EscapeStyle quoted = render_detail::label_escapes(c).quoted;
   std::vector<std::string> items;
   const std::size_t batches = trace.inputs.size();
   for (std::size_t b = 0; b < batches; ++b) {
@@ -141,7 +143,8 @@ Workings workings_json(const Trace& trace, MatrixPool& pool) {
           json_string(render_detail::where_text(trace, head, batch)),
           fmt::join(render_detail::torch_slice_index(weights), ","), qm, km, omega, scaled,
           weights_m, exps, column_json(row_max), column_json(row_sum), number_json(root),
-          sentence_json(trace.inputs[b]), sentence_json(trace.key_sentence(static_cast<int>(b)))));
+          sentence_json(trace.inputs[b], quoted),
+          sentence_json(trace.key_sentence(static_cast<int>(b)), quoted)));
     }
   }
   w.json = fmt::format("[{}]", fmt::join(items, ",\n"));

@@ -22,20 +22,20 @@ std::string difference_text(float worst) {
 // then its values: row `row` of a (T, ·) step, or (`whole`) a per-token step's matrix, labelled
 // by rows.
 void append_step(std::string& out, const Step& s, Eigen::Index row, bool whole, bool note,
-                 const TextOptions& options) {
+                 const TextOptions& options, EscapeStyle bare) {
   std::string heading = fmt::format("{}: {}", s.equation, step_info(s.kind).title);
   if (!s.col_labels.empty()) {
     // A decoded token's row is against the cache's keys; the online softmax's columns are tiles.
     const bool keys = s.kind == StepKind::kDecodeScores || s.kind == StepKind::kDecodeWeights;
-    heading +=
-        fmt::format("; columns: {}{}", keys ? "keys " : "", fmt::join(escaped(s.col_labels), ", "));
+    heading += fmt::format("; columns: {}{}", keys ? "keys " : "",
+                           fmt::join(escaped(s.col_labels, bare), ", "));
   }
   out += '\n';
   out += wrapped_line(heading);
   if (note && !s.note.empty()) out += wrapped_line("  " + s.note, "  ");
   if (options.describe) out += wrapped_line(fmt::format("  ({})", describe_step(s.kind)), "   ");
   if (whole) {
-    append_labelled_tensor(out, s.values, s.row_labels, options.precision, false);
+    append_labelled_tensor(out, s.values, s.row_labels, options.precision, false, bare);
   } else {
     out += vector_text(s.values, row, options.precision) + "\n";
   }
@@ -47,6 +47,7 @@ void append_decoded_path(std::string& out, const Trace& trace, std::optional<int
                          std::optional<int> batch, Eigen::Index qi, const TextOptions& options) {
   const DecodedToken d = decoded_token(trace, head, batch, qi);
   const std::int64_t t = qi + 1;
+  const EscapeStyle bare = label_escapes(trace.config).bare;
   out += '\n';
   out += wrapped_line(fmt::format(
       "token {} decoded with a KV cache (--decode): at t = {} it computes its own q, k and v, "
@@ -54,12 +55,13 @@ void append_decoded_path(std::string& out, const Trace& trace, std::optional<int
       "of scores",
       t, t,
       d.first == qi ? fmt::format("token {}", t) : fmt::format("tokens {}–{}", d.first + 1, t)));
-  for (const Step* s : {d.query, d.key, d.value}) append_step(out, *s, 0, false, true, options);
+  for (const Step* s : {d.query, d.key, d.value})
+    append_step(out, *s, 0, false, true, options, bare);
   for (const Step* s : {d.key_cache, d.value_cache}) {
-    append_step(out, *s, 0, true, true, options);
+    append_step(out, *s, 0, true, true, options, bare);
   }
   for (const Step* s : {d.scores, d.weights, d.context}) {
-    append_step(out, *s, 0, false, true, options);
+    append_step(out, *s, 0, false, true, options, bare);
   }
   out +=
       wrapped_line(fmt::format("z_t against {} above, the full computation's row: the largest "
@@ -88,7 +90,8 @@ void append_online_path(std::string& out, const Trace& trace, std::optional<int>
   // The steps' notes count skipped tiles over every row, or compare every row: not this row's.
   for (const StepKind kind : {StepKind::kOnlineMax, StepKind::kOnlineRescale, StepKind::kOnlineSum,
                               StepKind::kOnlineOutput, StepKind::kOnlineContext}) {
-    append_step(out, trace.step(kind, head, batch), qi, false, false, options);
+    append_step(out, trace.step(kind, head, batch), qi, false, false, options,
+                label_escapes(trace.config).bare);
   }
   out +=
       wrapped_line(fmt::format("Z{} against {} above, the ordinary softmax's row: the largest "

@@ -65,10 +65,11 @@ std::string summary_attention(const Step& s, std::int64_t queries, int threads,
     glance = attention_glance(s.values, queries, threads);
   }
   std::string out = fmt::format("\nattention_weights{}: largest |row sum − 1| = {:.1e}\n",
-                                where(s, config),
-                                glance.largest_residual);
+                                where(s, config), glance.largest_residual);
+  const EscapeStyle quoted = config ? label_escapes(*config).quoted : EscapeStyle::kStrRepr;
   for (const AttentionGlance::Query& q : glance.queries) {
-    const std::string who = python_str_repr(s.row_labels.at(static_cast<std::size_t>(q.row)));
+    const std::string who =
+        python_str_repr(s.row_labels.at(static_cast<std::size_t>(q.row)), quoted);
     if (q.masked) {
       out += fmt::format("  query {} {} masks every key\n", q.row + 1, who);
       continue;
@@ -76,7 +77,8 @@ std::string summary_attention(const Step& s, std::int64_t queries, int threads,
     std::vector<std::string> best;
     for (const auto& [j, weight] : q.top) {
       best.push_back(fmt::format(
-          "{} {:.4f}", python_str_repr(s.col_labels.at(static_cast<std::size_t>(j))), weight));
+          "{} {:.4f}", python_str_repr(s.col_labels.at(static_cast<std::size_t>(j)), quoted),
+          weight));
     }
     out += fmt::format("  query {} {} attends most to {}\n", q.row + 1, who, fmt::join(best, ", "));
   }
@@ -110,8 +112,7 @@ std::string render_timings(const Trace& trace, double total_seconds, double outp
         s.shape.size() >= 2 ? fmt::format("[{}, {}]", s.shape[s.shape.size() - 2], s.shape.back())
                             : fmt::format("[{}]", s.shape.empty() ? 0 : s.shape.back());
     out += trimmed(fmt::format("{:<28} {:>14} {:>10.3f} {:>9}", s.id + where(s, &trace.config),
-                               shape,
-                               1e3 * st.seconds, rate(st.gflops)));
+                               shape, 1e3 * st.seconds, rate(st.gflops)));
   }
   out += trimmed(fmt::format("{:<28} {:>14} {:>10.3f} {:>9}", "matrix products", "",
                              1e3 * t.product_seconds, rate(t.product_gflops)));

@@ -64,10 +64,11 @@ int number_step(int gap, int room) {
 bool numbered(Eigen::Index i, int step) { return (i + 1) % step == 0 || (i == 0 && step != 2); }
 
 // "tokens: 1 Life  2 is  3 short …", wrapped between entries at kKeyColumns columns.
-std::vector<std::string> key_lines(std::string_view title, const std::vector<std::string>& labels) {
+std::vector<std::string> key_lines(std::string_view title, const std::vector<std::string>& labels,
+                                   EscapeStyle bare) {
   std::vector<std::string> lines{fmt::format("{}:", title)};
   for (std::size_t i = 0; i < labels.size(); ++i) {
-    const std::string entry = fmt::format("{} {}", i + 1, escape_controls(labels[i]));
+    const std::string entry = fmt::format("{} {}", i + 1, escape_controls(labels[i], bare));
     if (i > 0 && display_width(lines.back()) + 2 + display_width(entry) > kKeyColumns) {
       lines.push_back("  " + entry);
     } else {
@@ -79,13 +80,13 @@ std::vector<std::string> key_lines(std::string_view title, const std::vector<std
 
 // The key under a grid whose rows and/or columns are numbered: "tokens: …" once where both are
 // and they are the same tokens, else "queries: …" or "tokens: …" for the rows, "keys: …" for the
-// columns.
-std::vector<std::string> label_key(const Step& s, bool rows, bool cols) {
-  if (rows && cols && s.row_labels == s.col_labels) return key_lines("tokens", s.row_labels);
+// columns. Labels are escaped in `bare` (LabelEscapes::bare).
+std::vector<std::string> label_key(const Step& s, bool rows, bool cols, EscapeStyle bare) {
+  if (rows && cols && s.row_labels == s.col_labels) return key_lines("tokens", s.row_labels, bare);
   std::vector<std::string> key;
-  if (rows) key = key_lines(s.columns_are_keys ? "queries" : "tokens", s.row_labels);
+  if (rows) key = key_lines(s.columns_are_keys ? "queries" : "tokens", s.row_labels, bare);
   if (cols) {
-    std::vector<std::string> keys = key_lines("keys", s.col_labels);
+    std::vector<std::string> keys = key_lines("keys", s.col_labels, bare);
     key.insert(key.end(), keys.begin(), keys.end());
   }
   return key;
@@ -115,6 +116,7 @@ Panel panel_of(const Trace& trace, const Step& s, int precision) {
   p.scale = scale_of(s);
   const Eigen::Index rows = s.values.rows(), cols = s.values.cols();
   p.blocks = rows > kSvgMaxValueCells || cols > kSvgMaxValueCells;
+  const EscapeStyle bare = render_detail::label_escapes(trace.config).bare;
   const std::string where = render_detail::where_text(trace, s.head, s.batch);
   if (!where.empty()) p.heading = where.substr(2, where.size() - 3);  // " (…)" without brackets
   if (p.blocks) {
@@ -124,35 +126,35 @@ Panel panel_of(const Trace& trace, const Step& s, int precision) {
     const int row_step = row_tokens ? 1 : number_step(p.cell_height, 14);
     for (Eigen::Index r = 0; r < rows; ++r) {
       const std::string number = numbered(r, row_step) ? std::to_string(r + 1) : "";
-      p.rows.push_back(row_tokens
-                           ? fmt::format("{} {}", number,
-                                         escape_controls(s.row_labels[static_cast<std::size_t>(r)]))
-                           : number);
+      p.rows.push_back(
+          row_tokens ? fmt::format("{} {}", number,
+                                   escape_controls(s.row_labels[static_cast<std::size_t>(r)], bare))
+                     : number);
     }
     const int col_step = number_step(p.cell_width, text_px(std::to_string(cols).size()) + 6);
     for (Eigen::Index c = 0; c < cols; ++c)
       p.cols.push_back(numbered(c, col_step) ? std::to_string(c + 1) : "");
-    p.key = label_key(s, !s.row_labels.empty() && !row_tokens, !s.col_labels.empty());
+    p.key = label_key(s, !s.row_labels.empty() && !row_tokens, !s.col_labels.empty(), bare);
   } else {
     // Labels of more than kMaxLabelColumns are numbered instead, with a key below, so that a long
     // word does not push the grid into a corner of the figure.
-    const auto too_wide = [](const std::vector<std::string>& labels) {
-      return std::any_of(labels.begin(), labels.end(), [](const std::string& l) {
-        return display_width(escape_controls(l)) > kMaxLabelColumns;
+    const auto too_wide = [bare](const std::vector<std::string>& labels) {
+      return std::any_of(labels.begin(), labels.end(), [bare](const std::string& l) {
+        return display_width(escape_controls(l, bare)) > kMaxLabelColumns;
       });
     };
     const bool number_rows = too_wide(s.row_labels), number_cols = too_wide(s.col_labels);
     if (!number_rows) {
-      for (const std::string& r : s.row_labels) p.rows.push_back(escape_controls(r));
+      for (const std::string& r : s.row_labels) p.rows.push_back(escape_controls(r, bare));
     }
     for (Eigen::Index r = static_cast<Eigen::Index>(p.rows.size()); r < rows; ++r)
       p.rows.push_back(std::to_string(r + 1));
     if (!number_cols) {
-      for (const std::string& c : s.col_labels) p.cols.push_back(escape_controls(c));
+      for (const std::string& c : s.col_labels) p.cols.push_back(escape_controls(c, bare));
     }
     for (Eigen::Index c = static_cast<Eigen::Index>(p.cols.size()); c < cols; ++c)
       p.cols.push_back(std::to_string(c + 1));
-    p.key = label_key(s, number_rows, number_cols);
+    p.key = label_key(s, number_rows, number_cols, bare);
     std::size_t value_width = 0;
     for (Eigen::Index k = 0; k < s.values.size(); ++k) {
       value_width = std::max(value_width, display_width(fixed_text(s.values.data()[k], precision)));

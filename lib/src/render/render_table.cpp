@@ -50,8 +50,13 @@ std::string md_text(std::string_view s, bool backslash = true) {
 }
 
 // A label in a Markdown cell: control characters escaped (escape_controls; its "\\" for a
-// backslash is also Markdown's), then Markdown's markup.
-std::string md_label(const std::string& s) { return md_text(escape_controls(s), false); }
+// backslash is also Markdown's), then Markdown's markup. A label shown escaped already (kShown:
+// GPT-2's \xf0) keeps its backslashes, each escaped for Markdown, so that it reads as in a text
+// view.
+std::string md_label(const std::string& s, EscapeStyle style) {
+  return style == EscapeStyle::kShown ? md_text(escape_controls(s, style))
+                                      : md_text(escape_controls(s, style), false);
+}
 
 }  // namespace
 
@@ -101,6 +106,7 @@ std::vector<std::string> render_markdown_parts(const Trace& trace, const TextOpt
   const int precision = options.precision;
   std::string preamble;
   render_detail::append_preamble(preamble, trace);
+  const EscapeStyle bare = render_detail::label_escapes(trace.config).bare;
   // A fence of tildes (so that the Markdown can itself sit in a ``` block), longer than any run
   // of tildes in the header (a token may hold some).
   std::size_t run = 0, longest = 0;
@@ -134,13 +140,13 @@ std::vector<std::string> render_markdown_parts(const Trace& trace, const TextOpt
     const TensorFormatter f(s.values.data(), s.values.size(), precision);
     out += "| |";
     for (Eigen::Index c = 0; c < s.values.cols(); ++c) {
-      out += fmt::format(" {} |", md_label(label_or_index(s.col_labels, c)));
+      out += fmt::format(" {} |", md_label(label_or_index(s.col_labels, c), bare));
     }
     out += "\n|---|";
     for (Eigen::Index c = 0; c < s.values.cols(); ++c) out += "---:|";
     out += "\n";
     for (Eigen::Index r = 0; r < s.values.rows(); ++r) {
-      out += fmt::format("| **{}** |", md_label(label_or_index(s.row_labels, r)));
+      out += fmt::format("| **{}** |", md_label(label_or_index(s.row_labels, r), bare));
       for (Eigen::Index c = 0; c < s.values.cols(); ++c) {
         std::string v = f.format(s.values(r, c));
         v.erase(0, v.find_first_not_of(' '));

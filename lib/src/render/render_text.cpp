@@ -17,13 +17,13 @@ namespace attn {
 
 void render_detail::append_labelled_tensor(std::string& out, const Matrix& m,
                                            const std::vector<std::string>& row_labels,
-                                           int precision, bool as_vector) {
+                                           int precision, bool as_vector, EscapeStyle style) {
   const std::vector<std::string> rows = format_tensor_rows(m, precision, as_vector);
   std::size_t width = 0, label_width = 0;
   for (const std::string& r : rows)
     width = std::max(width, display_width(r.substr(r.rfind('\n') + 1)));
   for (const std::string& label : row_labels) {
-    label_width = std::max(label_width, display_width(escape_controls(label)));
+    label_width = std::max(label_width, display_width(escape_controls(label, style)));
   }
   const bool above = width + 5 + label_width > kTextWidth;
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -35,13 +35,14 @@ void render_detail::append_labelled_tensor(std::string& out, const Matrix& m,
       std::size_t indent = std::min(row.find_first_not_of(' '), row.size());
       if (row.substr(indent).starts_with("tensor(")) indent += 7;
       while (indent < row.size() && row[indent] == '[') ++indent;
-      out += fmt::format("{}# {}\n", std::string(indent, ' '), escape_controls(row_labels[i]));
+      out +=
+          fmt::format("{}# {}\n", std::string(indent, ' '), escape_controls(row_labels[i], style));
     }
     out += rows[i];
     if (labelled && !above) {
       const std::string_view last = std::string_view(rows[i]).substr(rows[i].rfind('\n') + 1);
       out.append(width - display_width(last) + 3, ' ');
-      out += "# " + escape_controls(row_labels[i]);
+      out += "# " + escape_controls(row_labels[i], style);
     }
     out += '\n';
   }
@@ -62,6 +63,7 @@ std::string shape_text(const Step& s) {
 std::vector<std::string> render_text_blocks(const Trace& trace, const TextOptions& options) {
   std::vector<std::string> blocks(1);
   append_preamble(blocks[0], trace);
+  const EscapeStyle bare = label_escapes(trace.config).bare;
   const std::size_t n = trace.steps.size();
   for (std::size_t i = 0; i < n; ++i) {
     const Step& s = trace.steps[i];
@@ -76,13 +78,14 @@ std::vector<std::string> render_text_blocks(const Trace& trace, const TextOption
     out += wrapped_line(fmt::format("  {}    shape {}", s.equation, shape_text(s)), "    ");
     if (s.columns_are_keys) {
       out +=
-          wrap_items("  rows: queries; columns: keys ", escaped(s.col_labels), ", ", "    ") + "\n";
+          wrap_items("  rows: queries; columns: keys ", escaped(s.col_labels, bare), ", ", "    ") +
+          "\n";
     } else if (!s.col_labels.empty()) {
-      out += wrap_items("  columns: ", escaped(s.col_labels), ", ", "    ") + "\n";
+      out += wrap_items("  columns: ", escaped(s.col_labels, bare), ", ", "    ") + "\n";
     }
     if (!s.note.empty()) out += wrapped_line("  " + s.note, "  ");
     append_labelled_tensor(out, s.values, s.row_labels, options.precision,
-                           s.shape_names.size() == 1);
+                           s.shape_names.size() == 1, bare);
   }
   return blocks;
 }
@@ -125,7 +128,12 @@ namespace {
 class QueryPath {
  public:
   QueryPath(const Trace& trace, std::int64_t query, std::int64_t key, const TextOptions& options)
-      : trace_(trace), c_(trace.config), options_(options), query_(query), key_(key) {}
+      : trace_(trace),
+        c_(trace.config),
+        escapes_(label_escapes(trace.config)),
+        options_(options),
+        query_(query),
+        key_(key) {}
 
   std::string write() {
     append_preamble(out_, trace_);
@@ -176,14 +184,14 @@ class QueryPath {
     s.batch = trace_.inputs.size() > 1 ? std::optional<int>(static_cast<int>(b)) : std::nullopt;
     const TokenizedSentence& qs = trace_.inputs[b];
     const TokenizedSentence& ks = trace_.key_sentence(static_cast<int>(b));
-    s.key_words = escaped(ks.words);
+    s.key_words = escaped(ks.words, escapes_.bare);
     s.q_index = s.batch ? fmt::format("{}][{}", b, qi) : std::to_string(qi);
     s.k_index = s.batch ? fmt::format("{}][{}", b, ki) : std::to_string(ki);
-    s.key_repr = python_str_repr(ks.words[static_cast<std::size_t>(ki)]);
+    s.key_repr = python_str_repr(ks.words[static_cast<std::size_t>(ki)], escapes_.quoted);
     out_ += '\n';
     out_ += wrapped_line(fmt::format(
         "the path of token {}, {}{} ({} in PyTorch, which counts from 0)", query_,
-        python_str_repr(qs.words[static_cast<std::size_t>(qi)]),
+        python_str_repr(qs.words[static_cast<std::size_t>(qi)], escapes_.quoted),
         s.batch ? fmt::format(" of sentence {} of {}", b + 1, trace_.inputs.size()) : std::string(),
         s.batch ? fmt::format("index [{}]", s.q_index) : fmt::format("row {}", qi)));
     item(fmt::format("{} = X[{}]: its embedding{}", sup("x", query_), s.q_index,
@@ -307,6 +315,7 @@ class QueryPath {
 
   const Trace& trace_;
   const TraceConfig& c_;
+  const LabelEscapes escapes_;
   const TextOptions& options_;
   std::int64_t query_, key_;
   std::string out_;
