@@ -554,22 +554,37 @@ TEST_CASE("parse_csv refuses a number beside a character that does not show as a
 }
 
 TEST_CASE("parse_csv refuses a first column that only looks like labels: numbers in other syntax") {
-  for (const std::string label : {"0x1p3", "0x10", "-0X1.8P1", "1_000", "1 2", "1 000.5", "1'000",
-                                  "\"1,5\"", "+1_0e3", "\"1,000,000\"", "0x_1"}) {
+  // Typeset text's minus sign (U+2212) and an input method's fullwidth digits, signs and point.
+  for (const std::string label :
+       {"0x1p3", "0x10", "-0X1.8P1", "1_000", "1 2", "1 000.5", "1'000", "\"1,5\"", "+1_0e3",
+        "\"1,000,000\"", "0x_1", "\u22121.5", "\uff11\uff12", "\uff0d\uff11\uff0e\uff15", "\uff0b2",
+        "\uff11\uff45\uff13", "\u22121_000"}) {
     CAPTURE(label);
     const std::string shown = label.front() == '"' ? label.substr(1, label.size() - 2) : label;
     CHECK_ERROR(attn::parse_csv("a,1\n" + label + ",2\n", "m.csv"),
                 "m.csv: line 2, column 1: '" + shown +
                     "' looks like a number, but not one this reader knows, and would be taken "
-                    "for a row label: write numbers like 8, -1.5 or 1e3 (no hex; no '_', spaces "
-                    "or commas between digits)");
+                    "for a row label: write numbers like 8, -1.5 or 1e3 (ASCII digits and '-'; no "
+                    "hex; no '_', spaces or commas between digits)");
   }
   // Labels that hold digits but are not numbers.
-  for (const std::string label : {"2nd", "1.2.3", "x1", "1 apple", "0x", "0xg", "1_", "_1", "1e3 m",
-                                  "1, 2 3", "1 e3", "A4"}) {
+  for (const std::string label :
+       {"2nd", "1.2.3", "x1", "1 apple", "0x", "0xg", "1_", "_1", "1e3 m", "1, 2 3", "1 e3", "A4",
+        "\u2212", "a\u22121", "\uff11st", "\u2212x"}) {
     CAPTURE(label);
     CHECK(attn::parse_csv("a,1\n\"" + label + "\",2\n", "m.csv").row_labels == Names{"a", label});
   }
+}
+
+TEST_CASE("parse_csv names the ASCII number of a value in typeset or fullwidth digits") {
+  CHECK_ERROR(attn::parse_csv("a,0.25\nb,\u22122\n", "m.csv"),
+              "m.csv: line 2, column 2: '\u22122' is not a number as written: write it with ASCII "
+              "digits and '-' (-2)");
+  CHECK_ERROR(attn::parse_csv("1,\uff11\uff0e\uff15\n", "m.csv"),
+              "m.csv: line 1, column 2: '\uff11\uff0e\uff15' is not a number as written: write it "
+              "with ASCII digits and '-' (1.5)");
+  CHECK_ERROR(attn::parse_csv("1,\u2212x\n", "m.csv"),
+              "m.csv: line 1, column 2: '\u2212x' is not a number");
 }
 
 TEST_CASE("parse_csv refuses a row label that is not UTF-8, with its byte, and keeps controls") {

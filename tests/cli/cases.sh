@@ -1113,12 +1113,21 @@ case_error_csv_utf16_without_bom() {
     --x tests/golden/inputs/utf16_no_bom.csv
 }
 case_error_csv_label_hex_float() {
-  expect_error "tests/golden/inputs/labels_like_numbers.csv: line 3, column 1: '0x1p3' looks like a number, but not one this reader knows, and would be taken for a row label: write numbers like 8, -1.5 or 1e3 (no hex; no '_', spaces or commas between digits)" \
+  expect_error "tests/golden/inputs/labels_like_numbers.csv: line 3, column 1: '0x1p3' looks like a number, but not one this reader knows, and would be taken for a row label: write numbers like 8, -1.5 or 1e3 (ASCII digits and '-'; no hex; no '_', spaces or commas between digits)" \
     --x tests/golden/inputs/labels_like_numbers.csv
 }
 case_error_csv_label_grouped_digits() {
-  expect_error "tests/golden/inputs/labels_grouped_digits.csv: line 2, column 1: '1_000' looks like a number, but not one this reader knows, and would be taken for a row label: write numbers like 8, -1.5 or 1e3 (no hex; no '_', spaces or commas between digits)" \
+  expect_error "tests/golden/inputs/labels_grouped_digits.csv: line 2, column 1: '1_000' looks like a number, but not one this reader knows, and would be taken for a row label: write numbers like 8, -1.5 or 1e3 (ASCII digits and '-'; no hex; no '_', spaces or commas between digits)" \
     --x tests/golden/inputs/labels_grouped_digits.csv
+}
+# Typeset text's minus sign (U+2212) in every first field: numbers, not labels, and refused.
+case_error_csv_label_minus_sign() {
+  expect_error "tests/golden/inputs/labels_minus_sign.csv: line 1, column 1: '−0.5' looks like a number, but not one this reader knows, and would be taken for a row label: write numbers like 8, -1.5 or 1e3 (ASCII digits and '-'; no hex; no '_', spaces or commas between digits)" \
+    --x tests/golden/inputs/labels_minus_sign.csv
+}
+case_error_csv_value_minus_sign() {
+  expect_error "tests/golden/inputs/value_minus_sign.csv: line 2, column 2: '−2' is not a number as written: write it with ASCII digits and '-' (-2)" \
+    --x tests/golden/inputs/value_minus_sign.csv
 }
 case_error_csv_label_not_utf8() {
   expect_error "tests/golden/inputs/label_not_utf8.csv: line 2, column 1: the row label is not valid UTF-8 (byte 3): labels must be UTF-8 text" \

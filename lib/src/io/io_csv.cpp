@@ -84,10 +84,45 @@ bool is_hex_digit(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-// A number in a syntax other than the one parse_float reads: hexadecimal (0x10, 0x1p3, -0X1.8P1)
-// or digits grouped by '_', spaces, commas or apostrophes (1_000, 1 000, 1,000.5, 1'000, 1,5).
-// Such a field in the first column would otherwise be taken for a row label.
+// The field with the number signs of typeset and East Asian text as ASCII: U+2212 MINUS SIGN
+// (typeset text's −1.5), and the fullwidth digits, signs, point and e (an input method's
+// －１．５); empty when it holds none of them.
+std::string ascii_number_forms(std::string_view f) {
+  std::string out;
+  bool changed = false;
+  for (std::size_t i = 0; i < f.size();) {
+    char32_t cp = 0;
+    const std::size_t len = decode_utf8(f, i, cp);
+    if (len == 0) return {};
+    if (cp == U'\u2212' || cp == U'\uff0d') {
+      out += '-';
+    } else if (cp == U'\uff0b') {
+      out += '+';
+    } else if (cp == U'\uff0e') {
+      out += '.';
+    } else if (cp >= U'\uff10' && cp <= U'\uff19') {
+      out += static_cast<char>('0' + (cp - U'\uff10'));
+    } else if (cp == U'\uff45' || cp == U'\uff25') {
+      out += 'e';
+    } else {
+      out.append(f.substr(i, len));
+      i += len;
+      continue;
+    }
+    changed = true;
+    i += len;
+  }
+  return changed ? out : std::string();
+}
+
+// A number in a syntax other than the one parse_float reads: hexadecimal (0x10, 0x1p3, -0X1.8P1),
+// digits grouped by '_', spaces, commas or apostrophes (1_000, 1 000, 1,000.5, 1'000, 1,5), or
+// a number with U+2212's minus or fullwidth digits (−1.5, １２). Such a field in the first column
+// would otherwise be taken for a row label.
 bool looks_like_number(std::string_view f) {
+  if (const std::string ascii = ascii_number_forms(f); !ascii.empty()) {
+    return is_number(ascii) || looks_like_number(ascii);
+  }
   if (!f.empty() && (f.front() == '+' || f.front() == '-')) f.remove_prefix(1);
   std::size_t i = 0;
   auto digits = [&](auto is_digit_of) {  // how many digits were read
@@ -236,8 +271,8 @@ LoadedMatrix parse_csv(std::string_view text, const std::string& source) {
       if (looks_like_number(label)) {
         throw Error(fmt::format(
             "{}: line {}, column 1: {} looks like a number, but not one this reader knows, and "
-            "would be taken for a row label: write numbers like 8, -1.5 or 1e3 (no hex; no '_', "
-            "spaces or commas between digits)",
+            "would be taken for a row label: write numbers like 8, -1.5 or 1e3 (ASCII digits and "
+            "'-'; no hex; no '_', spaces or commas between digits)",
             source, line_numbers[r], excerpt(label)));
       }
       out.row_labels.push_back(label);
@@ -254,6 +289,12 @@ LoadedMatrix parse_csv(std::string_view text, const std::string& source) {
       }
       if (field.empty())
         throw Error(fmt::format("{}: {} is empty: expected a number", source, where));
+      if (const std::string ascii = ascii_number_forms(field); !ascii.empty() && is_number(ascii)) {
+        throw Error(
+            fmt::format("{}: {}: {} is not a number as written: write it with ASCII digits "
+                        "and '-' ({})",
+                        source, where, excerpt(field), ascii));
+      }
       throw Error(fmt::format("{}: {}: {} is not a number", source, where, excerpt(field)));
     }
   }
