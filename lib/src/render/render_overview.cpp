@@ -131,12 +131,14 @@ std::string lay_out(const std::vector<Line>& lines, std::size_t width) {
       out += fit(l.left, width, indent);
     } else if (lw + 2 <= column) {
       out += fit(l.left + std::string(column - lw, ' ') + l.right, width, indent);
-    } else if (lw + 2 + rw <= width) {
-      out += l.left + "  " + l.right + "\n";
     } else {
       out += fit(l.left, width, indent);
-      const std::size_t at = column + rw <= width ? column : (width > rw ? width - rw : 0);
-      out += fit(std::string(std::max<std::size_t>(at, 4), ' ') + l.right, width, "    ");
+      // Under its line, in the column; inside a head's block, the block's bar goes on.
+      const std::size_t at =
+          std::max<std::size_t>(column + rw <= width ? column : (width > rw ? width - rw : 0), 4);
+      const bool in_block = l.left.starts_with("  │");
+      out += fit((in_block ? "  │" + std::string(at - 3, ' ') : std::string(at, ' ')) + l.right,
+                 width, "    ");
     }
   }
   return out;
