@@ -104,6 +104,38 @@ TEST_CASE("query and key outside 1..T are refused") {
                        attn::Error);
 }
 
+TEST_CASE("a label too long for its line is broken between its words, above its row and in lists") {
+  attn::TraceConfig c;
+  attn::Matrix x(2, 2);  // (T, d_in)
+  x << 1.0f, 2.0f, 3.0f, 4.0f;
+  std::string sentence;
+  for (int i = 0; i < 20; ++i) sentence += (i ? " 我word" : "我word") + std::to_string(i);
+  c.x = attn::GivenMatrix{x, "x.csv", {sentence, "short"}};
+  c.d_kq = c.d_v = 2;
+  const std::string text = attn::render_text(attn::run_trace(c), {});
+  int runs = 0;
+  std::string run;  // a run of comment lines of the long label, joined by spaces
+  for (std::size_t at = 0, end; at < text.size(); at = end + 1) {
+    end = text.find('\n', at);
+    const std::string_view line = std::string_view(text).substr(at, end - at);
+    CHECK_MESSAGE(attn::display_width(line) <= 80, line);
+    const std::size_t hash = line.find("# 我word");
+    if (hash != std::string_view::npos) {
+      CHECK(line.substr(0, hash).find_first_not_of(' ') == std::string_view::npos);
+      if (!run.empty()) run += ' ';
+      run += line.substr(hash + 2);
+    } else if (!run.empty()) {
+      CHECK(run == sentence);
+      ++runs, run.clear();
+    }
+  }
+  CHECK(runs >= 8);  // above its row in each step labelled by tokens
+  CHECK(text.find("# short\n") != std::string::npos);
+  // In the keys' list, between the label's words, with the list's indent.
+  CHECK(text.find("columns: keys 我word0 我word1") != std::string::npos);
+  CHECK(text.find("\n    我word") != std::string::npos);
+}
+
 TEST_CASE("labels from a file are shown escaped, never as terminal commands") {
   const attn::Trace trace = attn::test::hostile_trace();
   const std::vector<std::string> shown = attn::test::hostile_labels_escaped();

@@ -445,6 +445,17 @@ std::string wrap_items(std::string_view prefix, const std::vector<std::string>& 
         column += display_width(sep);
       }
     }
+    if (column + w + after > kTextWidth && items[i].find(' ') != std::string::npos) {
+      // An item too long for the line: broken between its own words, as wrapped_line breaks.
+      const std::string wrapped =
+          wrap_words(std::string(column, ' ') + items[i], kTextWidth, indent).substr(column);
+      out += wrapped;
+      const std::size_t newline = wrapped.rfind('\n');
+      column = newline == std::string::npos
+                   ? column + w
+                   : display_width(std::string_view(wrapped).substr(newline + 1));
+      continue;
+    }
     out += items[i];
     column += w;
   }

@@ -35,8 +35,15 @@ void render_detail::append_labelled_tensor(std::string& out, const Matrix& m,
       std::size_t indent = std::min(row.find_first_not_of(' '), row.size());
       if (row.substr(indent).starts_with("tensor(")) indent += 7;
       while (indent < row.size() && row[indent] == '[') ++indent;
-      out +=
-          fmt::format("{}# {}\n", std::string(indent, ' '), escape_controls(row_labels[i], style));
+      // A label too long for the line goes on several, each a comment, broken between words.
+      const std::string label = escape_controls(row_labels[i], style);
+      const std::size_t room = kTextWidth > indent + 2 ? kTextWidth - indent - 2 : 1;
+      const std::string lines = display_width(label) > room ? wrap_words(label, room, "") : label;
+      for (std::size_t from = 0; from <= lines.size();) {
+        const std::size_t to = std::min(lines.find('\n', from), lines.size());
+        out += fmt::format("{}# {}\n", std::string(indent, ' '), lines.substr(from, to - from));
+        from = to + 1;
+      }
     }
     out += rows[i];
     if (labelled && !above) {
