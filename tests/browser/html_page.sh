@@ -287,6 +287,26 @@ cat >"$work/layout.js" <<'LAYOUT_JS'
       const n = canvas.height, m = canvas.width;
       check(tip.textContent.includes('token ' + n) && tip.textContent.includes('key ' + m),
             'canvas: the tip "' + tip.textContent + '" names token ' + n + ' and key ' + m);
+      // The rulers: each number at the middle of its column (above) or row (left), every step-th
+      // and the first (unless every second is), within 1.5 px; none drawn over the canvas.
+      const ticks = (sel) => [...canvas.parentNode.querySelectorAll(sel + ' span')];
+      const tops = ticks('.ax-top'), lefts = ticks('.ax-left');
+      const first = (t) => t.length >= 2 && (t[0].textContent === '1' || t[0].textContent === '2');
+      check(first(tops) && first(lefts), 'canvas: rulers of ' + tops.length + ' and ' + lefts.length +
+            ' numbers, from ' + tops[0]?.textContent + ' and ' + lefts[0]?.textContent);
+      const cw = b.width - 2, ch = b.height - 2;  // inside its border
+      const off = [];
+      for (const t of tops) {
+        const k = Number(t.textContent), q = t.getBoundingClientRect();
+        const want = b.left + 1 + (k - 0.5) / m * cw;
+        if (Math.abs((q.left + q.right) / 2 - want) > 1.5 || q.bottom > b.top) off.push('column ' + k);
+      }
+      for (const t of lefts) {
+        const k = Number(t.textContent), q = t.getBoundingClientRect();
+        const want = b.top + 1 + (k - 0.5) / n * ch;
+        if (Math.abs((q.top + q.bottom) / 2 - want) > 1.5 || q.right > b.left) off.push('row ' + k);
+      }
+      check(off.length === 0, 'canvas: ruler numbers off their cells: ' + off.slice(0, 4).join(', '));
     } else if (what === 'words') {
       // Legends name the cells they leave uncoloured; the lines' selector names what it lists.
       const wrong = [];
@@ -375,6 +395,8 @@ layout_check lines_long lines 800 600 "$long is a $long word"
 layout_check lines_rtl lines 1280 720 "שלום world مرحبا بالعالم hello"
 layout_check print print 718 1000 "$forty"
 layout_check canvas canvas 1280 720 "$(seq -f 'w%g' 1 100 | tr '\n' ' ')"
+# The same canvas scaled down to a phone's width: its rulers stay with its cells.
+layout_check canvas_narrow canvas 400 800 "$(seq -f 'w%g' 1 100 | tr '\n' ' ')"
 layout_check words words 1280 720 -s 'a b c d e f g' -s 'x' -s '我们 喜欢' --masked-rows nan
 
 # A screenshot of the walkthrough: not blank, and carrying the heatmap's colours (the ramps'

@@ -224,6 +224,38 @@
     tip.style.left = Math.max(4, Math.min(left, vw - 4 - w)) + 'px';
     tip.style.top = Math.max(4, Math.min(top, vh - 4 - h)) + 'px';
   }
+  // 1, 2, 5, 10, 20, 50, ...: every step-th row or column numbered, so that numbers `gap` pixels
+  // apart are at least `room` apart (render_svg.cpp's number_step).
+  function numberStep(gap, room) {
+    for (let step = 1; ; step *= 10) {
+      for (const m of [1, 2, 5]) if (gap * step * m >= room) return step * m;
+    }
+  }
+  // The canvas's rulers: its rows' and columns' numbers (the tokens', from 1, as the tip and the
+  // text views number them) above and left of it, every step-th and the first, each at the
+  // middle of its cell, so that they stay with their cells when the canvas is scaled down.
+  function addRulers(canvas, M, px) {
+    const frame = document.createElement('div');
+    frame.className = 'axes';
+    canvas.parentNode.insertBefore(frame, canvas);
+    const ruler = (name, n, step) => {
+      const r = document.createElement('div');
+      r.className = name;
+      r.setAttribute('aria-hidden', 'true');
+      for (let k = 0; k < n; ++k) {
+        if ((k + 1) % step !== 0 && !(k === 0 && step !== 2)) continue;
+        const t = document.createElement('span');
+        t.textContent = String(k + 1);
+        t.style[name === 'ax-top' ? 'left' : 'top'] = ((k + 0.5) / n * 100).toFixed(4) + '%';
+        r.appendChild(t);
+      }
+      return r;
+    };
+    const digits = String(Math.max(M.r, M.c)).length;
+    frame.append(document.createElement('span'), ruler('ax-top', M.c, numberStep(px, 7 * digits + 8)),
+                 ruler('ax-left', M.r, numberStep(px, 16)), canvas);
+    frame.style.setProperty('--ax-digits', digits);
+  }
   function drawCanvas(stepIndex) {
     const S = D.steps[stepIndex], M = D.mats[S.mat];
     const canvas = document.getElementById('c' + stepIndex);
@@ -231,6 +263,7 @@
     canvas.height = M.r;
     const px = Math.max(1, Math.min(8, Math.floor(900 / Math.max(M.c, M.r))));
     canvas.style.width = M.c * px + 'px';
+    addRulers(canvas, M, px);
     const ctx = canvas.getContext('2d');
     const img = ctx.createImageData(M.c, M.r);
     for (let k = 0; k < M.v.length; ++k) {
