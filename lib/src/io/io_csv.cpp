@@ -200,6 +200,23 @@ std::optional<std::pair<std::string_view, char32_t>> visible_part(std::string_vi
   return std::pair{trim(f.substr(begin, end - begin)), *first};
 }
 
+// Throws the Error for a value field that parse_float did not read (`parsed`), at `where`
+// ("m.csv: line 2, column 3").
+[[noreturn]] void refuse_value(const std::string& field, FloatText parsed,
+                               const std::string& where) {
+  if (parsed == FloatText::kTooLarge) {
+    throw Error(fmt::format("{} ({}) is too large for float32: values must be finite", where,
+                            printable(field)));
+  }
+  if (field.empty()) throw Error(fmt::format("{} is empty: expected a number", where));
+  if (const std::string ascii = ascii_number_forms(field); !ascii.empty() && is_number(ascii)) {
+    throw Error(
+        fmt::format("{}: {} is not a number as written: write it with ASCII digits and '-' ({})",
+                    where, excerpt(field), ascii));
+  }
+  throw Error(fmt::format("{}: {} is not a number", where, excerpt(field)));
+}
+
 }  // namespace
 
 LoadedMatrix parse_csv(std::string_view text, const std::string& source) {
@@ -281,21 +298,10 @@ LoadedMatrix parse_csv(std::string_view text, const std::string& source) {
       const std::string& field = rows[r][c];
       float& value = out.values(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c - first));
       const FloatText parsed = parse_float(field, value);
-      if (parsed == FloatText::kOk) continue;
-      const std::string where = fmt::format("line {}, column {}", line_numbers[r], c + 1);
-      if (parsed == FloatText::kTooLarge) {
-        throw Error(fmt::format("{}: {} ({}) is too large for float32: values must be finite",
-                                source, where, printable(field)));
+      if (parsed != FloatText::kOk) {
+        refuse_value(field, parsed,
+                     fmt::format("{}: line {}, column {}", source, line_numbers[r], c + 1));
       }
-      if (field.empty())
-        throw Error(fmt::format("{}: {} is empty: expected a number", source, where));
-      if (const std::string ascii = ascii_number_forms(field); !ascii.empty() && is_number(ascii)) {
-        throw Error(
-            fmt::format("{}: {}: {} is not a number as written: write it with ASCII digits "
-                        "and '-' ({})",
-                        source, where, excerpt(field), ascii));
-      }
-      throw Error(fmt::format("{}: {}: {} is not a number", source, where, excerpt(field)));
     }
   }
   check_finite(out.values, source, [&](Eigen::Index r, Eigen::Index c) {
