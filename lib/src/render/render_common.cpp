@@ -446,9 +446,11 @@ std::string wrap_items(std::string_view prefix, const std::vector<std::string>& 
       }
     }
     if (column + w + after > kTextWidth && items[i].find(' ') != std::string::npos) {
-      // An item too long for the line: broken between its own words, as wrapped_line breaks.
+      // An item too long for the line: broken between its own words, as wrapped_line breaks,
+      // with room for what follows it.
       const std::string wrapped =
-          wrap_words(std::string(column, ' ') + items[i], kTextWidth, indent).substr(column);
+          wrap_words(std::string(column, ' ') + items[i], kTextWidth - after, indent)
+              .substr(column);
       out += wrapped;
       const std::size_t newline = wrapped.rfind('\n');
       column = newline == std::string::npos
