@@ -167,7 +167,8 @@ TEST_CASE("tokens as a reader sees them") {
   CHECK(attn::gpt2_readable("ï»¿") == "\\ufeff");    // BOM
   CHECK(attn::gpt2_readable("æĪ") == "\\xe6\\x88");  // two bytes of 我
   CHECK(attn::gpt2_readable("ĠæĪĳ") == "␣我");
-  // A backslash is doubled, so that the two-byte token \r (92 and 81) does not read as \r (čĊ's).
+  // A backslash is doubled, so that \x80 is always a byte and \r a carriage return: the bytes of a
+  // backslash and an r read \\r.
   CHECK(attn::gpt2_readable("\\") == "\\\\");
   CHECK(attn::gpt2_readable("\\r") == "\\\\r");
   CHECK(attn::gpt2_readable("<|endoftext|>") == "<|endoftext|>");

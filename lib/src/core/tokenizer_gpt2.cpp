@@ -272,8 +272,8 @@ std::vector<std::int32_t> bpe(const Tables& t, std::string_view piece) {
 
 // Bytes as a reader sees them: a space as ␣, a newline as ↵, a tab as ⇥, any other character
 // that Python's repr() would escape as repr() writes it (\r, \x85, \xa0, \u200d), a byte that
-// is not part of a whole UTF-8 character as \xNN, and so a backslash as \\ (the two-byte token
-// `\r` is not the carriage return).
+// is not part of a whole UTF-8 character as \xNN, and so a backslash as \\ (\x80 is then always a
+// byte, never the text \x80, whose first token reads \\).
 std::string readable_bytes(std::string_view bytes) {
   std::string out;
   for (std::size_t i = 0; i < bytes.size();) {
