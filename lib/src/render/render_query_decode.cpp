@@ -74,6 +74,7 @@ void append_online_path(std::string& out, const Trace& trace, std::optional<int>
   const TraceConfig& c = trace.config;
   const std::int64_t i = qi + 1;
   const OnlineRowCheck check = online_row_check(trace, head, batch, qi);
+  const EscapeStyle bare = label_escapes(trace.config).bare;
   out += '\n';
   out += wrapped_line(fmt::format(
       "FlashAttention's online softmax of row {} (--online-softmax {}): the keys in tiles of {}, "
@@ -90,8 +91,7 @@ void append_online_path(std::string& out, const Trace& trace, std::optional<int>
   // The steps' notes count skipped tiles over every row, or compare every row: not this row's.
   for (const StepKind kind : {StepKind::kOnlineMax, StepKind::kOnlineRescale, StepKind::kOnlineSum,
                               StepKind::kOnlineOutput, StepKind::kOnlineContext}) {
-    append_step(out, trace.step(kind, head, batch), qi, false, false, options,
-                label_escapes(trace.config).bare);
+    append_step(out, trace.step(kind, head, batch), qi, false, false, options, bare);
   }
   out +=
       wrapped_line(fmt::format("Z{} against {} above, the ordinary softmax's row: the largest "

@@ -138,20 +138,17 @@ Panel panel_of(const Trace& trace, const Step& s, int precision) {
   } else {
     // Labels of more than kMaxLabelColumns are numbered instead, with a key below, so that a long
     // word does not push the grid into a corner of the figure.
-    const auto too_wide = [bare](const std::vector<std::string>& labels) {
-      return std::any_of(labels.begin(), labels.end(), [bare](const std::string& l) {
-        return display_width(escape_controls(l, bare)) > kMaxLabelColumns;
-      });
+    const auto too_wide = [](const std::vector<std::string>& labels) {
+      return std::any_of(labels.begin(), labels.end(),
+                         [](const std::string& l) { return display_width(l) > kMaxLabelColumns; });
     };
-    const bool number_rows = too_wide(s.row_labels), number_cols = too_wide(s.col_labels);
-    if (!number_rows) {
-      for (const std::string& r : s.row_labels) p.rows.push_back(escape_controls(r, bare));
-    }
+    std::vector<std::string> row_labels = render_detail::escaped(s.row_labels, bare),
+                             col_labels = render_detail::escaped(s.col_labels, bare);
+    const bool number_rows = too_wide(row_labels), number_cols = too_wide(col_labels);
+    if (!number_rows) p.rows = std::move(row_labels);
     for (Eigen::Index r = static_cast<Eigen::Index>(p.rows.size()); r < rows; ++r)
       p.rows.push_back(std::to_string(r + 1));
-    if (!number_cols) {
-      for (const std::string& c : s.col_labels) p.cols.push_back(escape_controls(c, bare));
-    }
+    if (!number_cols) p.cols = std::move(col_labels);
     for (Eigen::Index c = static_cast<Eigen::Index>(p.cols.size()); c < cols; ++c)
       p.cols.push_back(std::to_string(c + 1));
     p.key = label_key(s, number_rows, number_cols, bare);

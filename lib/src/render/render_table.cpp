@@ -54,8 +54,7 @@ std::string md_text(std::string_view s, bool backslash = true) {
 // GPT-2's \xf0) keeps its backslashes, each escaped for Markdown, so that it reads as in a text
 // view.
 std::string md_label(const std::string& s, EscapeStyle style) {
-  return style == EscapeStyle::kShown ? md_text(escape_controls(s, style))
-                                      : md_text(escape_controls(s, style), false);
+  return md_text(escape_controls(s, style), style == EscapeStyle::kShown);
 }
 
 }  // namespace
