@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <initializer_list>
 #include <limits>
 
@@ -36,9 +39,10 @@ attn::MatrixStatistics same_statistics_on_every_path(const attn::Matrix& m, int 
   attn::limit_isa(attn::cpu_isa());
   for (std::size_t p = 1; p < paths.size(); ++p) {
     CAPTURE(attn::isa_name(paths[p]));
-    CHECK(st[p].min == st[0].min);
-    CHECK(st[p].max == st[0].max);
-    CHECK(st[p].mean == st[0].mean);
+    // To the bit: a zero's sign too.
+    CHECK(std::bit_cast<std::uint64_t>(st[p].min) == std::bit_cast<std::uint64_t>(st[0].min));
+    CHECK(std::bit_cast<std::uint64_t>(st[p].max) == std::bit_cast<std::uint64_t>(st[0].max));
+    CHECK(std::bit_cast<std::uint64_t>(st[p].mean) == std::bit_cast<std::uint64_t>(st[0].mean));
     CHECK(st[p].finite == st[0].finite);
     CHECK(st[p].nonfinite == st[0].nonfinite);
     CHECK(st[p].checksum == st[0].checksum);
@@ -165,6 +169,38 @@ TEST_CASE("a step's statistics are the same on every vector path") {
       CAPTURE(cols);
       CAPTURE(threads);
       CHECK(same_statistics_on_every_path(m, threads).nonfinite == 3);
+    }
+  }
+}
+
+TEST_CASE("every width's end of row gives the same statistics on every vector path") {
+  // Each vector path adds a row's last values (fewer than 8) to its lanes in registers, and
+  // takes its lanes' min, max and sum there: every width from 1 to 70, with 1 to 9 rows (the
+  // AVX-512 path's groups of four and the rows left over), values of both signs and all sizes,
+  // subnormals, the largest floats, and zeros of either sign, which the min and max give as 0.
+  const float specials[] = {-0.0f,
+                            0.0f,
+                            std::numeric_limits<float>::max(),
+                            -std::numeric_limits<float>::max(),
+                            std::numeric_limits<float>::denorm_min(),
+                            -1e-40f,
+                            3.0e38f};
+  for (Eigen::Index cols = 1; cols <= 70; ++cols) {
+    for (const Eigen::Index rows : {1, 4, 5, 9}) {
+      attn::Matrix m(rows, cols);
+      for (Eigen::Index i = 0; i < m.size(); ++i) {
+        const auto k = static_cast<std::size_t>((i * 2654435761) % 97);
+        m.data()[i] = k < 7 ? specials[k] : static_cast<float>(k) * (k % 2 ? -0.37f : 1.9f);
+      }
+      m.row(0).setConstant(-0.0f);  // a row of −0: min, max and mean 0
+      CAPTURE(cols);
+      CAPTURE(rows);
+      const attn::MatrixStatistics st = same_statistics_on_every_path(m, 1);
+      CHECK(st.nonfinite == 0);
+      if (rows == 1) {
+        CHECK(!std::signbit(st.min));
+        CHECK(!std::signbit(st.max));
+      }
     }
   }
 }

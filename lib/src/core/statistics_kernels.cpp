@@ -22,31 +22,46 @@ namespace statistics_detail {
 namespace {
 
 #if defined(__x86_64__)
-// The end of a row's finite path on 8 lanes: the lanes' min and max, the values from j on (fewer
-// than 8), and the eight partial sums added in order. False if a value is not finite: one of
-// those from j on, or one before j, which made its lane's partial sum inf or nan (a partial sum
-// of finite floats in double cannot overflow, and a sum that is inf or nan stays so).
-bool finish_row_stats(const float* v, Eigen::Index j, Eigen::Index n, const float (&l8)[8],
-                      const float (&h8)[8], double (&part)[8], Stats& st) {
-  for (const double p : part) {
-    if (!std::isfinite(p)) return false;
-  }
-  float lo_f = l8[0], hi_f = h8[0];
-  for (int l = 1; l < 8; ++l) lo_f = std::min(lo_f, l8[l]), hi_f = std::max(hi_f, h8[l]);
-  for (int l = 0; j < n; ++j, ++l) {
-    if (!(std::fabs(v[j]) <= FLT_MAX)) return false;
-    lo_f = std::min(lo_f, v[j]), hi_f = std::max(hi_f, v[j]);
-    part[l] += static_cast<double>(v[j]);
-  }
-  st.lo = static_cast<double>(lo_f) + 0.0, st.hi = static_cast<double>(hi_f) + 0.0;  // −0 → 0
+// The eight partial sums added in order, lane 0 first, from 0: the plain path's chain.
+inline double sum_in_order(const double (&part)[8]) {
+  double sum = 0.0;
+  for (const double p : part) sum += p;
+  return sum;
+}
+
+// A row's statistics from its min and max and its eight partial sums; −0 as 0, as the plain path.
+inline Stats finite_stats(float lo, float hi, const double (&part)[8], Eigen::Index n) {
+  Stats st;
+  st.lo = static_cast<double>(lo) + 0.0, st.hi = static_cast<double>(hi) + 0.0;
   st.finite = n;
-  for (double p : part) st.sum += p;
-  return true;
+  st.sum = sum_in_order(part);
+  return st;
+}
+
+// The lanes' least and greatest values: min and max of the two halves, then of pairs.
+__attribute__((target("avx2"), always_inline)) inline float least(__m256 x) {
+  x = _mm256_min_ps(x, _mm256_permute2f128_ps(x, x, 1));
+  x = _mm256_min_ps(x, _mm256_shuffle_ps(x, x, 0x4e));
+  return _mm256_cvtss_f32(_mm256_min_ps(x, _mm256_shuffle_ps(x, x, 0xb1)));
+}
+__attribute__((target("avx2"), always_inline)) inline float greatest(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_permute2f128_ps(x, x, 1));
+  x = _mm256_max_ps(x, _mm256_shuffle_ps(x, x, 0x4e));
+  return _mm256_cvtss_f32(_mm256_max_ps(x, _mm256_shuffle_ps(x, x, 0xb1)));
+}
+
+// Whether every lane of a partial sum is finite: p − p is 0 for a finite p, nan for inf or nan.
+__attribute__((target("avx2"), always_inline)) inline bool finite_parts(__m256d p0, __m256d p1) {
+  const __m256d zero = _mm256_setzero_pd();
+  return _mm256_movemask_pd(_mm256_cmp_pd(_mm256_sub_pd(p0, p0), zero, _CMP_EQ_OQ)) == 0xf &&
+         _mm256_movemask_pd(_mm256_cmp_pd(_mm256_sub_pd(p1, p1), zero, _CMP_EQ_OQ)) == 0xf;
 }
 
 // row_stats's finite path on 8 lanes: the same min, max and eight partial sums (lane j % 8).
-// No value is checked in the loop: a value that is not finite shows in its lane's partial sum.
-// Returns false, having changed nothing, if a value is not finite.
+// No value is checked in the loop: a value that is not finite shows in its lane's partial sum (a
+// partial sum of finite floats in double cannot overflow, and a sum that is inf or nan stays so);
+// the last values, fewer than 8, are checked as they are added, each to its lane. Returns false,
+// having changed nothing, if a value is not finite.
 __attribute__((target("avx2"))) bool finite_row_stats_avx2(const float* v, Eigen::Index n,
                                                            Stats& st) {
   __m256 lo = _mm256_set1_ps(v[0]), hi = lo;
@@ -58,13 +73,25 @@ __attribute__((target("avx2"))) bool finite_row_stats_avx2(const float* v, Eigen
     part0 = _mm256_add_pd(part0, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
     part1 = _mm256_add_pd(part1, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
   }
-  alignas(32) float l8[8], h8[8];
+  if (!finite_parts(part0, part1)) return false;
+  if (j < n) {  // values j .. n − 1 (j a multiple of 8) to lanes 0 .. n − j − 1; the others 0
+    const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - j)),
+                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256 x = _mm256_maskload_ps(v + j, lanes);
+    const __m256 magnitude = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(magnitude, _mm256_set1_ps(FLT_MAX), _CMP_LE_OQ)) != 0xff) {
+      return false;
+    }
+    const __m256 in = _mm256_castsi256_ps(lanes);
+    lo = _mm256_blendv_ps(lo, _mm256_min_ps(lo, x), in);
+    hi = _mm256_blendv_ps(hi, _mm256_max_ps(hi, x), in);
+    // A lane past n adds 0, which leaves its partial sum as it was (never −0: sums start at 0).
+    part0 = _mm256_add_pd(part0, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+    part1 = _mm256_add_pd(part1, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+  }
   alignas(32) double part[8];
-  _mm256_store_ps(l8, lo), _mm256_store_ps(h8, hi);
   _mm256_store_pd(part, part0), _mm256_store_pd(part + 4, part1);
-  Stats out;
-  if (!finish_row_stats(v, j, n, l8, h8, part, out)) return false;
-  st = out;
+  st = finite_stats(least(lo), greatest(hi), part, n);
   return true;
 }
 
@@ -78,7 +105,10 @@ __attribute__((target("avx512f"), always_inline)) inline __m256 half_of(__m512 x
 // half added in turn to the row's eight partial sums in one register (values j .. j + 7, then
 // j + 8 .. j + 15: lane j % 8's order), for kRows rows `ld` floats apart at once: each row's sums
 // are chains of additions in order, which one row's loop waits on, and four rows' chains side by
-// side keep the adder busy. Returns false, having changed nothing, if a value is not finite.
+// side keep the adder busy. The end of each row (its last values, fewer than 8, its lanes' min,
+// max and sum) stays in vector registers too: for rows of 128 values, as Q, K and V have, the
+// end took longer than the loop when it went through memory a lane at a time. Returns false,
+// having changed nothing, if a value is not finite.
 template <int kRows>
 __attribute__((target("avx512f"))) bool finite_rows_stats_avx512(const float* v, Eigen::Index ld,
                                                                  Eigen::Index n, Stats* st) {
@@ -108,19 +138,34 @@ __attribute__((target("avx512f"))) bool finite_rows_stats_avx512(const float* v,
     }
     j += 8;
   }
-  Stats out[kRows];
+  const __mmask8 all = 0xff;
   for (int r = 0; r < kRows; ++r) {
-    alignas(64) float l16[16], h16[16];
-    alignas(64) double p8[8];
-    _mm512_store_ps(l16, lo[r]), _mm512_store_ps(h16, hi[r]);
-    _mm512_store_pd(p8, part[r]);
-    float l8[8], h8[8];
-    for (int l = 0; l < 8; ++l) {
-      l8[l] = std::min(l16[l], l16[l + 8]), h8[l] = std::max(h16[l], h16[l + 8]);
+    if (_mm512_cmp_pd_mask(_mm512_sub_pd(part[r], part[r]), _mm512_setzero_pd(), _CMP_EQ_OQ) !=
+        all) {
+      return false;
     }
-    if (!finish_row_stats(v + r * ld, j, n, l8, h8, p8, out[r])) return false;
   }
-  for (int r = 0; r < kRows; ++r) st[r] = out[r];
+  if (j < n) {  // values j .. n − 1 (j a multiple of 8) to lanes 0 .. n − j − 1
+    const auto rest = static_cast<__mmask16>((1u << (n - j)) - 1u);
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 x = _mm512_maskz_loadu_ps(rest, v + r * ld + j);
+      if (_mm512_mask_cmp_ps_mask(rest, _mm512_abs_ps(x), _mm512_set1_ps(FLT_MAX), _CMP_LE_OQ) !=
+          rest) {
+        return false;
+      }
+      lo[r] = _mm512_mask_min_ps(lo[r], rest, lo[r], x);
+      hi[r] = _mm512_mask_max_ps(hi[r], rest, hi[r], x);
+      part[r] =
+          _mm512_mask_add_pd(part[r], static_cast<__mmask8>(rest), part[r],
+                             _mm512_maskz_cvtps_pd(static_cast<__mmask8>(rest), half_of<0>(x)));
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    alignas(64) double p8[8];
+    _mm512_store_pd(p8, part[r]);
+    st[r] = finite_stats(least(_mm256_min_ps(half_of<0>(lo[r]), half_of<1>(lo[r]))),
+                         greatest(_mm256_max_ps(half_of<0>(hi[r]), half_of<1>(hi[r]))), p8, n);
+  }
   return true;
 }
 #endif
