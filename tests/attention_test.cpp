@@ -175,6 +175,33 @@ TEST_CASE("the softmax backward's row dot gives the plain loop's bits, in both f
   CHECK(differ > 0);
 }
 
+TEST_CASE("tensor.sum's cascade gives the plain code's bits on every vector path") {
+  // torch_sum's cascade of 8-lane vectors in registers (AVX2 and AVX-512 paths) against the
+  // plain code's lanes: lengths with every tail, every level of the cascade (blocks of 16 vectors
+  // of 4 and more), and values of very different sizes, so that any other order rounds otherwise.
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<std::int64_t> lengths;
+  for (std::int64_t n = 1; n <= 140; ++n) lengths.push_back(n);
+  lengths.insert(lengths.end(), {511, 512, 513, 2047, 2048, 4100, 8191, 65536, 262151});
+  for (const std::int64_t n : lengths) {
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = u(gen) * std::ldexp(1.0f, static_cast<int>((i * 7) % 41) - 20);
+    attn::set_simd_enabled(false);
+    const float plain = attn::torch_sum(v.data(), n);
+    attn::set_simd_enabled(true);
+    for (const attn::Isa isa : vector_isas()) {
+      attn::limit_isa(isa);
+      const float fast = attn::torch_sum(v.data(), n);
+      attn::limit_isa(attn::cpu_isa());
+      CAPTURE(n);
+      CAPTURE(attn::isa_name(isa));
+      CHECK(std::bit_cast<std::uint32_t>(fast) == std::bit_cast<std::uint32_t>(plain));
+    }
+  }
+}
+
 TEST_CASE("the vectorised softmax gives the plain code's bits, in both flavours, on every path") {
   std::mt19937 gen(7);
   std::uniform_real_distribution<float> u(-130.0f, 130.0f);

@@ -150,8 +150,73 @@ struct Lanes {
 
 }  // namespace
 
+namespace {
+
+#ifdef ATTN_X86
+// Vector i of e: values 8 i .. 8 i + 7.
+__attribute__((target("avx2"), always_inline)) inline __m256 load8(const float* e, std::int64_t i) {
+  return _mm256_loadu_ps(e + i * 8);
+}
+
+// torch_sum of 8 or more values on AVX2 registers: the cascade of 8-lane vectors that
+// cascade_row_sum<Lanes> adds, lane by lane in the same order, then the values left over and the
+// lanes. The generic form's lanes went through memory, a float at a time (on the AVX2 and AVX-512
+// paths the summary's row sums of the weights took 2-3 % of a long run).
+__attribute__((target("avx2"))) float torch_sum_avx2(const float* e, std::int64_t n) {
+  constexpr std::int64_t kIlp = 4, kLevels = 4;
+  const std::int64_t vectors = n / 8, rows = vectors / kIlp;
+  std::int64_t ceil_log2 = 0;
+  while ((std::int64_t{1} << ceil_log2) < rows) ++ceil_log2;
+  const std::int64_t level_power = std::max<std::int64_t>(4, ceil_log2 / kLevels);
+  const std::int64_t level_step = std::int64_t{1} << level_power;
+  const std::int64_t level_mask = level_step - 1;
+  __m256 acc[kLevels][kIlp];
+  for (auto& level : acc) {
+    for (__m256& a : level) a = _mm256_setzero_ps();
+  }
+  std::int64_t i = 0;
+  for (; i + level_step <= rows;) {
+    for (std::int64_t j = 0; j < level_step; ++j) {
+#pragma GCC unroll 4
+      for (std::int64_t k = 0; k < kIlp; ++k) {
+        acc[0][k] = _mm256_add_ps(acc[0][k], load8(e, (i + j) * kIlp + k));
+      }
+    }
+    i += level_step;
+    for (std::int64_t j = 1; j < kLevels; ++j) {
+      for (std::int64_t k = 0; k < kIlp; ++k) {
+        acc[j][k] = _mm256_add_ps(acc[j][k], acc[j - 1][k]);
+        acc[j - 1][k] = _mm256_setzero_ps();
+      }
+      if ((i & (level_mask << (j * level_power))) != 0) break;
+    }
+  }
+  for (; i < rows; ++i) {
+    for (std::int64_t k = 0; k < kIlp; ++k)
+      acc[0][k] = _mm256_add_ps(acc[0][k], load8(e, i * kIlp + k));
+  }
+  for (std::int64_t j = 1; j < kLevels; ++j) {
+    for (std::int64_t k = 0; k < kIlp; ++k) acc[0][k] = _mm256_add_ps(acc[0][k], acc[j][k]);
+  }
+  for (std::int64_t t = rows * kIlp; t < vectors; ++t)
+    acc[0][0] = _mm256_add_ps(acc[0][0], load8(e, t));
+  for (std::int64_t k = 1; k < kIlp; ++k) acc[0][0] = _mm256_add_ps(acc[0][0], acc[0][k]);
+  alignas(32) float lane[8];
+  _mm256_store_ps(lane, acc[0][0]);
+  float sum = 0.0f;
+  for (std::int64_t k = vectors * 8; k < n; ++k) sum = sum + e[k];
+  for (const float l : lane) sum = sum + l;
+  return sum;
+}
+#endif
+
+}  // namespace
+
 float torch_sum(const float* e, std::int64_t n) {
   if (n < 8) return cascade_row_sum<float>(n, [e](std::int64_t i) { return e[i]; });
+#ifdef ATTN_X86
+  if (use_avx2()) return torch_sum_avx2(e, n);
+#endif
   const std::int64_t vectors = n / 8;
   const Lanes acc = cascade_row_sum<Lanes>(vectors, [e](std::int64_t i) {
     Lanes l;
