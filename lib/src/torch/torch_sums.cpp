@@ -148,10 +148,6 @@ struct Lanes {
   }
 };
 
-}  // namespace
-
-namespace {
-
 #ifdef ATTN_X86
 // Vector i of e: values 8 i .. 8 i + 7.
 __attribute__((target("avx2"), always_inline)) inline __m256 load8(const float* e, std::int64_t i) {
@@ -160,8 +156,8 @@ __attribute__((target("avx2"), always_inline)) inline __m256 load8(const float* 
 
 // torch_sum of 8 or more values on AVX2 registers: the cascade of 8-lane vectors that
 // cascade_row_sum<Lanes> adds, lane by lane in the same order, then the values left over and the
-// lanes. The generic form's lanes went through memory, a float at a time (on the AVX2 and AVX-512
-// paths the summary's row sums of the weights took 2-3 % of a long run).
+// lanes. The generic form's lanes went through memory, a float at a time: the summary's row sums
+// of the weights took 1.0-1.3 % of long runs' samples on the AVX-512 path, and now 0.4 %.
 __attribute__((target("avx2"))) float torch_sum_avx2(const float* e, std::int64_t n) {
   constexpr std::int64_t kIlp = 4, kLevels = 4;
   const std::int64_t vectors = n / 8, rows = vectors / kIlp;
@@ -192,14 +188,16 @@ __attribute__((target("avx2"))) float torch_sum_avx2(const float* e, std::int64_
     }
   }
   for (; i < rows; ++i) {
-    for (std::int64_t k = 0; k < kIlp; ++k)
+    for (std::int64_t k = 0; k < kIlp; ++k) {
       acc[0][k] = _mm256_add_ps(acc[0][k], load8(e, i * kIlp + k));
+    }
   }
   for (std::int64_t j = 1; j < kLevels; ++j) {
     for (std::int64_t k = 0; k < kIlp; ++k) acc[0][k] = _mm256_add_ps(acc[0][k], acc[j][k]);
   }
-  for (std::int64_t t = rows * kIlp; t < vectors; ++t)
+  for (std::int64_t t = rows * kIlp; t < vectors; ++t) {
     acc[0][0] = _mm256_add_ps(acc[0][0], load8(e, t));
+  }
   for (std::int64_t k = 1; k < kIlp; ++k) acc[0][0] = _mm256_add_ps(acc[0][0], acc[0][k]);
   alignas(32) float lane[8];
   _mm256_store_ps(lane, acc[0][0]);
