@@ -21,22 +21,17 @@ namespace statistics_detail {
 
 namespace {
 
-#if defined(__x86_64__)
-// The eight partial sums added in order, lane 0 first, from 0: the plain path's chain.
-inline double sum_in_order(const double (&part)[8]) {
-  double sum = 0.0;
-  for (const double p : part) sum += p;
-  return sum;
-}
-
-// A row's statistics from its min and max and its eight partial sums; −0 as 0, as the plain path.
-inline Stats finite_stats(float lo, float hi, const double (&part)[8], Eigen::Index n) {
+// A row of n finite values' statistics from its min and max and its eight partial sums (lane
+// j % 8), on every path: −0 as 0, and the sums added in order, lane 0 first, from 0.
+Stats finite_stats(float lo, float hi, const double (&part)[8], Eigen::Index n) {
   Stats st;
   st.lo = static_cast<double>(lo) + 0.0, st.hi = static_cast<double>(hi) + 0.0;
   st.finite = n;
-  st.sum = sum_in_order(part);
+  for (const double p : part) st.sum += p;
   return st;
 }
+
+#if defined(__x86_64__)
 
 // The lanes' least and greatest values: min and max of the two halves, then of pairs.
 __attribute__((target("avx2"), always_inline)) inline float least(__m256 x) {
@@ -198,10 +193,7 @@ Stats row_stats(const float* v, Eigen::Index n) {
       hi = v[j] > hi ? v[j] : hi;
       part[l] += static_cast<double>(v[j]);
     }
-    st.lo = static_cast<double>(lo) + 0.0, st.hi = static_cast<double>(hi) + 0.0;  // −0 → 0
-    st.finite = n;
-    for (double p : part) st.sum += p;
-    return st;
+    return finite_stats(lo, hi, part, n);
   }
   for (Eigen::Index j = 0; j < n; ++j) {
     if (!std::isfinite(v[j])) continue;

@@ -73,6 +73,23 @@ using torch_detail::row_sum;
 
 namespace {
 
+// The levels of ATen's cascade_sum over `count` items: blocks of 2^power items (at least 16),
+// each of the 4 levels adding a block of the level below; a level's block is full when the count
+// so far is a multiple of its size.
+struct CascadeLevels {
+  static constexpr std::int64_t kLevels = 4;
+  std::int64_t power = 0, step = 0, mask = 0;
+  explicit CascadeLevels(std::int64_t count) {
+    std::int64_t ceil_log2 = 0;
+    while ((std::int64_t{1} << ceil_log2) < count) ++ceil_log2;
+    power = std::max<std::int64_t>(4, ceil_log2 / kLevels);
+    step = std::int64_t{1} << power;
+    mask = step - 1;
+  }
+  // Whether, after i items, level j's block still has room (the carry stops there).
+  bool open(std::int64_t i, std::int64_t j) const { return (i & (mask << (j * power))) != 0; }
+};
+
 // tensor.sum(dim=-1) of one contiguous row, added in the order of ATen's cascade_sum
 // (SumKernel.cpp). row_sum views the row as (-1, 4): each of the 4 columns is summed in a cascade
 // of up to 4 levels of blocks, the leftover elements go into column 0, then the columns are added
@@ -80,26 +97,22 @@ namespace {
 // elements, then the 8 lanes.
 template <typename Acc, typename Load>
 Acc cascade_row_sum(std::int64_t size, Load load) {
-  constexpr std::int64_t kIlp = 4, kLevels = 4;
+  constexpr std::int64_t kIlp = 4, kLevels = CascadeLevels::kLevels;
   const std::int64_t rows = size / kIlp;
-  std::int64_t ceil_log2 = 0;
-  while ((std::int64_t{1} << ceil_log2) < rows) ++ceil_log2;
-  const std::int64_t level_power = std::max<std::int64_t>(4, ceil_log2 / kLevels);
-  const std::int64_t level_step = std::int64_t{1} << level_power;
-  const std::int64_t level_mask = level_step - 1;
+  const CascadeLevels levels(rows);
   Acc acc[kLevels][kIlp] = {};
   std::int64_t i = 0;
-  for (; i + level_step <= rows;) {
-    for (std::int64_t j = 0; j < level_step; ++j) {
+  for (; i + levels.step <= rows;) {
+    for (std::int64_t j = 0; j < levels.step; ++j) {
       for (std::int64_t k = 0; k < kIlp; ++k) acc[0][k] = acc[0][k] + load((i + j) * kIlp + k);
     }
-    i += level_step;
+    i += levels.step;
     for (std::int64_t j = 1; j < kLevels; ++j) {
       for (std::int64_t k = 0; k < kIlp; ++k) {
         acc[j][k] = acc[j][k] + acc[j - 1][k];
         acc[j - 1][k] = Acc{};
       }
-      if ((i & (level_mask << (j * level_power))) != 0) break;
+      if (levels.open(i, j)) break;
     }
   }
   for (; i < rows; ++i) {
@@ -117,20 +130,16 @@ Acc cascade_row_sum(std::int64_t size, Load load) {
 // into a cascade of up to 4 levels of blocks (of 16 rows or more), without the (-1, 4) view.
 template <typename Load>
 float cascade_column_sum(std::int64_t size, Load load) {
-  constexpr std::int64_t kLevels = 4;
-  std::int64_t ceil_log2 = 0;
-  while ((std::int64_t{1} << ceil_log2) < size) ++ceil_log2;
-  const std::int64_t level_power = std::max<std::int64_t>(4, ceil_log2 / kLevels);
-  const std::int64_t level_step = std::int64_t{1} << level_power;
-  const std::int64_t level_mask = level_step - 1;
+  constexpr std::int64_t kLevels = CascadeLevels::kLevels;
+  const CascadeLevels levels(size);
   float acc[kLevels] = {};
   std::int64_t i = 0;
-  for (; i + level_step <= size;) {
-    for (std::int64_t j = 0; j < level_step; ++j, ++i) acc[0] = acc[0] + load(i);
+  for (; i + levels.step <= size;) {
+    for (std::int64_t j = 0; j < levels.step; ++j, ++i) acc[0] = acc[0] + load(i);
     for (std::int64_t j = 1; j < kLevels; ++j) {
       acc[j] = acc[j] + acc[j - 1];
       acc[j - 1] = 0.0f;
-      if ((i & (level_mask << (j * level_power))) != 0) break;
+      if (levels.open(i, j)) break;
     }
   }
   for (; i < size; ++i) acc[0] = acc[0] + load(i);
@@ -159,32 +168,28 @@ __attribute__((target("avx2"), always_inline)) inline __m256 load8(const float* 
 // lanes. The generic form's lanes went through memory, a float at a time: the summary's row sums
 // of the weights took 1.0-1.3 % of long runs' samples on the AVX-512 path, and now 0.4 %.
 __attribute__((target("avx2"))) float torch_sum_avx2(const float* e, std::int64_t n) {
-  constexpr std::int64_t kIlp = 4, kLevels = 4;
+  constexpr std::int64_t kIlp = 4, kLevels = CascadeLevels::kLevels;
   const std::int64_t vectors = n / 8, rows = vectors / kIlp;
-  std::int64_t ceil_log2 = 0;
-  while ((std::int64_t{1} << ceil_log2) < rows) ++ceil_log2;
-  const std::int64_t level_power = std::max<std::int64_t>(4, ceil_log2 / kLevels);
-  const std::int64_t level_step = std::int64_t{1} << level_power;
-  const std::int64_t level_mask = level_step - 1;
+  const CascadeLevels levels(rows);
   __m256 acc[kLevels][kIlp];
   for (auto& level : acc) {
     for (__m256& a : level) a = _mm256_setzero_ps();
   }
   std::int64_t i = 0;
-  for (; i + level_step <= rows;) {
-    for (std::int64_t j = 0; j < level_step; ++j) {
+  for (; i + levels.step <= rows;) {
+    for (std::int64_t j = 0; j < levels.step; ++j) {
 #pragma GCC unroll 4
       for (std::int64_t k = 0; k < kIlp; ++k) {
         acc[0][k] = _mm256_add_ps(acc[0][k], load8(e, (i + j) * kIlp + k));
       }
     }
-    i += level_step;
+    i += levels.step;
     for (std::int64_t j = 1; j < kLevels; ++j) {
       for (std::int64_t k = 0; k < kIlp; ++k) {
         acc[j][k] = _mm256_add_ps(acc[j][k], acc[j - 1][k]);
         acc[j - 1][k] = _mm256_setzero_ps();
       }
-      if ((i & (level_mask << (j * level_power))) != 0) break;
+      if (levels.open(i, j)) break;
     }
   }
   for (; i < rows; ++i) {
