@@ -20,6 +20,7 @@
 namespace attn {
 
 #if defined(__x86_64__)
+using statistics_detail::finite_rows2_stats;
 using statistics_detail::finite_rows4_stats;
 #endif
 using statistics_detail::row_stats;
@@ -67,18 +68,22 @@ namespace {
 // hashes while the other takes the statistics (docs/design.md, Performance).
 void add_rows(const Matrix& m, int threads, Stats& st, XXH3_state_t& hash) {
   std::vector<Stats> rows(static_cast<std::size_t>(m.rows()));
-  // Four rows at a time where the AVX-512 path can take them all (eight rows at a time spilled
-  // registers and took half as long again; on AVX2 two, three or four rows at a time measured the
-  // same as one), else one at a time.
+  // Four rows at a time on the AVX-512 path (eight rows at a time spilled registers and took half
+  // as long again), two on the AVX2 path (four spilled), else one at a time.
 #if defined(__x86_64__)
   const bool fours = m.cols() > 0 && use_avx512();
+  const bool twos = m.cols() > 0 && !fours && use_avx2();
 #endif
   const auto stats_of = [&](Eigen::Index first, Eigen::Index end) {
     for (Eigen::Index i = first; i < end; i += 4) {
       const Eigen::Index group_end = std::min(end, i + 4);
 #if defined(__x86_64__)
-      if (fours && group_end - i == 4 &&
-          finite_rows4_stats(&m(i, 0), m.cols(), m.cols(), &rows[static_cast<std::size_t>(i)])) {
+      Stats* group = &rows[static_cast<std::size_t>(i)];
+      if (fours && group_end - i == 4 && finite_rows4_stats(&m(i, 0), m.cols(), m.cols(), group)) {
+        continue;
+      }
+      if (twos && group_end - i == 4 && finite_rows2_stats(&m(i, 0), m.cols(), m.cols(), group) &&
+          finite_rows2_stats(&m(i + 2, 0), m.cols(), m.cols(), group + 2)) {
         continue;
       }
 #endif

@@ -24,6 +24,9 @@ Stats row_stats(const float* v, Eigen::Index n);
 // sums the same chains of additions as row_stats's. Returns false, having changed nothing, if a
 // value is not finite.
 bool finite_rows4_stats(const float* v, Eigen::Index ld, Eigen::Index n, Stats* st);
+
+// The same for two rows on AVX2 (the CPU must have AVX2 and FMA).
+bool finite_rows2_stats(const float* v, Eigen::Index ld, Eigen::Index n, Stats* st);
 #endif
 
 }  // namespace attn::statistics_detail
