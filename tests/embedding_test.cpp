@@ -43,21 +43,30 @@ TEST_CASE("embed computes exactly the table's rows, for every layout of blocks a
 }
 
 TEST_CASE("embed gives the same bits on any number of threads, over several chunks of draws") {
-  // 300 x 1024 is 19,200 blocks of 16 draws: three chunks, each split across the threads; the
-  // ids skip rows, so some chunks start and end inside runs of needed blocks.
-  std::vector<std::int64_t> ids;
-  for (std::int64_t id = 299; id >= 0; id -= 3) ids.push_back(id);
-  ids.push_back(150);
-  for (const TorchKernel kernel : test::kKernels) {
-    const Matrix one = attn::embed(42, 300, 1024, ids, kernel, 1);
-    for (const int threads : {2, 3, 8}) {
-      CHECK(test::bits_of(attn::embed(42, 300, 1024, ids, kernel, threads)) == test::bits_of(one));
-    }
-    const Matrix table = attn::embedding_table(42, 300, 1024, kernel);
-    for (std::size_t t = 0; t < ids.size(); ++t) {
-      const Matrix want = table.row(ids[t]);
-      const Matrix got = one.row(static_cast<Eigen::Index>(t));
-      CHECK(test::bits_of(got) == test::bits_of(want));
+  // 300 x 1024 is 19,200 blocks of 16 draws. Every third row: many short runs of needed blocks,
+  // each a chunk of its own. Rows 0-139 and 160-299, with 150 and 0 again: two runs of 8,960
+  // blocks, each two chunks, so that the threads transform one chunk while the next is drawn.
+  std::vector<std::int64_t> sparse, runs;
+  for (std::int64_t id = 299; id >= 0; id -= 3) sparse.push_back(id);
+  sparse.push_back(150);
+  for (std::int64_t id = 0; id < 300; ++id) {
+    if (id < 140 || id >= 160) runs.push_back(id);
+  }
+  runs.push_back(150), runs.push_back(0);
+  for (const auto& ids : {sparse, runs}) {
+    for (const TorchKernel kernel : test::kKernels) {
+      const Matrix one = attn::embed(42, 300, 1024, ids, kernel, 1);
+      for (const int threads : {2, 3, 8}) {
+        CAPTURE(threads);
+        CHECK(test::bits_of(attn::embed(42, 300, 1024, ids, kernel, threads)) ==
+              test::bits_of(one));
+      }
+      const Matrix table = attn::embedding_table(42, 300, 1024, kernel);
+      for (std::size_t t = 0; t < ids.size(); ++t) {
+        const Matrix want = table.row(ids[t]);
+        const Matrix got = one.row(static_cast<Eigen::Index>(t));
+        CHECK(test::bits_of(got) == test::bits_of(want));
+      }
     }
   }
 }

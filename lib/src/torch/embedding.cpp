@@ -82,7 +82,12 @@ class RowScatter {
 // the draws between runs (discard: no tempering), and draws each run in chunks. A chunk's
 // uniforms come from the one generator in order; its blocks' Box-Muller transforms (two thirds
 // of the time) are independent of each other, so they are split across the threads, each block
-// computed as it would be alone.
+// computed as it would be alone. On several threads the chunks go through a pipeline: while the
+// threads transform a chunk, the calling thread first draws the next chunk's uniforms into a
+// second buffer, then joins them (parallel_chunks: the others take its share's last pieces).
+// Drawing before transforming left the other threads waiting for a third of the time, and the
+// uniforms took longer on two threads than on one, the lines the other core had transformed in
+// place coming back to this core's cache (docs/design.md, Performance).
 class RunDrawer {
  public:
   RunDrawer(TorchGenerator& gen, const RowScatter& scatter, TorchKernel kernel, int threads)
@@ -90,22 +95,11 @@ class RunDrawer {
 
   // Draws blocks [first_block, end_block) and scatters them into X.
   void draw(std::uint64_t first_block, std::uint64_t end_block) {
+    if (threads_ > 1) return draw_pipelined(first_block, end_block);
     for (std::uint64_t b = first_block; b < end_block; b += kChunkBlocks) {
       const std::uint64_t blocks = std::min(kChunkBlocks, end_block - b);
-      gen_.discard(b * 16 - position_);
-      chunk_.resize(std::max<std::size_t>(chunk_.size(), blocks * 16));
-      const std::span<float> draws(chunk_.data(), blocks * 16);
-      gen_.fill_uniform01(draws);
-      position_ = (b + blocks) * 16;
-      // About 60 operations per draw (a log, a sine and a cosine per pair, vectorised).
-      parallel_for(
-          static_cast<std::int64_t>(blocks), threads_, 60.0 * static_cast<double>(blocks * 16),
-          [&](std::int64_t begin, std::int64_t end) {
-            const auto k0 = static_cast<std::uint64_t>(begin);
-            const auto k1 = static_cast<std::uint64_t>(end);
-            normal_fill_blocks(draws.subspan(k0 * 16, (k1 - k0) * 16), 0.0f, 1.0f, kernel_);
-            scatter_((b + k0) * 16, (k1 - k0) * 16, chunk_.data() + k0 * 16);
-          });
+      const std::span<float> draws = uniforms(0, b, blocks);
+      transform(draws, b, 0, blocks);
     }
   }
 
@@ -114,12 +108,60 @@ class RunDrawer {
 
  private:
   static constexpr std::uint64_t kChunkBlocks = 8192;  // 512 KiB of draws
+  static constexpr std::uint64_t kPieceBlocks = 256;   // a thread's piece of a chunk: 16 KiB
+
+  // Blocks [b, b + blocks)'s uniforms, in buffer `which`.
+  std::span<float> uniforms(int which, std::uint64_t b, std::uint64_t blocks) {
+    gen_.discard(b * 16 - position_);
+    std::vector<float>& buffer = chunks_[which];
+    buffer.resize(std::max<std::size_t>(buffer.size(), blocks * 16));
+    const std::span<float> draws(buffer.data(), blocks * 16);
+    gen_.fill_uniform01(draws);
+    position_ = (b + blocks) * 16;
+    return draws;
+  }
+
+  // The normals of blocks [k0, k1) of the chunk whose first block is b, in place, and into X.
+  void transform(std::span<float> draws, std::uint64_t b, std::uint64_t k0, std::uint64_t k1) {
+    normal_fill_blocks(draws.subspan(k0 * 16, (k1 - k0) * 16), 0.0f, 1.0f, kernel_);
+    scatter_((b + k0) * 16, (k1 - k0) * 16, draws.data() + k0 * 16);
+  }
+
+  void draw_pipelined(std::uint64_t first_block, std::uint64_t end_block) {
+    int current = 0;
+    std::span<float> draws =
+        uniforms(current, first_block, std::min(kChunkBlocks, end_block - first_block));
+    for (std::uint64_t b = first_block; b < end_block;) {
+      const std::uint64_t blocks = draws.size() / 16, next = b + blocks;
+      const std::uint64_t next_blocks = std::min(kChunkBlocks, end_block - next);
+      const std::uint64_t pieces = (blocks + kPieceBlocks - 1) / kPieceBlocks;
+      std::span<float> next_draws;
+      // Piece 0 is the next chunk's uniforms, pieces 1 .. the transforms; about 60 operations
+      // per draw (a log, a sine and a cosine per pair, vectorised).
+      parallel_chunks(static_cast<std::int64_t>(pieces + 1), 1, threads_,
+                      60.0 * static_cast<double>(blocks * 16),
+                      [&](std::int64_t begin, std::int64_t end) {
+                        for (auto i = static_cast<std::uint64_t>(begin);
+                             i < static_cast<std::uint64_t>(end); ++i) {
+                          if (i == 0) {
+                            if (next_blocks > 0)
+                              next_draws = uniforms(1 - current, next, next_blocks);
+                            continue;
+                          }
+                          const std::uint64_t k0 = (i - 1) * kPieceBlocks;
+                          transform(draws, b, k0, std::min(blocks, k0 + kPieceBlocks));
+                        }
+                      });
+      b = next, draws = next_draws, current = 1 - current;
+    }
+  }
+
   TorchGenerator& gen_;
   const RowScatter& scatter_;
   TorchKernel kernel_;
   int threads_;
   std::uint64_t position_ = 0;
-  std::vector<float> chunk_;
+  std::vector<float> chunks_[2];
 };
 
 }  // namespace
