@@ -86,8 +86,8 @@ class RowScatter {
 // threads transform a chunk, the calling thread first draws the next chunk's uniforms into a
 // second buffer, then joins them (parallel_chunks: the others take its share's last pieces).
 // Drawing before transforming left the other threads waiting for a third of the time, and the
-// uniforms took longer on two threads than on one, the lines the other core had transformed in
-// place coming back to this core's cache (docs/design.md, Performance).
+// uniforms took longer on two threads than on one, as writes to lines that the other core has
+// read do on this project's machines (docs/design.md, Performance).
 class RunDrawer {
  public:
   RunDrawer(TorchGenerator& gen, const RowScatter& scatter, TorchKernel kernel, int threads)
@@ -144,8 +144,9 @@ class RunDrawer {
                         for (auto i = static_cast<std::uint64_t>(begin);
                              i < static_cast<std::uint64_t>(end); ++i) {
                           if (i == 0) {
-                            if (next_blocks > 0)
+                            if (next_blocks > 0) {
                               next_draws = uniforms(1 - current, next, next_blocks);
+                            }
                             continue;
                           }
                           const std::uint64_t k0 = (i - 1) * kPieceBlocks;
