@@ -93,7 +93,9 @@ class RunDrawer {
   RunDrawer(TorchGenerator& gen, const RowScatter& scatter, TorchKernel kernel, int threads)
       : gen_(gen), scatter_(scatter), kernel_(kernel), threads_(threads) {}
 
-  // Draws blocks [first_block, end_block) and scatters them into X.
+  // Draws blocks [first_block, end_block) and scatters them into X. One thread draws a chunk and
+  // transforms it while it is in cache, in one buffer: the pipeline only pays with another
+  // thread to transform beside the drawing.
   void draw(std::uint64_t first_block, std::uint64_t end_block) {
     if (threads_ > 1) return draw_pipelined(first_block, end_block);
     for (std::uint64_t b = first_block; b < end_block; b += kChunkBlocks) {
