@@ -625,6 +625,48 @@ TEST_CASE("the trace is the same bits for any number of threads") {
   }
 }
 
+TEST_CASE("the heads side by side hold each head's Z in its columns, on any number of threads") {
+  // T · d_head of 1040 · 128 values: each head's copy into the heads side by side goes to the
+  // threads (place_head), in both multi-head forms.
+  attn::TraceConfig c;
+  std::string sentence;
+  for (int i = 0; i < 1040; ++i) sentence.append("w").append(std::to_string(i)).append(" ");
+  c.sentences = {sentence};
+  c.vocab_size = 1040;
+  c.d_in = 8;
+  c.heads = 3;
+  for (const attn::MultiheadForm form :
+       {attn::MultiheadForm::kWrapper, attn::MultiheadForm::kSplit}) {
+    c.multihead = form;
+    c.d_kq = form == attn::MultiheadForm::kSplit ? 3 * 128 : 8;
+    c.d_v = form == attn::MultiheadForm::kSplit ? 3 * 128 : 128;
+    std::vector<std::vector<std::uint32_t>> concat;
+    for (const int threads : {1, 2}) {
+      c.threads = threads;
+      const attn::Trace t = attn::run_trace(c);
+      const attn::Matrix* side_by_side = nullptr;
+      std::vector<const attn::Matrix*> heads;
+      for (const attn::Step& s : t.steps) {
+        if (s.kind == attn::StepKind::kContextConcat) side_by_side = &s.values;
+        if (s.kind == attn::StepKind::kContextVectors) heads.push_back(&s.values);
+      }
+      CAPTURE(threads);
+      REQUIRE(side_by_side != nullptr);
+      REQUIRE(heads.size() == 3);
+      REQUIRE(side_by_side->rows() == 1040);
+      REQUIRE(side_by_side->cols() == 3 * 128);
+      for (std::size_t h = 0; h < heads.size(); ++h) {
+        CAPTURE(h);
+        const attn::Matrix columns =
+            side_by_side->middleCols(static_cast<Eigen::Index>(h) * 128, 128);
+        CHECK(test::bits_of(columns) == test::bits_of(*heads[h]));
+      }
+      concat.push_back(test::bits_of(*side_by_side));
+    }
+    CHECK(concat[1] == concat[0]);
+  }
+}
+
 namespace {
 
 // The large case's config: 256 distinct words, d_in 512, d_kq = d_v = 64, nn.Linear weights.
