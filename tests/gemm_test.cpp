@@ -9,6 +9,7 @@
 #include <cfloat>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -73,12 +74,14 @@ bool same_bits(const Matrix& x, const Matrix& y) {
 TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and thread count") {
   // Shapes with edges in every direction: fewer rows than a tile, columns past a sliver, inner
   // dimensions across one and several blocks of 256, one of 0, a B too wide to pack whole (7 x
-  // 4096 x 2304: two groups of blocks, 32 MiB at most at a time), and A's rows 4 and 8 KiB apart
-  // (k = 1024 and 2048), which fall into one set of the L1 data cache.
+  // 4096 x 2304: two groups of blocks, 32 MiB at most at a time), A's rows 4 and 8 KiB apart
+  // (k = 1024 and 2048), which fall into one set of the L1 data cache, and one block of k with
+  // more columns than a panel of half the L2 holds (13 x 1300 x 200: panels of 640 columns with a
+  // 1 MiB L2 and 320 with 512 KiB on the vector paths, the last one short).
   const std::vector<std::array<Eigen::Index, 3>> shapes = {
-      {1, 1, 1},     {5, 7, 3},       {13, 33, 257},   {12, 32, 256},
-      {25, 65, 600}, {100, 3, 40},    {7, 200, 513},   {300, 130, 70},
-      {4, 9, 0},     {7, 4096, 2304}, {50, 130, 1024}, {7, 64, 2048}};
+      {1, 1, 1},       {5, 7, 3},     {13, 33, 257},  {12, 32, 256}, {25, 65, 600},
+      {100, 3, 40},    {7, 200, 513}, {300, 130, 70}, {4, 9, 0},     {7, 4096, 2304},
+      {50, 130, 1024}, {7, 64, 2048}, {13, 1300, 200}};
   for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2}) {
     if (!attn::gemm_isa_supported(isa)) {
       // The kernel this CPU lacks cannot run here; say so rather than pass in silence.
@@ -105,6 +108,17 @@ TEST_CASE("the blocked product is its definition, bit for bit, on every ISA and 
       }
     }
   }
+}
+
+TEST_CASE("the L2 cache's size is read from the CPU, or 512 KiB where it does not say") {
+  // Every x86-64 CPU of the last decade has from 256 KiB to a few MiB of L2 per core; a misread
+  // CPUID field (the wrong register or bits) gives 0, bytes for KiB, or gigabytes.
+  const std::int64_t bytes = attn::l2_cache_bytes();
+  CAPTURE(bytes);
+  CHECK(bytes >= 64 * 1024);
+  CHECK(bytes <= 64 * 1024 * 1024);
+  CHECK(bytes % 1024 == 0);
+  CHECK(attn::l2_cache_bytes() == bytes);  // read once
 }
 
 TEST_CASE("the plain kernel keeps fmaf's bits where its double arithmetic would not") {

@@ -4,6 +4,7 @@
 // vectorised path computes the same bits as its plain C++ counterpart: the tests turn them off to
 // show it, and a CPU without them runs the plain code.
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -28,6 +29,10 @@ Isa cpu_isa();
 void limit_isa(Isa isa);
 // The instruction set the vectorised paths use now: the CPU's, within the limit and the switch.
 Isa active_isa();
+
+// The L2 cache of one core, in bytes, as CPUID leaf 0x80000006 gives it (AMD and Intel); 512 KiB
+// where the CPU does not say, or is not x86-64. Read once, on first use.
+std::int64_t l2_cache_bytes();
 
 // "plain", "avx2", "avx512"; and back (nullopt for any other name).
 std::string_view isa_name(Isa isa);

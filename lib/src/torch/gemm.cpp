@@ -155,6 +155,18 @@ struct PackedB {
   }
 };
 
+// The columns of B walked at a time when k is one block. Then each A sliver is multiplied by every
+// B sliver of the panel in turn (below), reading the whole panel (k x nc floats) once per sliver,
+// so the panel is kept to half of the core's L2, where those reads find it: Q Kᵀ (k = 128) at
+// T = 2048 and 4096 read a panel of 1 MiB from L3 on the Zen 5's 1 MiB L2 with the AVX-512 path's
+// nc of 2048, and ran 2-3 points of the peak faster with 1024 (docs/design.md, Performance).
+std::int64_t panel_cols(const KernelShape& ks, std::int64_t k) {
+  const std::int64_t fits =
+      l2_cache_bytes() / 2 /
+      (static_cast<std::int64_t>(sizeof(float)) * std::max<std::int64_t>(k, 1));
+  return std::clamp<std::int64_t>(fits / ks.nr * ks.nr, ks.nr, ks.nc);
+}
+
 // Rows [r0, r1) of c = a @ b, for the rows of b that pb holds (c = s_0 for the first block).
 void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const PackedB& pb, std::int64_t n,
                float* c, std::int64_t ldc, std::int64_t r0, std::int64_t r1) {
@@ -164,7 +176,8 @@ void gemm_rows(const KernelShape& ks, const StridedMatrix& a, const PackedB& pb,
   // 96 and 36: a short block reuses each B sliver over few A slivers).
   const std::int64_t row_blocks = (r1 - r0 + ks.mc - 1) / ks.mc;
   const std::int64_t mc_max = round_up((r1 - r0 + row_blocks - 1) / row_blocks, ks.mr);
-  const std::int64_t nc_max = std::min(ks.nc, round_up(n, ks.nr));
+  const std::int64_t nc_max =
+      std::min(k <= kGemmBlockK ? panel_cols(ks, k) : ks.nc, round_up(n, ks.nr));
   AlignedFloats pa(ks.mr * kGemmBlockK), tile(ks.mr * ks.nr);
   for (std::int64_t jc = 0; jc < n; jc += nc_max) {
     const std::int64_t nc = std::min(nc_max, n - jc);

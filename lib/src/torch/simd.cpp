@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <utility>
 
 #if defined(__x86_64__)
@@ -47,12 +48,27 @@ const CpuFeatures& cpu() {
 
 bool cpu_avx2() { return cpu().avx2_fma; }
 bool cpu_avx512() { return cpu().avx512f; }
+
+std::int64_t read_l2_bytes() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0x80000006, &a, &b, &c, &d) == 0) return 0;
+  return std::int64_t{c >> 16} * 1024;  // ECX bits 31-16: the size in KiB
+}
 #else
+std::int64_t read_l2_bytes() { return 0; }
 bool cpu_avx2() { return false; }
 bool cpu_avx512() { return false; }
 #endif
 
 }  // namespace
+
+std::int64_t l2_cache_bytes() {
+  static const std::int64_t bytes = [] {
+    const std::int64_t read = read_l2_bytes();
+    return read > 0 ? read : std::int64_t{512} * 1024;
+  }();
+  return bytes;
+}
 
 bool use_avx2() { return active_isa() >= Isa::kAvx2; }
 bool use_avx512() { return active_isa() >= Isa::kAvx512; }
