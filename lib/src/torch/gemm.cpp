@@ -159,7 +159,7 @@ struct PackedB {
 // B sliver of the panel in turn (below), reading the whole panel (k x nc floats) once per sliver,
 // so the panel is kept to half of the core's L2, where those reads find it: Q Kᵀ (k = 128) at
 // T = 2048 and 4096 read a panel of 1 MiB from L3 on the Zen 5's 1 MiB L2 with the AVX-512 path's
-// nc of 2048, and ran 2-3 points of the peak faster with 1024 (docs/design.md, Performance).
+// nc of 2048, and ran 1-7 points of the peak faster with 1024 (docs/design.md, Performance).
 std::int64_t panel_cols(const KernelShape& ks, std::int64_t k) {
   const std::int64_t fits =
       l2_cache_bytes() / 2 /
