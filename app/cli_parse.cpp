@@ -19,10 +19,22 @@ namespace attn::cli {
 
 namespace {
 
+// The options of `app` (a CLI::App, const or not) and then of its option groups (the sections after
+// the first, add_options), each in the order added: the option table's order.
+template <typename App>
+auto all_options(App& app) {
+  auto all = app.get_options();
+  for (App* group : app.get_subcommands([](App* s) { return s->get_name().empty(); })) {
+    const auto more = group->get_options();
+    all.insert(all.end(), more.begin(), more.end());
+  }
+  return all;
+}
+
 // Options given twice are refused by check_repeats, after CLI11 has taken them all; a flag
 // takes no value (CLI11 would read --causal=3 as true).
 void take_last(CLI::App& app) {
-  for (CLI::Option* opt : app.get_options()) {
+  for (CLI::Option* opt : all_options(app)) {
     if (opt->get_positional()) continue;
     const std::string& name = opt->get_name();
     if (name != "--steps" && name != "--sentence") {
@@ -39,9 +51,16 @@ void add_options(CLI::App& app, Options& o) {
   // Each option by its long name, for the exclusions (CLI11's get_option compares every name
   // of every option: a tenth of the walkthrough's run, for 38 look-ups).
   std::vector<std::pair<std::string_view, CLI::Option*>> by_name;
+  // The first section (the sentence, with the positional argument) in the app itself, each other
+  // in an option group of its own: CLI11 2.1 checks a new option's names against every earlier
+  // one's of its app, copying its name lists each time, and with every option in one app that
+  // was 30 % of the walkthrough's instructions. The groups are read as the app's own options.
+  bool first = true;
   for (const OptionSection& section : option_table()) {
+    CLI::App& into = first ? app : *app.add_option_group(section.title);
+    first = false;
     for (const OptionSpec& spec : section.options) {
-      CLI::Option* opt = spec.add(app, o, unused, spec.help);
+      CLI::Option* opt = spec.add(into, o, unused, spec.help);
       if (!spec.value.empty() && spec.names.front() == '-') opt->type_name(spec.value);
       const std::size_t comma = spec.names.rfind(',');
       by_name.emplace_back(
@@ -60,7 +79,7 @@ void add_options(CLI::App& app, Options& o) {
 
 void check_repeats(const CLI::App& app) {
   // Subcommand options are checked on their own App.
-  for (const CLI::Option* opt : app.get_options()) {
+  for (const CLI::Option* opt : all_options(app)) {
     // --steps takes a list, and -s/--sentence a batch: both may be given more than once.
     if (!opt->get_positional() && opt->get_name() != "--steps" && opt->get_name() != "--sentence" &&
         opt->count() > 1) {
@@ -92,7 +111,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 std::string closest_option(const CLI::App& app, std::string_view name) {
   std::string best;
   std::size_t best_distance = std::max<std::size_t>(2, name.size() / 3) + 1;
-  for (const CLI::Option* opt : app.get_options()) {
+  for (const CLI::Option* opt : all_options(app)) {
     for (const std::string& long_name : opt->get_lnames()) {
       const std::string candidate = "--" + long_name;
       std::size_t d = edit_distance(name, candidate);
@@ -133,12 +152,12 @@ std::vector<std::string> check_arguments(const CLI::App& app, const CLI::App& di
     const bool long_form = arg.size() > 2 && arg[1] == '-';
     const std::string name(long_form ? arg.substr(0, arg.find('=')) : arg.substr(0, 2));
     const CLI::Option* opt = nullptr;
-    for (const CLI::Option* o : current->get_options()) {
+    for (const CLI::Option* o : all_options(*current)) {
       if (!o->get_positional() && o->check_name(name)) opt = o;
     }
     if (opt == nullptr && current == &diff) {
       // The main options do not go with diff.
-      for (const CLI::Option* o : app.get_options()) {
+      for (const CLI::Option* o : all_options(app)) {
         if (!o->get_positional() && o->check_name(name)) {
           throw Error(
               fmt::format("{} does not go with diff: diff compares two JSON traces and "
@@ -258,7 +277,7 @@ void parse(CLI::App& app, Options& options, DiffCommand& diff_command, int argc,
   check_repeats(app);
   check_repeats(*diff);
   if (!words.empty()) options.words = std::move(words);
-  for (const CLI::Option* opt : app.get_options()) {
+  for (const CLI::Option* opt : all_options(app)) {
     if (opt->count() > 0) options.given.push_back(opt->get_name());
   }
   if (diff->parsed()) {
