@@ -243,6 +243,46 @@ TEST_CASE("the vectorised softmax gives the plain code's bits, in both flavours,
 }
 
 TEST_CASE(
+    "a row's max on the vector paths is the 8 lanes' maxima in order, where a 0 or nan makes the "
+    "order count") {
+  // Lane j % 8 takes max_ps(lane, s_j), which returns s_j where the two are equal or either is
+  // nan; then the lanes and the tail by std::fmax. In another order (several vectors side by
+  // side) the largest value is the same, but not the sign of a 0 nor what a nan leaves.
+  const auto lanes_max = [](const attn::Matrix& s) {
+    float lane[8];
+    std::fill(std::begin(lane), std::end(lane), -std::numeric_limits<float>::infinity());
+    Eigen::Index j = 0;
+    for (; j + 8 <= s.cols(); ++j) lane[j % 8] = lane[j % 8] > s(0, j) ? lane[j % 8] : s(0, j);
+    float r = lane[0];
+    for (int l = 1; l < 8; ++l) r = std::fmax(r, lane[l]);
+    for (; j < s.cols(); ++j) r = std::fmax(r, s(0, j));
+    return r;
+  };
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> u(-9.0f, -1.0f);
+  for (const Eigen::Index n : {64, 100, 255, 4097}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      attn::Matrix s(1, n);
+      for (Eigen::Index j = 0; j < n; ++j) s(0, j) = u(gen);
+      if (kind == 0) s(0, 8) = 0.0f, s(0, 32) = -0.0f;  // one lane's two zeros, -0 last
+      if (kind == 1) s(0, 3) = -0.0f, s(0, 43) = 0.0f;  // and 0 last
+      if (kind == 2) s(0, 5) = 2.0f, s(0, 45) = std::numeric_limits<float>::quiet_NaN();
+      if (kind == 3) s(0, n - 1) = std::numeric_limits<float>::quiet_NaN();
+      for (const attn::Isa isa : vector_isas()) {
+        attn::limit_isa(isa);
+        const attn::SoftmaxParts p = attn::softmax_parts(s, attn::TorchKernel::kAvx2);
+        attn::limit_isa(attn::cpu_isa());
+        CAPTURE(n);
+        CAPTURE(kind);
+        CAPTURE(attn::isa_name(isa));
+        CHECK(std::bit_cast<std::uint32_t>(p.row_max(0, 0)) ==
+              std::bit_cast<std::uint32_t>(lanes_max(s)));
+      }
+    }
+  }
+}
+
+TEST_CASE(
     "the vectorised exp gives the plain SLEEF port's bits over the softmax's whole range, on every "
     "path") {
   // Every float from −128 to 0 at a stride, and the special values: exp(s − max) has s − max <= 0.

@@ -28,6 +28,7 @@ namespace {
 using torch_detail::row_sum;
 #ifdef ATTN_X86
 using torch_detail::lane_sum_avx2;
+using torch_detail::lane_sum_from_avx2;
 #endif
 
 // SLEEF's xexpf (u10) with FMA, one lane: q = rint(x / ln 2), a two-part reduction, a degree-6
@@ -149,33 +150,63 @@ __attribute__((target("avx512f"))) __m512 sleef_expf_u10_avx512(__m512 d) {
 }
 #pragma GCC diagnostic pop
 
-// e_j = exp(s_j − m) into e (which may be s), and their sum (lane_sum_avx2).
+// e_j = exp(s_j − m) into e (which may be s), and their sum as lane_sum_avx2 adds it: each 8
+// exponentials are added to the lanes as they are made, where a loop over the stored row after
+// them waited on each addition's latency.
 __attribute__((target("avx2,fma"))) float exp_sum_avx2(const float* s, Eigen::Index n, float m,
                                                        float* e) {
   const __m256 mv = _mm256_set1_ps(m);
   Eigen::Index j = 0;
-  for (; j + 8 <= n; j += 8) {
-    _mm256_storeu_ps(e + j, sleef_expf_u10_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv)));
+  if (n < 8) {
+    for (; j < n; ++j) e[j] = sleef_expf_u10(s[j] - m);
+    return lane_sum_avx2(e, n);
   }
-  for (; j < n; ++j) e[j] = sleef_expf_u10(s[j] - m);
-  return lane_sum_avx2(e, n);
+  __m256 lanes = sleef_expf_u10_avx2(_mm256_sub_ps(_mm256_loadu_ps(s), mv));
+  _mm256_storeu_ps(e, lanes);
+  for (j = 8; j + 8 <= n; j += 8) {
+    const __m256 x = sleef_expf_u10_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv));
+    _mm256_storeu_ps(e + j, x);
+    lanes = _mm256_add_ps(lanes, x);
+  }
+  for (Eigen::Index t = j; t < n; ++t) e[t] = sleef_expf_u10(s[t] - m);
+  alignas(32) float part[8];
+  _mm256_store_ps(part, lanes);
+  return lane_sum_from_avx2(part, e, j, n);
+}
+
+// Values 0-7 (kHalf 0) or 8-15 (kHalf 1) of x (the masked form, with every lane: GCC 12 warns of
+// the plain form's undefined input).
+template <int kHalf>
+__attribute__((target("avx512f"), always_inline)) inline __m256 half_of(__m512 x) {
+  return _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(x), kHalf));
 }
 
 // exp_sum_avx2 with the exponentials on 16 lanes, the tail in one masked step; the sum is still
-// the 8-lane one that PyTorch's AVX2 kernel computes.
+// the 8-lane one that PyTorch's AVX2 kernel computes: each 16's first 8, then its last 8.
 __attribute__((target("avx512f,avx2,fma"))) float exp_sum_avx512(const float* s, Eigen::Index n,
                                                                  float m, float* e) {
   const __m512 mv = _mm512_set1_ps(m);
   Eigen::Index j = 0;
-  for (; j + 16 <= n; j += 16) {
-    _mm512_storeu_ps(e + j, sleef_expf_u10_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + j), mv)));
+  __m256 lanes = _mm256_setzero_ps();
+  if (n >= 16) {
+    const __m512 x = sleef_expf_u10_avx512(_mm512_sub_ps(_mm512_loadu_ps(s), mv));
+    _mm512_storeu_ps(e, x);
+    lanes = _mm256_add_ps(half_of<0>(x), half_of<1>(x));
+    for (j = 16; j + 16 <= n; j += 16) {
+      const __m512 y = sleef_expf_u10_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + j), mv));
+      _mm512_storeu_ps(e + j, y);
+      lanes = _mm256_add_ps(_mm256_add_ps(lanes, half_of<0>(y)), half_of<1>(y));
+    }
   }
   if (j < n) {
     const auto rest = __mmask16((1u << static_cast<unsigned>(n - j)) - 1u);
     _mm512_mask_storeu_ps(
         e + j, rest, sleef_expf_u10_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(rest, s + j), mv)));
   }
-  return lane_sum_avx2(e, n);
+  if (j == 0) return lane_sum_avx2(e, n);
+  alignas(32) float part[8];
+  _mm256_store_ps(part, lanes);
+  return lane_sum_from_avx2(part, e, j, n);
 }
 
 // out_i = x_i / d, 16 and 8 lanes at a time (out may be x); a division is correctly rounded at

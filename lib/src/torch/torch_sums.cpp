@@ -29,8 +29,12 @@ __attribute__((target("avx2,fma"))) float lane_sum_avx2(const float* e, Eigen::I
     for (Eigen::Index i = 1; i < n; ++i) sum = sum + e[i];
     return sum;
   }
-  __m256 acc = _mm256_loadu_ps(e);
-  Eigen::Index i = 8;
+  return lane_sum_from_avx2(e, e, 8, n);
+}
+
+__attribute__((target("avx2,fma"))) float lane_sum_from_avx2(const float* lanes, const float* e,
+                                                             Eigen::Index i, Eigen::Index n) {
+  __m256 acc = _mm256_loadu_ps(lanes);
   for (; i + 8 <= n; i += 8) acc = _mm256_add_ps(acc, _mm256_loadu_ps(e + i));
   alignas(32) float lane[8];
   _mm256_store_ps(lane, acc);

@@ -14,6 +14,9 @@ float row_sum(const float* e, Eigen::Index n, TorchKernel kernel);
 #if defined(__x86_64__)
 // The same for kAvx2 on AVX2 vectors (the CPU must have AVX2): the same bits.
 float lane_sum_avx2(const float* e, Eigen::Index n);
+// lane_sum_avx2 from value i on (8 <= i <= n, i a multiple of 8), where lanes[0 … 7] are the 8
+// lanes' sums of values 0 … i − 1: a loop that makes the values adds each 8 as it goes.
+float lane_sum_from_avx2(const float* lanes, const float* e, Eigen::Index i, Eigen::Index n);
 #endif
 
 }  // namespace attn::torch_detail
