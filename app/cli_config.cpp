@@ -31,6 +31,13 @@ std::optional<GivenMatrix> given(const std::optional<std::string>& path,
   return GivenMatrix{std::move(m.values), *path, std::move(m.row_labels), m.vector};
 }
 
+// text without the spaces and tabs at its ends: "2, 5" and "omega, keys" are read as typed.
+std::string_view trimmed(std::string_view text) {
+  const std::size_t first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
 }  // namespace
 
 bool outline_only(const Options& o) {
@@ -41,6 +48,7 @@ std::pair<std::int64_t, std::int64_t> parse_cell(const std::string& text, std::s
   const std::size_t comma = text.find(',');
   std::int64_t i = 0, j = 0;
   auto parse = [](std::string_view part, std::int64_t& v) {
+    part = trimmed(part);
     const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     return ec == std::errc() && ptr == part.data() + part.size() && v >= 1;
   };
@@ -330,7 +338,8 @@ bool too_small_for_threads(const TraceConfig& c) {
 TraceConfig make_config(Options& o) {
   // A step named twice is the step once, in every format.
   std::vector<std::string> steps;
-  for (std::string& id : o.steps) {
+  for (const std::string& given_id : o.steps) {
+    std::string id(trimmed(given_id));
     if (std::find(steps.begin(), steps.end(), id) == steps.end()) steps.push_back(std::move(id));
   }
   o.steps = std::move(steps);

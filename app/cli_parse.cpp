@@ -198,25 +198,31 @@ std::vector<std::string> check_arguments(const CLI::App& app, const CLI::App& di
     if (opt->get_expected_max() == 0 && long_form && value_attached) {
       throw Error(fmt::format("{} is a flag and takes no value: give {} alone", name, name));
     }
-    // A list's items are joined by commas: an empty one (",omega", "a,,b") names nothing, and
-    // CLI11 would drop it unseen.
-    if (opt->get_delimiter() != '\0' && opt->get_expected_min() > 0) {
+    // A list's items are joined by commas, with or without spaces after them: an empty one
+    // (",omega", "a,,b", "a, ,b") names nothing, and CLI11 would drop it unseen.
+    if (opt->get_delimiter() != '\0' && opt->get_expected_min() > 0 &&
+        (value_attached || i + 1 < argc)) {
       const std::string_view value =
           value_attached ? (long_form ? arg.substr(arg.find('=') + 1) : arg.substr(2))
-                         : (i + 1 < argc ? std::string_view(argv[i + 1]) : std::string_view());
-      const std::string doubled(2, opt->get_delimiter());
-      if ((value_attached || i + 1 < argc) && value.empty()) {
+                         : std::string_view(argv[i + 1]);
+      const auto blank = [](std::string_view item) {
+        return item.find_first_not_of(" \t") == std::string_view::npos;
+      };
+      if (blank(value)) {
         throw Error(fmt::format(
             "{}: the value is empty: give one or more items joined by commas, like omega,keys",
             name));
       }
-      if ((value_attached || i + 1 < argc) && !value.empty() &&
-          (value.front() == opt->get_delimiter() || value.back() == opt->get_delimiter() ||
-           value.find(doubled) != std::string_view::npos)) {
-        throw Error(
-            fmt::format("{}: '{}' has an empty item: join the items with single commas, "
-                        "like omega,keys",
-                        name, value));
+      for (std::size_t from = 0;;) {
+        const std::size_t comma = value.find(opt->get_delimiter(), from);
+        if (blank(value.substr(from, comma == std::string_view::npos ? comma : comma - from))) {
+          throw Error(
+              fmt::format("{}: '{}' has an empty item: join the items with single commas, "
+                          "like omega,keys",
+                          name, value));
+        }
+        if (comma == std::string_view::npos) break;
+        from = comma + 1;
       }
     }
     if (opt->get_expected_min() > 0 && !value_attached) ++i;

@@ -2146,7 +2146,19 @@ case_error_steps_with_an_empty_item() {
     expect_error "--steps: the value is empty: give one or more items joined by commas, like omega,keys" \
       --steps "" &&
     expect_error "--steps: the value is empty: give one or more items joined by commas, like omega,keys" \
-      --steps=
+      --steps= &&
+    expect_error "--steps: 'omega, ,keys' has an empty item: join the items with single commas, like omega,keys" \
+      --steps "omega, ,keys" &&
+    expect_error "--steps: the value is empty: give one or more items joined by commas, like omega,keys" \
+      --steps " "
+}
+# Spaces after the commas, as a list is often typed, are read as without them.
+case_steps_and_cells_with_spaces() {
+  expect_output steps_text --steps "scaled_scores, attention_weights" &&
+    expect_output steps_text --steps " scaled_scores ,attention_weights " &&
+    expect_output explain_2_5 --explain "2, 5" &&
+    expect_error "--explain '2, x' is not a cell: give I,J, the query's and the key's token numbers from 1, like --explain 2,5" \
+      --explain "2, x"
 }
 # A row that masks every key under the rule zero: dL/dA reaches the softmax as 0, and the
 # working says why.
