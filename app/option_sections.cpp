@@ -88,7 +88,8 @@ std::vector<OptionSpec> view_options() {
       {"--steps",
        "IDS",
        "all",
-       "step ids of this run, comma-separated (a space after a comma is allowed); may be repeated; not with `--query`",
+       "step ids of this run, comma-separated (a space after a comma is allowed); may be repeated; "
+       "not with `--query`",
        "Only these steps, by id, comma-separated (docs/cli.md lists the ids)",
        "only these steps, in every format and export; an id the run lacks is refused at once. "
        "The steps after the last of them are not computed (but for `--format html`, whose "
