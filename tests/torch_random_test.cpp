@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 #include <span>
+#include <vector>
 
 #include "attn/embedding.hpp"
 #include "attn/error.hpp"
@@ -195,13 +196,24 @@ TEST_CASE("mt19937 seeded with 123 gives PyTorch's first draws") {
   CHECK(gen.random() == 0x49406d7eu);
 }
 
-TEST_CASE("the engine equals std::mt19937 seeded with the low 32 bits") {
-  for (const std::uint64_t seed :
-       {std::uint64_t{0}, std::uint64_t{123}, (std::uint64_t{1} << 32) + 5, ~std::uint64_t{0}}) {
-    TorchGenerator gen(seed);
-    std::mt19937 ref(static_cast<std::uint32_t>(seed));
-    for (int i = 0; i < 5000; ++i) REQUIRE(gen.random() == ref());
+TEST_CASE("the engine equals std::mt19937 seeded with the low 32 bits, on every path") {
+  for (int i = 0; i <= static_cast<int>(attn::cpu_isa()); ++i) {
+    const auto isa = static_cast<attn::Isa>(i);  // the twist on 1, 8 or 16 lanes
+    CAPTURE(attn::isa_name(isa));
+    attn::limit_isa(isa);
+    for (const std::uint64_t seed :
+         {std::uint64_t{0}, std::uint64_t{123}, (std::uint64_t{1} << 32) + 5, ~std::uint64_t{0}}) {
+      TorchGenerator gen(seed), uniforms(seed);
+      std::mt19937 ref(static_cast<std::uint32_t>(seed));
+      for (int d = 0; d < 5000; ++d) REQUIRE(gen.random() == ref());
+      // The uniforms a block at a time: each tempered word's low 24 bits times 2^-24.
+      std::vector<float> u(5000);
+      uniforms.fill_uniform01(u);
+      std::mt19937 again(static_cast<std::uint32_t>(seed));
+      for (const float x : u) REQUIRE(x == static_cast<float>(again() & 0x00FFFFFFu) * 0x1.0p-24f);
+    }
   }
+  attn::limit_isa(attn::cpu_isa());
 }
 
 TEST_CASE("discard(n) leaves the state that n draws leave, across twists") {

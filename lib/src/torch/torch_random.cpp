@@ -54,12 +54,20 @@ inline __attribute__((always_inline)) void words_to_uniform(const std::uint32_t*
   }
 }
 
-// The same loops compiled for wider vectors; integer operations and exact conversions, so the
-// same words and floats on every path.
+// The same loops compiled for wider vectors (8 and 16 lanes; the twist's distances, 397 and 227,
+// exceed both); integer operations and exact conversions, so the same words and floats on every
+// path.
 #ifdef ATTN_X86
 __attribute__((target("avx2"))) void twist_words_avx2(std::uint32_t* state) { twist_words(state); }
 __attribute__((target("avx2"))) void words_to_uniform_avx2(const std::uint32_t* words, float* out,
                                                            std::size_t k) {
+  words_to_uniform(words, out, k);
+}
+__attribute__((target("avx512f"))) void twist_words_avx512(std::uint32_t* state) {
+  twist_words(state);
+}
+__attribute__((target("avx512f"))) void words_to_uniform_avx512(const std::uint32_t* words,
+                                                                float* out, std::size_t k) {
   words_to_uniform(words, out, k);
 }
 #endif
@@ -79,6 +87,7 @@ void TorchGenerator::twist() {
   left_ = 624;
   next_ = 0;
 #ifdef ATTN_X86
+  if (use_avx512()) return twist_words_avx512(state_.data());
   if (use_avx2()) return twist_words_avx2(state_.data());
 #endif
   twist_words(state_.data());
@@ -128,7 +137,9 @@ void TorchGenerator::fill_uniform01(std::span<float> out) {
     const std::size_t k = std::min(ready, out.size() - i);
     const std::uint32_t* words = state_.data() + next_;
 #ifdef ATTN_X86
-    if (use_avx2()) {
+    if (use_avx512()) {
+      words_to_uniform_avx512(words, out.data() + i, k);
+    } else if (use_avx2()) {
       words_to_uniform_avx2(words, out.data() + i, k);
     } else {
       words_to_uniform(words, out.data() + i, k);
