@@ -243,6 +243,36 @@ TEST_CASE("the vectorised softmax gives the plain code's bits, in both flavours,
 }
 
 TEST_CASE(
+    "the scaling's row maxima are the quotients' largest, and its quotients the same, on every "
+    "path") {
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> u(-50.0f, 50.0f);
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<Eigen::Index> lengths;
+  for (Eigen::Index n = 1; n <= 40; ++n) lengths.push_back(n);
+  lengths.insert(lengths.end(), {100, 4097});
+  for (const Eigen::Index n : lengths) {
+    attn::Matrix s(4, n);
+    for (Eigen::Index i = 0; i < s.size(); ++i) s.data()[i] = u(gen);
+    for (Eigen::Index j = 0; j < n; j += 2) s(1, j) = -inf;  // masked keys
+    s.row(2).setConstant(-inf);                              // every key masked
+    s(3, n - 1) = 1e30f;                                     // the largest last
+    const attn::Matrix whole = attn::scale(s, 7);
+    for (int i = 0; i <= static_cast<int>(attn::cpu_isa()); ++i) {
+      attn::limit_isa(static_cast<attn::Isa>(i));
+      attn::Matrix row_max;
+      const attn::Matrix scaled = attn::scale_in_place(s, 7, 2, &row_max);
+      attn::limit_isa(attn::cpu_isa());
+      CAPTURE(n);
+      CAPTURE(i);
+      CHECK(test::bits_of(scaled) == test::bits_of(whole));
+      REQUIRE(row_max.rows() == s.rows());
+      for (Eigen::Index r = 0; r < s.rows(); ++r) CHECK(row_max(r, 0) == whole.row(r).maxCoeff());
+    }
+  }
+}
+
+TEST_CASE(
     "a row's max on the vector paths is the 8 lanes' maxima in order, where a 0 or nan makes the "
     "order count") {
   // Lane j % 8 takes max_ps(lane, s_j), which returns s_j where the two are equal or either is

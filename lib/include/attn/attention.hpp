@@ -30,8 +30,9 @@ Matrix omega_scores(const Matrix& q, const Matrix& k, int threads = 1,
 // ω / √d_k, a float32 division by (float)sqrt(d_k) as PyTorch's `omega / d_k**0.5`.
 // Requires: d_k >= 1.
 Matrix scale(const Matrix& omega, Eigen::Index d_k, int threads = 1);
-// scale in the matrix's own memory: the same numbers, no new (T_q, T_k) matrix.
-Matrix scale_in_place(Matrix omega, Eigen::Index d_k, int threads = 1);
+// scale in the matrix's own memory: the same numbers, no new (T_q, T_k) matrix. With row_max,
+// also each row's largest scaled score, (T_q, 1), for softmax_in_place.
+Matrix scale_in_place(Matrix omega, Eigen::Index d_k, int threads = 1, Matrix* row_max = nullptr);
 
 // The causal mask: 1 where key j > query i (j is later than i), 0 elsewhere, as
 // torch.triu(torch.ones(t_q, t_k), diagonal=1). Returns: (t_q, t_k).
@@ -62,9 +63,13 @@ struct SoftmaxParts {
 SoftmaxParts softmax_parts(const Matrix& scores, TorchKernel kernel,
                            MaskedRows masked_rows = MaskedRows::kNan, int threads = 1,
                            bool keep_exponentials = true);
-// softmax_parts without exponentials, the weights computed in the scores' own memory.
+// softmax_parts without exponentials, the weights computed in the scores' own memory. With
+// row_max (scale_in_place's), each row's max is taken from it rather than read from the row
+// again: the same weights (a largest score of 0 may carry the other sign, which no exp(s − m)
+// sees).
 SoftmaxParts softmax_in_place(Matrix scores, TorchKernel kernel,
-                              MaskedRows masked_rows = MaskedRows::kNan, int threads = 1);
+                              MaskedRows masked_rows = MaskedRows::kNan, int threads = 1,
+                              const Matrix* row_max = nullptr);
 
 // a.sum(dim=-1, keepdim=True), added in the order of ATen's sum kernel. Returns: (rows, 1).
 // Rows on up to `threads` threads, the same bits for any count.

@@ -105,6 +105,10 @@ void torch_scale_row(const float* e, Eigen::Index n, float inv, TorchKernel kern
 // out_i = x_i / d for n floats (out may be x): IEEE division, correctly rounded, so the same
 // bits on every vector width and as ATen's `tensor / scalar`; on the widest vectors the CPU runs.
 void torch_divide(const float* x, float d, float* out, std::size_t n);
+// torch_divide of one row, and the largest quotient: the value torch_row_max gives for the
+// quotients, for a row without nan (only the sign of a largest 0 may differ, which no exp(s − m)
+// sees), so that a softmax need not read the row again for it.
+float torch_divide_row_max(const float* x, float d, float* out, std::size_t n);
 
 // The sum of n >= 0 floats in the order of ATen's 8-lane vec::reduce_all for the kernel flavour
 // (as torch_exp_sum adds the exponentials; the softmax's backward adds its products so).

@@ -41,8 +41,10 @@ Matrix omega_scores(const Matrix& q, const Matrix& k, int threads, MatmulKernel 
 
 namespace {
 
-// out = omega / √d_k, element by element; out may be omega.
-void scale_to(const Matrix& omega, Eigen::Index d_k, int threads, Matrix& out) {
+// out = omega / √d_k, element by element; out may be omega. With row_max, also each row's
+// largest quotient, (T_q, 1).
+void scale_to(const Matrix& omega, Eigen::Index d_k, int threads, Matrix& out,
+              Matrix* row_max = nullptr) {
   if (d_k < 1) throw Error("d_k " + std::to_string(d_k) + " is too small: it must be >= 1");
   const auto root = static_cast<float>(std::sqrt(static_cast<double>(d_k)));  // d_k**0.5
   const auto n = static_cast<std::size_t>(omega.cols());
@@ -51,11 +53,19 @@ void scale_to(const Matrix& omega, Eigen::Index d_k, int threads, Matrix& out) {
   // Counted as the softmax counts its work, though a division is cheaper: so that from a block of
   // 2¹⁶ scores on, each thread scales the rows it computed and goes on with, not the other
   // core's (design.md, "Two cores and one block of data").
+  if (row_max != nullptr) row_max->resize(omega.rows(), 1);
   parallel_for(omega.rows(), threads, 16.0 * static_cast<double>(omega.size()),
                [&](std::int64_t begin, std::int64_t end) {
-                 const auto first = static_cast<std::size_t>(begin) * n;
-                 torch_divide(in + first, root, to + first,
-                              static_cast<std::size_t>(end - begin) * n);
+                 if (row_max == nullptr) {
+                   const auto first = static_cast<std::size_t>(begin) * n;
+                   torch_divide(in + first, root, to + first,
+                                static_cast<std::size_t>(end - begin) * n);
+                   return;
+                 }
+                 for (std::int64_t r = begin; r < end; ++r) {
+                   const auto first = static_cast<std::size_t>(r) * n;
+                   (*row_max)(r, 0) = torch_divide_row_max(in + first, root, to + first, n);
+                 }
                });
 }
 
@@ -67,8 +77,8 @@ Matrix scale(const Matrix& omega, Eigen::Index d_k, int threads) {
   return s;
 }
 
-Matrix scale_in_place(Matrix omega, Eigen::Index d_k, int threads) {
-  scale_to(omega, d_k, threads, omega);
+Matrix scale_in_place(Matrix omega, Eigen::Index d_k, int threads, Matrix* row_max) {
+  scale_to(omega, d_k, threads, omega, row_max);
   return omega;
 }
 
@@ -97,7 +107,7 @@ namespace {
 // softmax_parts's work. p.weights is already (T_q, T_k) and may hold the scores themselves
 // (`scores` aliasing it): each row reads its scores before it writes its weights.
 void softmax_into(const Matrix& scores, TorchKernel kernel, MaskedRows masked_rows, int threads,
-                  bool keep_exponentials, SoftmaxParts& p) {
+                  bool keep_exponentials, SoftmaxParts& p, const Matrix* row_max = nullptr) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   // Every key masked: exp(−inf − (−inf)) is exp(nan) in torch.softmax, and the nan that an x86
   // subtraction creates has the sign bit set (0xffc00000).
@@ -114,7 +124,7 @@ void softmax_into(const Matrix& scores, TorchKernel kernel, MaskedRows masked_ro
       float* w = n > 0 ? &p.weights(i, 0) : nullptr;
       float* e = keep_exponentials && n > 0 ? &p.exponentials(i, 0) : w;
       // m = max_j s_j
-      const float m = n > 0 ? torch_row_max(s, n, kernel) : -kInf;
+      const float m = n == 0 ? -kInf : row_max ? (*row_max)(i, 0) : torch_row_max(s, n, kernel);
       p.row_max(i, 0) = m;
       if (m == -kInf) {
         if (keep_exponentials) p.exponentials.row(i).setConstant(torch_nan);
@@ -141,10 +151,10 @@ SoftmaxParts softmax_parts(const Matrix& scores, TorchKernel kernel, MaskedRows 
 }
 
 SoftmaxParts softmax_in_place(Matrix scores, TorchKernel kernel, MaskedRows masked_rows,
-                              int threads) {
+                              int threads, const Matrix* row_max) {
   SoftmaxParts p;
   p.weights = std::move(scores);
-  softmax_into(p.weights, kernel, masked_rows, threads, false, p);
+  softmax_into(p.weights, kernel, masked_rows, threads, false, p, row_max);
   return p;
 }
 

@@ -304,16 +304,19 @@ const Matrix& attend_rows(Recorder& rec, const Item& item, const HeadRows& h, st
   // scores is handed on as soon as the next one is computed, in its memory: one (T, T) matrix
   // per head instead of three.
   const bool in_place = c.release_scores && !(c.causal && !c.model) && c.online_softmax == 0;
-  const Matrix& scaled =
-      rec.add(StepKind::kScaledScores,
-              fmt::format("{0} / √{1} = {0} / √{2}", scores_name, s.d_k, d_k), {"T", t_k(c)},
-              in_place ? scale_in_place(rec.flush_take(), d_k, c.threads)
-                       : scale(scores.scores, d_k, c.threads),
-              item.index, head, labels);
+  // In place and without the softmax's steps, the scaling also takes each row's max, so that the
+  // softmax does not read the rows once more for it (the max is not a step there).
+  const bool fused_max = in_place && !c.softmax_steps;
+  Matrix row_max;
+  const Matrix& scaled = rec.add(
+      StepKind::kScaledScores, fmt::format("{0} / √{1} = {0} / √{2}", scores_name, s.d_k, d_k),
+      {"T", t_k(c)},
+      in_place ? scale_in_place(rec.flush_take(), d_k, c.threads, fused_max ? &row_max : nullptr)
+               : scale(scores.scores, d_k, c.threads),
+      item.index, head, labels);
   SoftmaxParts parts =
-      in_place && !c.softmax_steps
-          ? softmax_in_place(rec.flush_take(), c.kernel, c.masked_rows, c.threads)
-          : softmax_parts(scaled, c.kernel, c.masked_rows, c.threads, c.softmax_steps);
+      fused_max ? softmax_in_place(rec.flush_take(), c.kernel, c.masked_rows, c.threads, &row_max)
+                : softmax_parts(scaled, c.kernel, c.masked_rows, c.threads, c.softmax_steps);
   if (c.softmax_steps) record_softmax_parts(rec, item, parts, head);
   Labels weight_labels = labels;
   weight_labels.note = fully_masked_note(c, item.mask);

@@ -240,6 +240,31 @@ __attribute__((target("avx2,fma"))) void divide_avx2(const float* x, float d, fl
   for (; i < n; ++i) out[i] = x[i] / d;
 }
 
+// The largest of x's 8 lanes, none nan.
+__attribute__((target("avx2"), always_inline)) inline float largest_lane(__m256 x) {
+  __m128 q = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  q = _mm_max_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_max_ss(q, _mm_shuffle_ps(q, q, 1)));
+}
+
+// divide_avx2 of one row, and the largest quotient (none nan: the quotients of finite scores and
+// −inf).
+__attribute__((target("avx2,fma"))) float divide_max_avx2(const float* x, float d, float* out,
+                                                          std::size_t n) {
+  const __m256 dv = _mm256_set1_ps(d);
+  __m256 m0 = _mm256_set1_ps(-std::numeric_limits<float>::infinity()), m1 = m0;
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 a = _mm256_div_ps(_mm256_loadu_ps(x + i), dv);
+    const __m256 b = _mm256_div_ps(_mm256_loadu_ps(x + i + 8), dv);
+    _mm256_storeu_ps(out + i, a), _mm256_storeu_ps(out + i + 8, b);
+    m0 = _mm256_max_ps(m0, a), m1 = _mm256_max_ps(m1, b);
+  }
+  float m = largest_lane(_mm256_max_ps(m0, m1));
+  for (; i < n; ++i) out[i] = x[i] / d, m = out[i] > m ? out[i] : m;
+  return m;
+}
+
 // w_j = e_j * inv (w may be e).
 __attribute__((target("avx2,fma"))) void scale_row_avx2(const float* e, Eigen::Index n, float inv,
                                                         float* w) {
@@ -258,6 +283,29 @@ __attribute__((target("avx512f"))) void scale_row_avx512(const float* e, Eigen::
     const auto rest = __mmask16((1u << static_cast<unsigned>(n - j)) - 1u);
     _mm512_mask_storeu_ps(w + j, rest, _mm512_mul_ps(_mm512_maskz_loadu_ps(rest, e + j), iv));
   }
+}
+
+// divide_avx512 of one row, and the largest quotient (the maxima in their masked form, with every
+// lane: GCC 12 warns of the plain form's undefined input).
+__attribute__((target("avx512f"))) float divide_max_avx512(const float* x, float d, float* out,
+                                                           std::size_t n) {
+  const __m512 dv = _mm512_set1_ps(d);
+  __m512 m0 = _mm512_set1_ps(-std::numeric_limits<float>::infinity()), m1 = m0;
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 a = _mm512_div_ps(_mm512_loadu_ps(x + i), dv);
+    const __m512 b = _mm512_div_ps(_mm512_loadu_ps(x + i + 16), dv);
+    _mm512_storeu_ps(out + i, a), _mm512_storeu_ps(out + i + 16, b);
+    m0 = _mm512_maskz_max_ps(0xffff, m0, a), m1 = _mm512_maskz_max_ps(0xffff, m1, b);
+  }
+  for (; i < n; i += 16) {
+    const auto rest = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1u);
+    const __m512 a = _mm512_div_ps(_mm512_maskz_loadu_ps(rest, x + i), dv);
+    _mm512_mask_storeu_ps(out + i, rest, a);
+    m0 = _mm512_mask_max_ps(m0, rest, m0, a);
+  }
+  const __m512 m = _mm512_maskz_max_ps(0xffff, m0, m1);
+  return largest_lane(_mm256_max_ps(half_of<0>(m), half_of<1>(m)));
 }
 
 #endif
@@ -406,6 +454,16 @@ void torch_divide(const float* x, float d, float* out, std::size_t n) {
   if (use_avx2()) return divide_avx2(x, d, out, n);
 #endif
   for (std::size_t i = 0; i < n; ++i) out[i] = x[i] / d;
+}
+
+float torch_divide_row_max(const float* x, float d, float* out, std::size_t n) {
+#ifdef ATTN_X86
+  if (use_avx512()) return divide_max_avx512(x, d, out, n);
+  if (use_avx2()) return divide_max_avx2(x, d, out, n);
+#endif
+  float m = -std::numeric_limits<float>::infinity();
+  for (std::size_t i = 0; i < n; ++i) out[i] = x[i] / d, m = out[i] > m ? out[i] : m;
+  return m;
 }
 
 void torch_scale_row(const float* e, Eigen::Index n, float inv, TorchKernel kernel, float* w) {
