@@ -105,6 +105,98 @@ __attribute__((target("avx2,fma"), always_inline)) inline void avx2_step(
   }
 }
 
+// One step of avx2_16_steps, step d of the 16: the B row (at byte d * 64 of the sliver) into
+// ymm12 and ymm13, then for each row r, a(r, p) (at byte d * 4 of the row) broadcast into ymm14
+// and acc(r, :) = fma(a(r, p), b(p, :), acc(r, :)), acc(r, :) in ymm(2r) and ymm(2r + 1).
+// clang-format off
+#define ATTN_AVX2_ROW(d, row, c0, c1)               \
+  "vbroadcastss " #d "*4" row ", %%ymm14\n\t"       \
+  "vfmadd231ps %%ymm12, %%ymm14, %%ymm" c0 "\n\t"   \
+  "vfmadd231ps %%ymm13, %%ymm14, %%ymm" c1 "\n\t"
+#define ATTN_AVX2_STEP(d)                           \
+  "vmovups " #d "*64(%[pb]), %%ymm12\n\t"           \
+  "vmovups " #d "*64+32(%[pb]), %%ymm13\n\t"        \
+  ATTN_AVX2_ROW(d, "(%[a0])", "0", "1")             \
+  ATTN_AVX2_ROW(d, "(%[a0],%[rs],1)", "2", "3")     \
+  ATTN_AVX2_ROW(d, "(%[a0],%[rs],2)", "4", "5")     \
+  ATTN_AVX2_ROW(d, "(%[a3])", "6", "7")             \
+  ATTN_AVX2_ROW(d, "(%[a3],%[rs],1)", "8", "9")     \
+  ATTN_AVX2_ROW(d, "(%[a3],%[rs],2)", "10", "11")
+// clang-format on
+
+// avx2_step for 16 * `blocks` steps, A row-major (cs = 1) from a0, B from pb, the accumulators
+// kept in ymm0-11 throughout. Written out so that each step is 20 instructions with no address
+// arithmetic or spilled accumulator between them: as C++, GCC 12 spilled three accumulators to
+// the stack in each 16 steps and spent a `lea` on most rows' addresses. The same fmas in the same
+// order. Each 16 steps also fetch a line of each of the next sliver's rows into L2, as
+// kernel_avx2 does, and the next line of each of this sliver's own rows into L1, the line the
+// next 16 steps read (docs/design.md, Performance: the two measured together, 2-3 % faster where
+// A's rows come from L2, the same elsewhere).
+__attribute__((target("avx2,fma"))) inline void avx2_16_steps(float (&acc)[6][16], const float* a0,
+                                                              std::int64_t rs, const float* pb,
+                                                              std::int64_t blocks) {
+  const float* a3 = a0 + 3 * rs;
+  const std::int64_t rs_bytes = rs * static_cast<std::int64_t>(sizeof(float));
+  const float* next = nullptr;
+  asm volatile(
+      "vxorps %%ymm0, %%ymm0, %%ymm0\n\t"
+      "vxorps %%ymm1, %%ymm1, %%ymm1\n\t"
+      "vxorps %%ymm2, %%ymm2, %%ymm2\n\t"
+      "vxorps %%ymm3, %%ymm3, %%ymm3\n\t"
+      "vxorps %%ymm4, %%ymm4, %%ymm4\n\t"
+      "vxorps %%ymm5, %%ymm5, %%ymm5\n\t"
+      "vxorps %%ymm6, %%ymm6, %%ymm6\n\t"
+      "vxorps %%ymm7, %%ymm7, %%ymm7\n\t"
+      "vxorps %%ymm8, %%ymm8, %%ymm8\n\t"
+      "vxorps %%ymm9, %%ymm9, %%ymm9\n\t"
+      "vxorps %%ymm10, %%ymm10, %%ymm10\n\t"
+      "vxorps %%ymm11, %%ymm11, %%ymm11\n\t"
+      "1:\n\t"
+      "lea (%[a3],%[rs],2), %[next]\n\t"  // the next sliver's rows: a3 + 3 rs to a3 + 8 rs
+      "add %[rs], %[next]\n\t"
+      "prefetcht1 (%[next])\n\t"
+      "prefetcht1 (%[next],%[rs],1)\n\t"
+      "prefetcht1 (%[next],%[rs],2)\n\t"
+      "lea (%[next],%[rs],2), %[next]\n\t"
+      "add %[rs], %[next]\n\t"
+      "prefetcht1 (%[next])\n\t"
+      "prefetcht1 (%[next],%[rs],1)\n\t"
+      "prefetcht1 (%[next],%[rs],2)\n\t"
+      "prefetcht0 64(%[a0])\n\t"
+      "prefetcht0 64(%[a0],%[rs],1)\n\t"
+      "prefetcht0 64(%[a0],%[rs],2)\n\t"
+      "prefetcht0 64(%[a3])\n\t"
+      "prefetcht0 64(%[a3],%[rs],1)\n\t"
+      "prefetcht0 64(%[a3],%[rs],2)\n\t"
+      ATTN_AVX2_STEP(0) ATTN_AVX2_STEP(1) ATTN_AVX2_STEP(2) ATTN_AVX2_STEP(3)
+      ATTN_AVX2_STEP(4) ATTN_AVX2_STEP(5) ATTN_AVX2_STEP(6) ATTN_AVX2_STEP(7)
+      ATTN_AVX2_STEP(8) ATTN_AVX2_STEP(9) ATTN_AVX2_STEP(10) ATTN_AVX2_STEP(11)
+      ATTN_AVX2_STEP(12) ATTN_AVX2_STEP(13) ATTN_AVX2_STEP(14) ATTN_AVX2_STEP(15)
+      "add $64, %[a0]\n\t"
+      "add $64, %[a3]\n\t"
+      "add $1024, %[pb]\n\t"
+      "dec %[blocks]\n\t"
+      "jnz 1b\n\t"
+      "vmovups %%ymm0, 0(%[acc])\n\t"
+      "vmovups %%ymm1, 32(%[acc])\n\t"
+      "vmovups %%ymm2, 64(%[acc])\n\t"
+      "vmovups %%ymm3, 96(%[acc])\n\t"
+      "vmovups %%ymm4, 128(%[acc])\n\t"
+      "vmovups %%ymm5, 160(%[acc])\n\t"
+      "vmovups %%ymm6, 192(%[acc])\n\t"
+      "vmovups %%ymm7, 224(%[acc])\n\t"
+      "vmovups %%ymm8, 256(%[acc])\n\t"
+      "vmovups %%ymm9, 288(%[acc])\n\t"
+      "vmovups %%ymm10, 320(%[acc])\n\t"
+      "vmovups %%ymm11, 352(%[acc])\n\t"
+      : [a0] "+r"(a0), [a3] "+r"(a3), [pb] "+r"(pb), [blocks] "+r"(blocks), [next] "=&r"(next)
+      : [rs] "r"(rs_bytes), [acc] "r"(&acc[0][0])
+      : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14");
+}
+#undef ATTN_AVX2_STEP
+#undef ATTN_AVX2_ROW
+
 // Prefetches, measured (docs/design.md, Performance): C's tile is fetched for writing before the
 // products, so that its cache misses overlap them (Q Kᵀ writes a T x T matrix once, A V re-reads
 // its C once per block of k); and an A sliver read in place fetches the next sliver's rows (mr
@@ -126,7 +218,17 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(std::int64_t kc, SliverA a,
   const float* a3 = a.a + 3 * rs;
   // The steps p = 0, 1, ..., kc - 1 in order: each cell's chain of fmas is the header's.
   std::int64_t p = 0;
-  if (cs != kMr) {  // in place
+  if (cs == 1 && kc >= 16) {  // in place, row-major: 16 steps at a time (avx2_16_steps)
+    p = kc / 16 * 16;
+    alignas(32) float part[kMr][kNr];
+    avx2_16_steps(part, a0, rs, pb, kc / 16);
+#pragma GCC unroll 6
+    for (int r = 0; r < kMr; ++r) {
+      acc[r][0] = _mm256_load_ps(part[r]);
+      acc[r][1] = _mm256_load_ps(part[r] + 8);
+    }
+    a0 += p, a3 += p, pb += p * kNr;
+  } else if (cs != kMr) {  // in place
     for (; p + 16 <= kc; p += 16) {
 #pragma GCC unroll 6
       for (int r = 0; r < kMr; ++r) __builtin_prefetch(a0 + (kMr + r) * rs, 0, 2);
