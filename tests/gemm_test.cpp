@@ -173,6 +173,29 @@ TEST_CASE("the blocked product reads A's rows in place, however far apart") {
   }
 }
 
+TEST_CASE("the blocked product reads a transposed A in place") {
+  // Aᵀ B with A's columns as the product's rows (row stride 1, column stride A's width), as
+  // the backward pass's weight gradients read them: the AVX2 kernel's steps for a row-major A
+  // are written out, and this is the other loop, with k across several blocks of 256 and a tail
+  // of fewer than 16 steps.
+  for (const Eigen::Index k : {Eigen::Index{37}, Eigen::Index{300}, Eigen::Index{520}}) {
+    const Matrix a_cols = random_matrix(k, 45, 71), b = random_matrix(k, 40, 72);
+    const Matrix want = blocked_definition(a_cols.transpose(), b);
+    for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2, GemmIsa::kGeneric}) {
+      if (!attn::gemm_isa_supported(isa)) continue;
+      for (int threads : {1, 2}) {
+        CAPTURE(k);
+        CAPTURE(static_cast<int>(isa));
+        CAPTURE(threads);
+        Matrix c(45, 40);
+        attn::gemm_blocked({a_cols.data(), 45, k, 1, 45}, {b.data(), k, 40, 40, 1}, c.data(), 40,
+                           threads, isa);
+        CHECK(same_bits(c, want));
+      }
+    }
+  }
+}
+
 TEST_CASE("on several threads, each thread's own copy of B is the product's B, every time") {
   // A B of at most 1 MiB packed is packed by each thread into memory of its own, kept between
   // products: each product must use its own B, whichever of the pool's threads take part
