@@ -174,10 +174,9 @@ TEST_CASE("the blocked product reads A's rows in place, however far apart") {
 }
 
 TEST_CASE("the blocked product reads a transposed A in place") {
-  // Aᵀ B with A's columns as the product's rows (row stride 1, column stride A's width), as
-  // the backward pass's weight gradients read them: the AVX2 kernel's steps for a row-major A
-  // are written out, and this is the other loop, with k across several blocks of 256 and a tail
-  // of fewer than 16 steps.
+  // Aᵀ B with A read in place (row stride 1, column stride A's width), as the backward pass's
+  // products read it: the AVX2 kernel's steps for a row-major A are written out, and this is
+  // its other loop, with k across several blocks of 256 and a tail of fewer than 16 steps.
   for (const Eigen::Index k : {Eigen::Index{37}, Eigen::Index{300}, Eigen::Index{520}}) {
     const Matrix a_cols = random_matrix(k, 45, 71), b = random_matrix(k, 40, 72);
     const Matrix want = blocked_definition(a_cols.transpose(), b);
