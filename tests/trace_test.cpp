@@ -1131,6 +1131,60 @@ TEST_CASE("on_record reports the share of the planned work done, up to 1 at the 
   }
 }
 
+TEST_CASE("each step that is not a block of rows is handed on as soon as it is final") {
+  // The summary digests a step when on_step sees it: X, each weight and each projection are seen
+  // right after they are recorded, while their values are in the cache, not when the head ends.
+  // Every step is still seen once, in the trace's order, so the summary is the same.
+  std::vector<attn::TraceConfig> configs(3);
+  configs[0].heads = 2;
+  configs[1].heads = 2, configs[1].multihead = attn::MultiheadForm::kSplit;
+  configs[1].d_kq = configs[1].d_v = 4;
+  configs[2].cross = "The quick brown fox", configs[2].init = attn::WeightInit::kLinear;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    CAPTURE(i);
+    attn::TraceConfig c = configs[i];
+    c.release_scores = c.stream_scores = c.release_head_steps = true;
+    std::vector<std::string> events;  // "+id" recorded, "=id" handed on
+    std::string lines;
+    c.on_record = [&events](const attn::Step& s, double) {
+      const std::string e = fmt::format("+{}", s.id);  // once per step, not per block
+      if (events.empty() || events.back() != e) events.push_back(e);
+    };
+    c.on_step = [&](const attn::Step& s) {
+      events.push_back(fmt::format("={}", s.id));
+      lines += attn::summary_step_line(s);
+    };
+    const attn::Trace trace = attn::run_trace(c);
+    std::vector<std::string> handed;
+    for (const std::string& e : events) {
+      if (e[0] == '=') handed.push_back(e.substr(1));
+    }
+    REQUIRE(handed.size() == trace.steps.size());
+    for (std::size_t j = 0; j < handed.size(); ++j) CHECK(handed[j] == trace.steps[j].id);
+    int immediate = 0;
+    for (std::size_t j = 0; j < events.size(); ++j) {
+      const std::string& e = events[j];
+      const bool early = e.starts_with("+embeddings") || e.starts_with("+w_") ||
+                         e.starts_with("+queries") || e.starts_with("+keys") ||
+                         e.starts_with("+values");
+      if (!early) continue;
+      CAPTURE(e);
+      // Handed on before any later step but another sentence's embeddings is recorded.
+      std::size_t k = j + 1;
+      const std::string handed_on = fmt::format("={}", e.substr(1));
+      while (k < events.size() && events[k] != handed_on) {
+        CHECK((events[k][0] == '=' || events[k].starts_with("+embeddings")));
+        ++k;
+      }
+      CHECK(k < events.size());
+      ++immediate;
+    }
+    CHECK(immediate >= 7);  // X, W_q, W_k, W_v, Q, K, V at least
+    CHECK(lines == attn::render_summary(attn::run_trace(configs[i]))
+                       .substr(attn::summary_head(trace).size(), lines.size()));
+  }
+}
+
 TEST_CASE("a run that shows some steps stops after them, and they are the whole run's") {
   // shown_steps (--steps): the steps after the last one shown are not computed. For every step
   // id of each variant, the steps kept are the whole run's, bit for bit, with the same notes.

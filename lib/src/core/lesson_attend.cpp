@@ -276,6 +276,7 @@ Qkv project(Recorder& rec, const Item& item, const HeadWeights& w, std::optional
         what);
     rec.mark_product(in.rows(), c.init == WeightInit::kRand ? weight.cols() : weight.rows(),
                      in.cols());
+    rec.flush();  // handed on while the product's values are in the cache
     return &m;
   };
   return {one(StepKind::kQueries, "Q", item.x, "X", w.w_q, "W_q", {"T", kq}, item.queries.words,

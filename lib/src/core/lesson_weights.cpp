@@ -11,14 +11,21 @@ namespace attn::lesson {
 namespace {
 
 // Records one weight: the drawn one, or the given one in its place. A given weight is still
-// drawn, so that every later weight is PyTorch's.
+// drawn, so that every later weight is PyTorch's. The step is handed on at once, while its values
+// are in the cache.
 const Matrix& record_weight(Recorder& rec, StepKind kind, const std::string& equation,
                             std::vector<std::string> dims, Matrix drawn,
                             const std::optional<GivenMatrix>& given, std::optional<int> head) {
-  if (!given) return rec.add(kind, equation, std::move(dims), std::move(drawn), std::nullopt, head);
-  const std::string symbol = equation.substr(0, equation.find(' '));
-  return rec.add(kind, fmt::format("{} = {}", symbol, given->source), std::move(dims),
+  const Matrix* m = nullptr;
+  if (!given) {
+    m = &rec.add(kind, equation, std::move(dims), std::move(drawn), std::nullopt, head);
+  } else {
+    const std::string symbol = equation.substr(0, equation.find(' '));
+    m = &rec.add(kind, fmt::format("{} = {}", symbol, given->source), std::move(dims),
                  given->values, std::nullopt, head);
+  }
+  rec.flush();
+  return *m;
 }
 
 }  // namespace

@@ -222,7 +222,11 @@ namespace {
 // their combination, then the backward pass. Between them, the run ends once the steps that
 // config.shown_steps names are recorded (Recorder::stop_if_done).
 void record_run(Trace& trace, lesson::Recorder& rec) {
+  // Each step that is not a block of rows is handed on (config.on_step: the summary's statistics
+  // and checksum) as soon as it is final, while its values are still in the cache: X here, each
+  // weight as it is drawn, each projection as it is computed (docs/design.md, Performance).
   const lesson::Inputs inputs = lesson::tokenize_and_embed(trace, rec);
+  rec.flush();
   // A model's attention reads ln_1 of the stream entering its layer: each item's, before the
   // layer's weights.
   const std::vector<const Matrix*> x =
