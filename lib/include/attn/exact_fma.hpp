@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "attn/simd.hpp"
+
 #if defined(__x86_64__) && !defined(__FMA__)
 #define ATTN_FMA_BY_DOUBLE 1
 #endif
@@ -46,11 +48,9 @@ inline float fma_by_double(float a, float b, float c) {
 // Whether this CPU has FMA instructions: then fmaf is the instruction, faster than the double
 // form where each fma waits for the last (the softmax's exp, a chain of eight: the plain softmax
 // at T = 1024, d_in 256, took 5.9 ms with the instruction and 18.3 with the double form, medians
-// of 10, Zen 5).
-inline const bool kCpuHasFma = [] {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("fma") != 0;
-}();
+// of 10, Zen 5). Read with simd.cpp's few CPUID instructions: __builtin_cpu_supports links in
+// libgcc's start-up code, which issues dozens (each a trap to the hypervisor in a virtual machine).
+inline const bool kCpuHasFma = cpu_has_fma();
 #endif
 
 inline float exact_fma(float a, float b, float c) {

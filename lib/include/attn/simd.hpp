@@ -17,6 +17,9 @@ enum class Isa { kPlain, kAvx2, kAvx512 };
 bool use_avx2();
 // Whether this CPU has AVX-512F, and the vectorised paths are on and may use it.
 bool use_avx512();
+// Whether this CPU has FMA instructions and the OS saves the AVX state they use, whatever the
+// vectorised paths may use: the plain paths' fmaf is the instruction there (exact_fma.hpp).
+bool cpu_has_fma();
 
 // On by default. For tests: off runs the plain C++ code on any CPU.
 void set_simd_enabled(bool on);

@@ -22,6 +22,7 @@ std::atomic<Isa> g_limit{Isa::kAvx512};  // the most the vectorised paths may us
 // __builtin_cpu_supports has libgcc's start-up code issue many (each one a trap to the hypervisor
 // in a virtual machine).
 struct CpuFeatures {
+  bool fma = false;
   bool avx2_fma = false;
   bool avx512f = false;
 };
@@ -35,6 +36,7 @@ __attribute__((target("xsave"))) CpuFeatures read_cpu() {
   const unsigned long long xcr0 = _xgetbv(0);
   const bool ymm = (xcr0 & 0x6) == 0x6;    // the OS saves XMM and YMM state
   const bool zmm = (xcr0 & 0xe6) == 0xe6;  // ... and the AVX-512 state
+  f.fma = ymm && fma;
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return f;
   f.avx2_fma = ymm && fma && (b & bit_AVX2) != 0;
   f.avx512f = f.avx2_fma && zmm && (b & bit_AVX512F) != 0;
@@ -46,6 +48,7 @@ const CpuFeatures& cpu() {
   return features;
 }
 
+bool cpu_fma() { return cpu().fma; }
 bool cpu_avx2() { return cpu().avx2_fma; }
 bool cpu_avx512() { return cpu().avx512f; }
 
@@ -56,6 +59,7 @@ std::int64_t read_l2_bytes() {
 }
 #else
 std::int64_t read_l2_bytes() { return 0; }
+bool cpu_fma() { return false; }
 bool cpu_avx2() { return false; }
 bool cpu_avx512() { return false; }
 #endif
@@ -70,6 +74,7 @@ std::int64_t l2_cache_bytes() {
   return bytes;
 }
 
+bool cpu_has_fma() { return cpu_fma(); }
 bool use_avx2() { return active_isa() >= Isa::kAvx2; }
 bool use_avx512() { return active_isa() >= Isa::kAvx512; }
 
