@@ -121,6 +121,16 @@ TEST_CASE("the L2 cache's size is read from the CPU, or 512 KiB where it does no
   CHECK(attn::l2_cache_bytes() == bytes);  // read once
 }
 
+TEST_CASE("the CPU's FMA is read as libgcc reads it, and implied by the vectorised paths") {
+  // cpu_has_fma() (the plain paths' choice of fmaf, exact_fma.hpp) reads CPUID itself, so that
+  // the program does not link libgcc's start-up code; here it must agree with that code.
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  CHECK(attn::cpu_has_fma() == (__builtin_cpu_supports("fma") != 0));
+#endif
+  if (attn::cpu_isa() >= attn::Isa::kAvx2) CHECK(attn::cpu_has_fma());
+}
+
 TEST_CASE("the plain kernel keeps fmaf's bits where its double arithmetic would not") {
   // The plain path computes its fmas in double where the CPU has no FMA (exact_fma.hpp) and
   // computes a tile again one fmaf at a time when a sum may not round as fmaf: halfway between
