@@ -54,23 +54,59 @@ class RowScatter {
   // The distinct ids, ascending.
   const std::vector<std::int64_t>& rows() const { return rows_; }
 
+  // Whether the table's rows are whole blocks of 16 draws (d_in % 16 == 0): then each needed
+  // row's draws can be made in X, in the row of its first token (its home), with no copy.
+  bool in_place() const { return d_ % 16 == 0; }
+
   // Copies elements [from, from + count) of the table, in `values`, into the rows of X whose
   // tokens have them.
   void operator()(std::uint64_t from, std::uint64_t count, const float* values) const {
+    for_each_part(from, count, [&](std::size_t k, std::uint64_t begin, std::uint64_t end) {
+      for (std::size_t j = first_[k]; j < first_[k + 1]; ++j) {
+        std::copy(values + (begin - from), values + (end - from), at(j, begin));
+      }
+    });
+  }
+
+  // In place: f(home, n) for each part of elements [from, from + count) of the table, in order,
+  // `home` where its first token's row of X holds it.
+  template <class F>
+  void for_each_home(std::uint64_t from, std::uint64_t count, F&& f) const {
+    for_each_part(from, count, [&](std::size_t k, std::uint64_t begin, std::uint64_t end) {
+      f(at(first_[k], begin), end - begin);
+    });
+  }
+
+  // In place: copies elements [from, from + count), made in their homes, into the rows of the
+  // other tokens with the same id.
+  void copy_repeats(std::uint64_t from, std::uint64_t count) const {
+    for_each_part(from, count, [&](std::size_t k, std::uint64_t begin, std::uint64_t end) {
+      const float* home = at(first_[k], begin);
+      for (std::size_t j = first_[k] + 1; j < first_[k + 1]; ++j) {
+        std::copy(home, home + (end - begin), at(j, begin));
+      }
+    });
+  }
+
+ private:
+  // f(k, begin, end) for each needed row rows_[k] with elements in [from, from + count): its
+  // elements [begin, end) of the table there.
+  template <class F>
+  void for_each_part(std::uint64_t from, std::uint64_t count, F&& f) const {
     const std::uint64_t last = from + count;
     auto it = std::lower_bound(rows_.begin(), rows_.end(), static_cast<std::int64_t>(from / d_));
     for (; it != rows_.end() && static_cast<std::uint64_t>(*it) * d_ < last; ++it) {
       const std::uint64_t begin = std::max(static_cast<std::uint64_t>(*it) * d_, from);
       const std::uint64_t end = std::min(static_cast<std::uint64_t>(*it) * d_ + d_, last);
-      const auto k = static_cast<std::size_t>(it - rows_.begin());
-      for (std::size_t j = first_[k]; j < first_[k + 1]; ++j) {
-        std::copy(values + (begin - from), values + (end - from),
-                  &x_(static_cast<Eigen::Index>(order_[j]), static_cast<Eigen::Index>(begin % d_)));
-      }
+      f(static_cast<std::size_t>(it - rows_.begin()), begin, end);
     }
   }
 
- private:
+  // Where the j-th token in id order holds element e of the table.
+  float* at(std::size_t j, std::uint64_t e) const {
+    return &x_(static_cast<Eigen::Index>(order_[j]), static_cast<Eigen::Index>(e % d_));
+  }
+
   std::uint64_t d_;
   Matrix& x_;
   std::vector<std::size_t> order_;
@@ -83,25 +119,27 @@ class RowScatter {
 // uniforms come from the one generator in order; its blocks' Box-Muller transforms (two thirds
 // of the time) are independent of each other, so they are split across the threads, each block
 // computed as it would be alone. On several threads the chunks go through a pipeline: while the
-// threads transform a chunk, the calling thread first draws the next chunk's uniforms into a
-// second buffer, then joins them (parallel_chunks: the others take its share's last pieces).
-// Drawing before transforming left the other threads waiting for a third of the time, and the
-// uniforms took longer on two threads than on one, as writes to lines that the other core has
-// read do on this project's machines (docs/design.md, Performance).
+// threads transform a chunk, the calling thread first draws the next chunk's uniforms, then joins
+// them (parallel_chunks: the others take its share's last pieces). Drawing before transforming
+// left the other threads waiting for a third of the time, and the uniforms took longer on two
+// threads than on one, as writes to lines that the other core has read do on this project's
+// machines (docs/design.md, Performance). Where the table's rows are whole blocks (in_place), a
+// chunk is drawn and transformed in X, each row in its first token's row; otherwise in one of two
+// buffers, then copied into X.
 class RunDrawer {
  public:
   RunDrawer(TorchGenerator& gen, const RowScatter& scatter, TorchKernel kernel, int threads)
       : gen_(gen), scatter_(scatter), kernel_(kernel), threads_(threads) {}
 
   // Draws blocks [first_block, end_block) and scatters them into X. One thread draws a chunk and
-  // transforms it while it is in cache, in one buffer: the pipeline only pays with another
-  // thread to transform beside the drawing.
+  // transforms it while it is in cache: the pipeline only pays with another thread to transform
+  // beside the drawing.
   void draw(std::uint64_t first_block, std::uint64_t end_block) {
     if (threads_ > 1) return draw_pipelined(first_block, end_block);
     for (std::uint64_t b = first_block; b < end_block; b += kChunkBlocks) {
       const std::uint64_t blocks = std::min(kChunkBlocks, end_block - b);
-      const std::span<float> draws = uniforms(0, b, blocks);
-      transform(draws, b, 0, blocks);
+      uniforms(0, b, blocks);
+      transform(0, b, 0, blocks);
     }
   }
 
@@ -112,32 +150,46 @@ class RunDrawer {
   static constexpr std::uint64_t kChunkBlocks = 8192;  // 512 KiB of draws
   static constexpr std::uint64_t kPieceBlocks = 256;   // a thread's piece of a chunk: 16 KiB
 
-  // Blocks [b, b + blocks)'s uniforms, in buffer `which`.
-  std::span<float> uniforms(int which, std::uint64_t b, std::uint64_t blocks) {
+  // Blocks [b, b + blocks)'s uniforms: in X where the rows are whole blocks, else in buffer
+  // `which`.
+  void uniforms(int which, std::uint64_t b, std::uint64_t blocks) {
     gen_.discard(b * 16 - position_);
-    std::vector<float>& buffer = chunks_[which];
-    buffer.resize(std::max<std::size_t>(buffer.size(), blocks * 16));
-    const std::span<float> draws(buffer.data(), blocks * 16);
-    gen_.fill_uniform01(draws);
+    if (scatter_.in_place()) {
+      scatter_.for_each_home(b * 16, blocks * 16, [this](float* home, std::uint64_t n) {
+        gen_.fill_uniform01(std::span<float>(home, n));
+      });
+    } else {
+      std::vector<float>& buffer = chunks_[which];
+      buffer.resize(std::max<std::size_t>(buffer.size(), blocks * 16));
+      gen_.fill_uniform01(std::span<float>(buffer.data(), blocks * 16));
+    }
     position_ = (b + blocks) * 16;
-    return draws;
   }
 
-  // The normals of blocks [k0, k1) of the chunk whose first block is b, in place, and into X.
-  void transform(std::span<float> draws, std::uint64_t b, std::uint64_t k0, std::uint64_t k1) {
-    normal_fill_blocks(draws.subspan(k0 * 16, (k1 - k0) * 16), 0.0f, 1.0f, kernel_);
-    scatter_((b + k0) * 16, (k1 - k0) * 16, draws.data() + k0 * 16);
+  // The normals of blocks [k0, k1) of the chunk whose first block is b (its uniforms in buffer
+  // `which`, or in X), in place, and into the rows of X that have them.
+  void transform(int which, std::uint64_t b, std::uint64_t k0, std::uint64_t k1) {
+    const std::uint64_t from = (b + k0) * 16, count = (k1 - k0) * 16;
+    if (scatter_.in_place()) {
+      scatter_.for_each_home(from, count, [this](float* home, std::uint64_t n) {
+        normal_fill_blocks(std::span<float>(home, n), 0.0f, 1.0f, kernel_);
+      });
+      scatter_.copy_repeats(from, count);
+      return;
+    }
+    const std::span<float> draws(chunks_[which].data() + k0 * 16, count);
+    normal_fill_blocks(draws, 0.0f, 1.0f, kernel_);
+    scatter_(from, count, draws.data());
   }
 
   void draw_pipelined(std::uint64_t first_block, std::uint64_t end_block) {
     int current = 0;
-    std::span<float> draws =
-        uniforms(current, first_block, std::min(kChunkBlocks, end_block - first_block));
+    std::uint64_t blocks = std::min(kChunkBlocks, end_block - first_block);
+    uniforms(current, first_block, blocks);
     for (std::uint64_t b = first_block; b < end_block;) {
-      const std::uint64_t blocks = draws.size() / 16, next = b + blocks;
+      const std::uint64_t next = b + blocks;
       const std::uint64_t next_blocks = std::min(kChunkBlocks, end_block - next);
       const std::uint64_t pieces = (blocks + kPieceBlocks - 1) / kPieceBlocks;
-      std::span<float> next_draws;
       // Piece 0 is the next chunk's uniforms, pieces 1 .. the transforms; about 60 operations
       // per draw (a log, a sine and a cosine per pair, vectorised).
       parallel_chunks(static_cast<std::int64_t>(pieces + 1), 1, threads_,
@@ -146,16 +198,14 @@ class RunDrawer {
                         for (auto i = static_cast<std::uint64_t>(begin);
                              i < static_cast<std::uint64_t>(end); ++i) {
                           if (i == 0) {
-                            if (next_blocks > 0) {
-                              next_draws = uniforms(1 - current, next, next_blocks);
-                            }
+                            if (next_blocks > 0) uniforms(1 - current, next, next_blocks);
                             continue;
                           }
                           const std::uint64_t k0 = (i - 1) * kPieceBlocks;
-                          transform(draws, b, k0, std::min(blocks, k0 + kPieceBlocks));
+                          transform(current, b, k0, std::min(blocks, k0 + kPieceBlocks));
                         }
                       });
-      b = next, draws = next_draws, current = 1 - current;
+      b = next, blocks = next_blocks, current = 1 - current;
     }
   }
 
