@@ -267,21 +267,26 @@ TEST_CASE("kernel names") {
 }
 
 TEST_CASE("the vectorised normal_ gives the plain code's bits") {
-  for (const auto& [mean, std_dev] : {std::pair{0.0f, 1.0f}, {2.5f, 0.01f}, {-1.0f, 3.0f}}) {
-    std::vector<float> fast(100'003), plain(100'003);
-    attn::TorchGenerator g1(99), g2(99);
-    attn::normal_(fast, g1, mean, std_dev, attn::TorchKernel::kAvx2);
-    attn::set_simd_enabled(false);
-    attn::normal_(plain, g2, mean, std_dev, attn::TorchKernel::kAvx2);
-    attn::set_simd_enabled(true);
-    CHECK(std::memcmp(fast.data(), plain.data(), fast.size() * sizeof(float)) == 0);
-    if (attn::cpu_isa() == attn::Isa::kAvx512) {  // two blocks at a time, and one (AVX2)
-      std::vector<float> avx2(fast.size());
-      attn::TorchGenerator g3(99);
-      attn::limit_isa(attn::Isa::kAvx2);
-      attn::normal_(avx2, g3, mean, std_dev, attn::TorchKernel::kAvx2);
-      attn::limit_isa(attn::Isa::kAvx512);
-      CHECK(std::memcmp(avx2.data(), plain.data(), avx2.size() * sizeof(float)) == 0);
+  // 6,250, 6,251 and 6,252 blocks: odd and even numbers of blocks and of pairs of blocks, for the
+  // loops that take two at a time.
+  for (const std::size_t n : {std::size_t{100'003}, std::size_t{100'019}, std::size_t{100'035}}) {
+    for (const auto& [mean, std_dev] : {std::pair{0.0f, 1.0f}, {2.5f, 0.01f}, {-1.0f, 3.0f}}) {
+      CAPTURE(n);
+      std::vector<float> fast(n), plain(n);
+      attn::TorchGenerator g1(99), g2(99);
+      attn::normal_(fast, g1, mean, std_dev, attn::TorchKernel::kAvx2);
+      attn::set_simd_enabled(false);
+      attn::normal_(plain, g2, mean, std_dev, attn::TorchKernel::kAvx2);
+      attn::set_simd_enabled(true);
+      CHECK(std::memcmp(fast.data(), plain.data(), fast.size() * sizeof(float)) == 0);
+      if (attn::cpu_isa() == attn::Isa::kAvx512) {  // two blocks at a time, and one (AVX2)
+        std::vector<float> avx2(fast.size());
+        attn::TorchGenerator g3(99);
+        attn::limit_isa(attn::Isa::kAvx2);
+        attn::normal_(avx2, g3, mean, std_dev, attn::TorchKernel::kAvx2);
+        attn::limit_isa(attn::Isa::kAvx512);
+        CHECK(std::memcmp(avx2.data(), plain.data(), avx2.size() * sizeof(float)) == 0);
+      }
     }
   }
   // Uniforms at the edges: u1 = 1 − u in (0, 1] down to 2^-24, angles across every octant.
