@@ -192,7 +192,7 @@ __attribute__((target("avx2,fma"))) void normal_fill_blocks_avx2(float* blocks, 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-// normal_fill_16_avx2 on two blocks at once, in 16 lanes: lanes 0-7 are the first block's
+// box_muller_avx2 on two blocks at once, in 16 lanes: lanes 0-7 are the first block's
 // pairs, lanes 8-15 the second's. Each lane takes the same operations in the same order as
 // there (the compares give masks, the selects are blends), so the same bits.
 __attribute__((target("avx512f"), always_inline)) inline void box_muller_avx512(float* blocks,
