@@ -59,13 +59,12 @@ class RowScatter {
   bool in_place() const { return d_ % 16 == 0; }
 
   // Copies elements [from, from + count) of the table, in `values`, into the rows of X whose
-  // tokens have them.
+  // tokens have them: into their homes, then from there into the repeats.
   void operator()(std::uint64_t from, std::uint64_t count, const float* values) const {
     for_each_part(from, count, [&](std::size_t k, std::uint64_t begin, std::uint64_t end) {
-      for (std::size_t j = first_[k]; j < first_[k + 1]; ++j) {
-        std::copy(values + (begin - from), values + (end - from), at(j, begin));
-      }
+      std::copy(values + (begin - from), values + (end - from), at(first_[k], begin));
     });
+    copy_repeats(from, count);
   }
 
   // In place: f(home, n) for each part of elements [from, from + count) of the table, in order,
