@@ -97,8 +97,17 @@ void parse(CLI::App& app, Options& options, DiffCommand& diff_command, int argc,
 // How the command line changes a setting that a library error names: " with --max-memory".
 std::string remedy(Setting setting);
 
-// Adds every option of the tool to `app`, writing into `options`.
-void add_options(CLI::App& app, Options& options);
+// Adds every option of the tool to `app`, writing into `options`; with `named`, only the
+// positional arguments and the options whose short or long name is in it.
+void add_options(CLI::App& app, Options& options,
+                 const std::vector<std::string_view>* named = nullptr);
+
+// parse() on an app with only the options that the arguments name, where it succeeds: making
+// every option is most of a start. Returns false, with `options` as they were, where the
+// arguments hold "diff", --help, -h or --version, or where the parse fails: the caller then
+// parses with every option (add_commands), for the same error. The options named are all there,
+// so CLI11 reads each argument as it does with every option.
+bool parse_named(Options& options, int argc, const char* const* argv);
 
 // Refuses an option given more than once. Throws attn::Error naming it.
 void check_repeats(const CLI::App& app);

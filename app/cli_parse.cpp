@@ -46,7 +46,25 @@ void take_last(CLI::App& app) {
 
 }  // namespace
 
-void add_options(CLI::App& app, Options& o) {
+namespace {
+
+// Whether `spec` is a positional argument, or an option with one of its names in `named`.
+bool spec_named(const OptionSpec& spec, const std::vector<std::string_view>& named) {
+  if (spec.names.empty() || spec.names.front() != '-') return true;
+  const std::string_view names = spec.names;
+  for (std::size_t from = 0; from <= names.size();) {
+    const std::size_t comma = std::min(names.find(',', from), names.size());
+    if (std::find(named.begin(), named.end(), names.substr(from, comma - from)) != named.end()) {
+      return true;
+    }
+    from = comma + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+void add_options(CLI::App& app, Options& o, const std::vector<std::string_view>* named) {
   DiffCommand unused;
   // Each option by its long name, for the exclusions (CLI11's get_option compares every name
   // of every option: a tenth of the walkthrough's run, for 38 look-ups).
@@ -57,23 +75,32 @@ void add_options(CLI::App& app, Options& o) {
   // was 30 % of the walkthrough's instructions. The groups are read as the app's own options.
   bool first = true;
   for (const OptionSection& section : option_table()) {
-    CLI::App& into = first ? app : *app.add_option_group(section.title);
+    CLI::App* into = first ? &app : nullptr;
     first = false;
     for (const OptionSpec& spec : section.options) {
-      CLI::Option* opt = spec.add(into, o, unused, spec.help);
+      if (named != nullptr && !spec_named(spec, *named)) continue;
+      if (into == nullptr) into = app.add_option_group(section.title);
+      CLI::Option* opt = spec.add(*into, o, unused, spec.help);
       if (!spec.value.empty() && spec.names.front() == '-') opt->type_name(spec.value);
       const std::size_t comma = spec.names.rfind(',');
       by_name.emplace_back(
           std::string_view(spec.names).substr(comma == std::string::npos ? 0 : comma + 1), opt);
     }
   }
-  auto option = [&by_name](std::string_view name) {
+  auto option = [&by_name, named](std::string_view name) -> CLI::Option* {
     for (const auto& [n, opt] : by_name) {
       if (n == name) return opt;
     }
+    if (named != nullptr) return nullptr;  // not given
     throw std::logic_error("the option table has no " + std::string(name));
   };
-  for (const auto& [a, b] : exclusive_options()) option(a)->excludes(option(b));
+  for (const auto& [a, b] : exclusive_options()) {
+    CLI::Option* first_option = option(a);
+    CLI::Option* second_option = option(b);
+    if (first_option != nullptr && second_option != nullptr) {
+      first_option->excludes(second_option);
+    }
+  }
   take_last(app);
 }
 
@@ -304,6 +331,31 @@ void parse(CLI::App& app, Options& options, DiffCommand& diff_command, int argc,
       }
     }
   }
+}
+
+bool parse_named(Options& options, int argc, const char* const* argv) {
+  std::vector<std::string_view> named;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "diff" || arg == "-h" || arg == "--help" || arg == "--version") return false;
+    if (arg.size() > 1 && arg[0] == '-') {
+      named.push_back(arg.size() > 2 && arg[1] == '-' ? arg.substr(0, arg.find('='))
+                                                      : arg.substr(0, 2));
+    }
+  }
+  Options parsed = options;
+  try {
+    CLI::App app;
+    add_options(app, parsed, &named);
+    app.add_subcommand("diff");  // parse() asks for it; no argument names it
+    DiffCommand unused;
+    parse(app, parsed, unused, argc, argv);
+  } catch (const std::exception&) {
+    return false;
+  }
+  options = std::move(parsed);
+  return true;
 }
 
 CLI::App* add_commands(CLI::App& app, Options& options, DiffCommand& diff_command) {

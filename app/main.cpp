@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   attn::cli::Options options;
   options.config.on_memory_estimate = attn::prepare_heap;
   attn::cli::DiffCommand diff_command;
-  const CLI::App* diff = attn::cli::add_commands(app, options, diff_command);
+  const CLI::App* diff = nullptr;  // every option and diff, made where parse_named cannot do
 
   // A file larger than `ulimit -f` allows is a write that fails (EFBIG), reported like any other,
   // not a signal that ends the process with half a file.
@@ -123,11 +123,14 @@ int main(int argc, char** argv) {
     return code;
   };
   try {
-    attn::cli::parse(app, options, diff_command, argc, argv);
+    if (!attn::cli::parse_named(options, argc, argv)) {
+      diff = attn::cli::add_commands(app, options, diff_command);
+      attn::cli::parse(app, options, diff_command, argc, argv);
+    }
   } catch (const CLI::CallForHelp&) {
     const std::size_t width = terminal_width();
-    const std::string help =
-        diff->parsed() ? attn::cli::diff_help_text(width) : attn::cli::help_text(width);
+    const std::string help = diff != nullptr && diff->parsed() ? attn::cli::diff_help_text(width)
+                                                               : attn::cli::help_text(width);
     return write_all(STDOUT_FILENO, help) ? attn::cli::kExitOk : output_failed(errno);
   } catch (const CLI::CallForVersion& e) {
     errno = 0;
@@ -165,7 +168,8 @@ int main(int argc, char** argv) {
 
   attn::cli::Outcome outcome;
   try {
-    outcome = diff->parsed() ? attn::cli::run_diff(diff_command) : attn::cli::run(options);
+    outcome = diff != nullptr && diff->parsed() ? attn::cli::run_diff(diff_command)
+                                                : attn::cli::run(options);
   } catch (const attn::Error& e) {
     return fail(e.what() + attn::cli::remedy(e.setting()));
   } catch (const std::bad_alloc&) {

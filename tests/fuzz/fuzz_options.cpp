@@ -1,6 +1,7 @@
 // Fuzzes the command line up to the run: the input is split at each NUL byte into arguments
 // (at most 32), and they go through what app/main.cpp does before it runs anything: cli::parse
-// with every option and the diff subcommand, then make_config and resolve.
+// with every option and the diff subcommand, then make_config and resolve. cli::parse_named, the
+// read with only the options named, must agree with cli::parse wherever it succeeds.
 // run_trace is not called: this target is about options, their validators and their
 // combinations, not about the arithmetic.
 //
@@ -20,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../support/options_fingerprint.hpp"
 #include "attn/error.hpp"
 #include "attn/trace.hpp"
 #include "cli.hpp"
@@ -82,6 +84,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<const char*> argv{"attn-trace"};  // (1 + args,)
   for (const std::string& a : args) argv.push_back(a.c_str());
 
+  // main reads the command line with only the options it names where that succeeds
+  // (cli::parse_named), and with every option where it does not: where the first succeeds, the
+  // second must read the same options.
+  attn::cli::Options named;
+  const bool named_read = attn::cli::parse_named(named, static_cast<int>(argv.size()), argv.data());
+
   CLI::App app;
   attn::cli::Options options;
   attn::cli::DiffCommand diff_command;
@@ -90,9 +98,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     attn::cli::parse(app, options, diff_command, static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError&) {
+    if (named_read) __builtin_trap();
     return 0;  // --help or --version: main prints it and exits
   } catch (const attn::Error&) {
+    if (named_read) __builtin_trap();
     return 0;  // a usage error: refused with a one-line message, exit code 2
+  }
+  if (named_read &&
+      attn::test::options_fingerprint(named) != attn::test::options_fingerprint(options)) {
+    __builtin_trap();
   }
   try {
     // main runs run_diff when diff was given; make_config reads none of diff's files, so it is
