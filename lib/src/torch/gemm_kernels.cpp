@@ -132,68 +132,88 @@ __attribute__((target("avx2,fma"), always_inline)) inline void avx2_step(
 // kernel_avx2 does, and the next line of each of this sliver's own rows into L1, the line the
 // next 16 steps read (docs/design.md, Performance: the two measured together, 2-3 % faster where
 // A's rows come from L2, the same elsewhere).
-__attribute__((target("avx2,fma"))) inline void avx2_16_steps(float (&acc)[6][16], const float* a0,
-                                                              std::int64_t rs, const float* pb,
+// clang-format off
+#define ATTN_AVX2_LOOP                                                                        \
+      "vxorps %%ymm0, %%ymm0, %%ymm0\n\t"                                                     \
+      "vxorps %%ymm1, %%ymm1, %%ymm1\n\t"                                                     \
+      "vxorps %%ymm2, %%ymm2, %%ymm2\n\t"                                                     \
+      "vxorps %%ymm3, %%ymm3, %%ymm3\n\t"                                                     \
+      "vxorps %%ymm4, %%ymm4, %%ymm4\n\t"                                                     \
+      "vxorps %%ymm5, %%ymm5, %%ymm5\n\t"                                                     \
+      "vxorps %%ymm6, %%ymm6, %%ymm6\n\t"                                                     \
+      "vxorps %%ymm7, %%ymm7, %%ymm7\n\t"                                                     \
+      "vxorps %%ymm8, %%ymm8, %%ymm8\n\t"                                                     \
+      "vxorps %%ymm9, %%ymm9, %%ymm9\n\t"                                                     \
+      "vxorps %%ymm10, %%ymm10, %%ymm10\n\t"                                                  \
+      "vxorps %%ymm11, %%ymm11, %%ymm11\n\t"                                                  \
+      "1:\n\t"                                                                                \
+      /* the next sliver's rows: a3 + 3 rs to a3 + 8 rs */ "lea (%[a3],%[rs],2), %[next]\n\t" \
+      "add %[rs], %[next]\n\t"                                                                \
+      "prefetcht1 (%[next])\n\t"                                                              \
+      "prefetcht1 (%[next],%[rs],1)\n\t"                                                      \
+      "prefetcht1 (%[next],%[rs],2)\n\t"                                                      \
+      "lea (%[next],%[rs],2), %[next]\n\t"                                                    \
+      "add %[rs], %[next]\n\t"                                                                \
+      "prefetcht1 (%[next])\n\t"                                                              \
+      "prefetcht1 (%[next],%[rs],1)\n\t"                                                      \
+      "prefetcht1 (%[next],%[rs],2)\n\t"                                                      \
+      "prefetcht0 64(%[a0])\n\t"                                                              \
+      "prefetcht0 64(%[a0],%[rs],1)\n\t"                                                      \
+      "prefetcht0 64(%[a0],%[rs],2)\n\t"                                                      \
+      "prefetcht0 64(%[a3])\n\t"                                                              \
+      "prefetcht0 64(%[a3],%[rs],1)\n\t"                                                      \
+      "prefetcht0 64(%[a3],%[rs],2)\n\t"                                                      \
+      ATTN_AVX2_STEP(0) ATTN_AVX2_STEP(1) ATTN_AVX2_STEP(2) ATTN_AVX2_STEP(3)                 \
+      ATTN_AVX2_STEP(4) ATTN_AVX2_STEP(5) ATTN_AVX2_STEP(6) ATTN_AVX2_STEP(7)                 \
+      ATTN_AVX2_STEP(8) ATTN_AVX2_STEP(9) ATTN_AVX2_STEP(10) ATTN_AVX2_STEP(11)               \
+      ATTN_AVX2_STEP(12) ATTN_AVX2_STEP(13) ATTN_AVX2_STEP(14) ATTN_AVX2_STEP(15)             \
+      "add $64, %[a0]\n\t"                                                                    \
+      "add $64, %[a3]\n\t"                                                                    \
+      "add $1024, %[pb]\n\t"                                                                  \
+      "dec %[blocks]\n\t"                                                                     \
+      "jnz 1b\n\t"
+// The 6 x 16 sums into `out`, rows `ld` floats apart: stored, or (kAdd) added to what is there,
+// out(r, :) = out(r, :) + acc(r, :), as kernel_avx2 merges a later block of k. From the registers,
+// with no copy through memory between: Q Kᵀ (k = 128) makes a tile in 128 steps.
+#define ATTN_AVX2_OUT_ROW(at, c0, c1, add)              \
+  add("0" at, c0) "vmovups %%ymm" c0 ", 0" at "\n\t"    \
+  add("32" at, c1) "vmovups %%ymm" c1 ", 32" at "\n\t"
+#define ATTN_AVX2_ADD(at, c) "vaddps " at ", %%ymm" c ", %%ymm" c "\n\t"
+#define ATTN_AVX2_KEEP(at, c)
+#define ATTN_AVX2_OUT(add)                                  \
+  ATTN_AVX2_OUT_ROW("(%[c0])", "0", "1", add)               \
+  ATTN_AVX2_OUT_ROW("(%[c0],%[ld],1)", "2", "3", add)       \
+  ATTN_AVX2_OUT_ROW("(%[c0],%[ld],2)", "4", "5", add)       \
+  ATTN_AVX2_OUT_ROW("(%[c3])", "6", "7", add)               \
+  ATTN_AVX2_OUT_ROW("(%[c3],%[ld],1)", "8", "9", add)       \
+  ATTN_AVX2_OUT_ROW("(%[c3],%[ld],2)", "10", "11", add)
+// clang-format on
+template <bool kAdd>
+__attribute__((target("avx2,fma"))) inline void avx2_16_steps(float* out, std::int64_t ld,
+                                                              const float* a0, std::int64_t rs,
+                                                              const float* pb,
                                                               std::int64_t blocks) {
   const float* a3 = a0 + 3 * rs;
   const std::int64_t rs_bytes = rs * static_cast<std::int64_t>(sizeof(float));
+  const std::int64_t ld_bytes = ld * static_cast<std::int64_t>(sizeof(float));
   const float* next = nullptr;
-  asm volatile(
-      "vxorps %%ymm0, %%ymm0, %%ymm0\n\t"
-      "vxorps %%ymm1, %%ymm1, %%ymm1\n\t"
-      "vxorps %%ymm2, %%ymm2, %%ymm2\n\t"
-      "vxorps %%ymm3, %%ymm3, %%ymm3\n\t"
-      "vxorps %%ymm4, %%ymm4, %%ymm4\n\t"
-      "vxorps %%ymm5, %%ymm5, %%ymm5\n\t"
-      "vxorps %%ymm6, %%ymm6, %%ymm6\n\t"
-      "vxorps %%ymm7, %%ymm7, %%ymm7\n\t"
-      "vxorps %%ymm8, %%ymm8, %%ymm8\n\t"
-      "vxorps %%ymm9, %%ymm9, %%ymm9\n\t"
-      "vxorps %%ymm10, %%ymm10, %%ymm10\n\t"
-      "vxorps %%ymm11, %%ymm11, %%ymm11\n\t"
-      "1:\n\t"
-      "lea (%[a3],%[rs],2), %[next]\n\t"  // the next sliver's rows: a3 + 3 rs to a3 + 8 rs
-      "add %[rs], %[next]\n\t"
-      "prefetcht1 (%[next])\n\t"
-      "prefetcht1 (%[next],%[rs],1)\n\t"
-      "prefetcht1 (%[next],%[rs],2)\n\t"
-      "lea (%[next],%[rs],2), %[next]\n\t"
-      "add %[rs], %[next]\n\t"
-      "prefetcht1 (%[next])\n\t"
-      "prefetcht1 (%[next],%[rs],1)\n\t"
-      "prefetcht1 (%[next],%[rs],2)\n\t"
-      "prefetcht0 64(%[a0])\n\t"
-      "prefetcht0 64(%[a0],%[rs],1)\n\t"
-      "prefetcht0 64(%[a0],%[rs],2)\n\t"
-      "prefetcht0 64(%[a3])\n\t"
-      "prefetcht0 64(%[a3],%[rs],1)\n\t"
-      "prefetcht0 64(%[a3],%[rs],2)\n\t"
-      ATTN_AVX2_STEP(0) ATTN_AVX2_STEP(1) ATTN_AVX2_STEP(2) ATTN_AVX2_STEP(3)
-      ATTN_AVX2_STEP(4) ATTN_AVX2_STEP(5) ATTN_AVX2_STEP(6) ATTN_AVX2_STEP(7)
-      ATTN_AVX2_STEP(8) ATTN_AVX2_STEP(9) ATTN_AVX2_STEP(10) ATTN_AVX2_STEP(11)
-      ATTN_AVX2_STEP(12) ATTN_AVX2_STEP(13) ATTN_AVX2_STEP(14) ATTN_AVX2_STEP(15)
-      "add $64, %[a0]\n\t"
-      "add $64, %[a3]\n\t"
-      "add $1024, %[pb]\n\t"
-      "dec %[blocks]\n\t"
-      "jnz 1b\n\t"
-      "vmovups %%ymm0, 0(%[acc])\n\t"
-      "vmovups %%ymm1, 32(%[acc])\n\t"
-      "vmovups %%ymm2, 64(%[acc])\n\t"
-      "vmovups %%ymm3, 96(%[acc])\n\t"
-      "vmovups %%ymm4, 128(%[acc])\n\t"
-      "vmovups %%ymm5, 160(%[acc])\n\t"
-      "vmovups %%ymm6, 192(%[acc])\n\t"
-      "vmovups %%ymm7, 224(%[acc])\n\t"
-      "vmovups %%ymm8, 256(%[acc])\n\t"
-      "vmovups %%ymm9, 288(%[acc])\n\t"
-      "vmovups %%ymm10, 320(%[acc])\n\t"
-      "vmovups %%ymm11, 352(%[acc])\n\t"
-      : [a0] "+r"(a0), [a3] "+r"(a3), [pb] "+r"(pb), [blocks] "+r"(blocks), [next] "=&r"(next)
-      : [rs] "r"(rs_bytes), [acc] "r"(&acc[0][0])
-      : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
-        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14");
+#define ATTN_AVX2_OPERANDS                                                                          \
+  : [a0] "+r"(a0), [a3] "+r"(a3), [pb] "+r"(pb), [blocks] "+r"(blocks), [next] "=&r"(next)        \
+  : [rs] "r"(rs_bytes), [c0] "r"(out), [c3] "r"(out + 3 * ld), [ld] "r"(ld_bytes)                 \
+  : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", \
+    "xmm10", "xmm11", "xmm12", "xmm13", "xmm14"
+  if constexpr (kAdd) {
+    asm volatile(ATTN_AVX2_LOOP ATTN_AVX2_OUT(ATTN_AVX2_ADD) ATTN_AVX2_OPERANDS);
+  } else {
+    asm volatile(ATTN_AVX2_LOOP ATTN_AVX2_OUT(ATTN_AVX2_KEEP) ATTN_AVX2_OPERANDS);
+  }
+#undef ATTN_AVX2_OPERANDS
 }
+#undef ATTN_AVX2_OUT
+#undef ATTN_AVX2_KEEP
+#undef ATTN_AVX2_ADD
+#undef ATTN_AVX2_OUT_ROW
+#undef ATTN_AVX2_LOOP
 #undef ATTN_AVX2_STEP
 #undef ATTN_AVX2_ROW
 
@@ -219,9 +239,13 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(std::int64_t kc, SliverA a,
   // The steps p = 0, 1, ..., kc - 1 in order: each cell's chain of fmas is the header's.
   std::int64_t p = 0;
   if (cs == 1 && kc >= 16) {  // in place, row-major: 16 steps at a time (avx2_16_steps)
+    if (kc % 16 == 0) {       // every step: the sums straight into C
+      if (first) return avx2_16_steps<false>(c, ldc, a0, rs, pb, kc / 16);
+      return avx2_16_steps<true>(c, ldc, a0, rs, pb, kc / 16);
+    }
     p = kc / 16 * 16;
     alignas(32) float part[kMr][kNr];
-    avx2_16_steps(part, a0, rs, pb, kc / 16);
+    avx2_16_steps<false>(&part[0][0], kNr, a0, rs, pb, kc / 16);
 #pragma GCC unroll 6
     for (int r = 0; r < kMr; ++r) {
       acc[r][0] = _mm256_load_ps(part[r]);
