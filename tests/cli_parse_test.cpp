@@ -87,7 +87,7 @@ TEST_CASE("the command line read with only the options it names is read as with 
   }
 }
 
-TEST_CASE("what the named options cannot read goes to the full parse, for the same message") {
+TEST_CASE("what the named options cannot read is left to the full parse, the options untouched") {
   const std::vector<std::vector<std::string>> lines = {
       {"diff", "a.json", "b.json"},  // the subcommand
       {"Life", "diff"},              // a word "diff": the full parse decides
