@@ -6,8 +6,6 @@
 #include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <optional>
 #include <string>
 #include <vector>
 
