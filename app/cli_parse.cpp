@@ -118,6 +118,12 @@ void check_repeats(const CLI::App& app) {
 
 namespace {
 
+// The option an argument that begins with '-' names: "--seed" of "--seed=5", "-s" of "-sHello".
+std::string_view option_name(std::string_view arg) {
+  const bool long_form = arg.size() > 2 && arg[1] == '-';
+  return long_form ? arg.substr(0, arg.find('=')) : arg.substr(0, 2);
+}
+
 // The Levenshtein distance between two option names.
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
@@ -177,7 +183,7 @@ std::vector<std::string> check_arguments(const CLI::App& app, const CLI::App& di
       continue;
     }
     const bool long_form = arg.size() > 2 && arg[1] == '-';
-    const std::string name(long_form ? arg.substr(0, arg.find('=')) : arg.substr(0, 2));
+    const std::string name(option_name(arg));
     const CLI::Option* opt = nullptr;
     for (const CLI::Option* o : all_options(*current)) {
       if (!o->get_positional() && o->check_name(name)) opt = o;
@@ -339,10 +345,7 @@ bool parse_named(Options& options, int argc, const char* const* argv) {
     const std::string_view arg = argv[i];
     if (arg == "--") break;
     if (arg == "diff" || arg == "-h" || arg == "--help" || arg == "--version") return false;
-    if (arg.size() > 1 && arg[0] == '-') {
-      named.push_back(arg.size() > 2 && arg[1] == '-' ? arg.substr(0, arg.find('='))
-                                                      : arg.substr(0, 2));
-    }
+    if (arg.size() > 1 && arg[0] == '-') named.push_back(option_name(arg));
   }
   Options parsed = options;
   try {
